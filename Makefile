@@ -1,0 +1,137 @@
+# Tandem: an RTOS and Linux side by side on one multicore Arm, under our own
+# EL3 monitor. `make run` boots it on QEMU; `make test` checks everything.
+#
+# Everything builds under build/ (and cargo's target/); nothing outside the
+# repository is touched except by `make setup` (apt packages, the Rust
+# toolchain, .venv).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ROOT        := $(CURDIR)
+BUILD       := $(ROOT)/build
+CROSS       := aarch64-linux-gnu-
+FW_TARGET   := aarch64-unknown-none-softfloat
+JOBS        ?= $(shell nproc)
+
+KSRC_TAR    := /usr/src/linux-source-6.1.tar.xz
+KSRC        := $(BUILD)/linux-source-6.1
+KOUT        := $(BUILD)/linux
+KMAKE       := $(MAKE) -C $(KSRC) O=$(KOUT) ARCH=arm64 CROSS_COMPILE=$(CROSS)
+PATCHES     := $(wildcard linux/patches/*.patch) linux/patches/series
+
+FIRMWARE    := $(BUILD)/firmware/tandem-monitor.bin
+IMAGE       := $(KOUT)/arch/arm64/boot/Image
+ABI_HEADER  := $(BUILD)/include/tandem_abi.h
+MODULE      := $(BUILD)/driver/tandem.ko
+TOOLS       := $(BUILD)/tools/tandem-smc
+INITRAMFS   := $(BUILD)/rootfs/initramfs.cpio
+
+.PHONY: help setup build run test lint host-test qemu-test bench clean distclean FORCE
+
+help:
+	@echo "make run     set up, build and boot Tandem on QEMU (Linux console here)"
+	@echo "make test    set up, build, lint, host unit tests and QEMU tests"
+	@echo "make build   build firmware, kernel, driver, tools and initramfs"
+	@echo "make bench   boot-time benchmark (./tandem bench boot)"
+	@echo "make setup   install what the build needs (Debian bookworm, root)"
+	@echo "make clean   remove build outputs (keeps downloaded packages)"
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	@$(MAKE) --no-print-directory artifacts
+
+artifacts: $(FIRMWARE) $(IMAGE) $(MODULE) $(TOOLS) $(INITRAMFS)
+
+run: build
+	./tandem run
+
+test: build
+	@$(MAKE) --no-print-directory lint host-test qemu-test
+
+bench: build
+	./tandem bench boot
+
+# --- firmware (cargo decides what to rebuild) --------------------------------
+
+$(FIRMWARE): FORCE
+	@cargo build -q --release -p tandem-monitor --target $(FW_TARGET)
+	@mkdir -p $(@D)
+	@$(CROSS)objcopy -O binary target/$(FW_TARGET)/release/tandem-monitor $@.tmp
+	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; echo "  FW      $@"; fi
+
+$(ABI_HEADER): $(wildcard abi/src/*.rs abi/src/bin/*.rs) abi/Cargo.toml
+	@mkdir -p $(@D)
+	@cargo run -q -p tandem-abi --bin tandem-abi-header > $@.tmp && mv $@.tmp $@
+	@echo "  GEN     $@"
+
+# --- Linux: Debian's source, our patches, our config --------------------------
+
+$(BUILD)/.ksrc-stamp: $(KSRC_TAR) $(PATCHES)
+	@echo "  UNPACK  $(KSRC_TAR)"
+	@rm -rf $(KSRC) && mkdir -p $(BUILD) && tar -C $(BUILD) -xf $(KSRC_TAR)
+	@while read -r p; do \
+		case "$$p" in ''|\#*) continue;; esac; \
+		echo "  PATCH   $$p"; \
+		patch -d $(KSRC) -p1 -s --no-backup-if-mismatch < linux/patches/$$p || exit 1; \
+	done < linux/patches/series
+	@touch $@
+
+$(KOUT)/.config: linux/tandem.config $(BUILD)/.ksrc-stamp scripts/check-kconfig.sh
+	@mkdir -p $(KOUT)
+	@KCONFIG_ALLCONFIG=$(ROOT)/linux/tandem.config $(KMAKE) -s allnoconfig
+	@scripts/check-kconfig.sh linux/tandem.config $@
+	@echo "  CONFIG  $@"
+
+$(IMAGE): $(KOUT)/.config
+	@echo "  KERNEL  (incremental build, a few minutes from scratch)"
+	@$(KMAKE) -s -j$(JOBS) Image modules
+	@touch $@
+
+$(MODULE): $(wildcard linux/driver/*.c linux/driver/Kbuild) $(ABI_HEADER) $(IMAGE)
+	@mkdir -p $(BUILD)/driver/include
+	@cp linux/driver/*.c linux/driver/Kbuild $(BUILD)/driver/
+	@cp $(ABI_HEADER) $(BUILD)/driver/include/
+	@$(KMAKE) -s M=$(BUILD)/driver modules
+	@echo "  MODULE  $@"
+
+$(BUILD)/tools/%: linux/tools/%.c $(ABI_HEADER)
+	@mkdir -p $(@D)
+	@$(CROSS)gcc -static -O2 -Wall -Wextra -Werror -I$(BUILD)/include -o $@ $<
+	@echo "  TOOL    $@"
+
+$(INITRAMFS): rootfs/build.sh rootfs/packages.txt rootfs/tools.txt rootfs/init rootfs/inittab rootfs/rcS $(MODULE) $(TOOLS)
+	@rootfs/build.sh $(BUILD)/rootfs $(MODULE) $(BUILD)/tools
+
+# --- checks -------------------------------------------------------------------
+
+lint:
+	@echo "== lint"
+	cargo fmt --all --check
+	cargo clippy -q --workspace --exclude tandem-monitor --all-targets -- -D warnings
+	cargo clippy -q -p tandem-monitor --target $(FW_TARGET) -- -D warnings
+	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-monitor
+	scripts/check-rust-headers.sh
+	$(KSRC)/scripts/checkpatch.pl --no-tree --quiet --terse -f linux/driver/*.c linux/tools/*.c --ignore SPDX_LICENSE_TAG,PREFER_DEFINED_ATTRIBUTE_MACRO,EMBEDDED_FILENAME
+	.venv/bin/ruff check harness
+	.venv/bin/ruff format --check harness
+	cd harness && ../.venv/bin/mypy --strict tandem
+
+host-test:
+	@echo "== host unit tests"
+	cargo test -q --workspace
+	.venv/bin/pytest -q -m "not qemu" harness/tests
+
+qemu-test:
+	@echo "== QEMU tests"
+	.venv/bin/pytest -q -m qemu harness/tests
+
+clean:
+	rm -rf $(KOUT) $(BUILD)/firmware $(BUILD)/driver $(BUILD)/tools $(BUILD)/include \
+		$(BUILD)/rootfs/stage $(BUILD)/rootfs/pkgroot $(BUILD)/rootfs/initramfs.cpio $(BUILD)/dtb
+	cargo clean
+
+distclean:
+	rm -rf build target .venv

@@ -1,0 +1,123 @@
+//! SMC function IDs and return codes (SMCCC 1.1, SMC conduit).
+//!
+//! Standard (PSCI) and Arm-architecture IDs come from the `smccc` crate; this
+//! module adds Tandem's own calls: SiP calls from Linux (0xC200_xxxx) and
+//! Trusted-OS calls from the RTOS (owner 50..=63).
+
+use crate::CConstant;
+
+pub use smccc::arch::{
+    SMCCC_ARCH_FEATURES, SMCCC_ARCH_SOC_ID, SMCCC_ARCH_WORKAROUND_1, SMCCC_ARCH_WORKAROUND_2,
+    SMCCC_ARCH_WORKAROUND_3, SMCCC_VERSION,
+};
+pub use smccc::psci::{
+    PSCI_AFFINITY_INFO_32, PSCI_AFFINITY_INFO_64, PSCI_CPU_OFF, PSCI_CPU_ON_32, PSCI_CPU_ON_64,
+    PSCI_CPU_SUSPEND_32, PSCI_CPU_SUSPEND_64, PSCI_FEATURES, PSCI_MIGRATE_INFO_TYPE,
+    PSCI_SYSTEM_OFF, PSCI_SYSTEM_RESET, PSCI_VERSION,
+};
+
+/// SMCCC version we implement: 1.1.
+pub const SMCCC_VERSION_1_1: u32 = 0x0001_0001;
+/// PSCI version we implement: 1.1.
+pub const PSCI_VERSION_1_1: u32 = 0x0001_0001;
+/// MIGRATE_INFO_TYPE answer: no Trusted OS that needs migration.
+pub const PSCI_MIGRATE_INFO_TYPE_NOT_PRESENT: u32 = 2;
+
+/// SMCCC / PSCI return codes (as i64 in x0).
+pub mod ret {
+    /// Success.
+    pub const SUCCESS: i64 = 0;
+    /// Unknown function, or not implemented.
+    pub const NOT_SUPPORTED: i64 = -1;
+    /// A parameter was out of range or malformed.
+    pub const INVALID_PARAMETERS: i64 = -2;
+    /// Not allowed in this state.
+    pub const DENIED: i64 = -3;
+    /// PSCI CPU_ON: the core is already on.
+    pub const ALREADY_ON: i64 = -4;
+    /// PSCI CPU_ON: the core is already being turned on.
+    pub const ON_PENDING: i64 = -5;
+    /// Something failed inside the firmware.
+    pub const INTERNAL_FAILURE: i64 = -6;
+    /// PSCI: entry point outside the caller's memory.
+    pub const INVALID_ADDRESS: i64 = -9;
+}
+
+/// Tandem's SiP calls (fast, SMC64, owner 2), made by Linux.
+pub mod sip {
+    /// Returns the Tandem ABI version in x0 (`major << 16 | minor`).
+    pub const VERSION: u32 = 0xC200_0000;
+    /// Returns the shared region: x0 = SUCCESS, x1 = base, x2 = size.
+    pub const SHM_INFO: u32 = 0xC200_0001;
+    /// Highest SiP function number defined so far (for range checks and fuzzing).
+    pub const LAST: u32 = SHM_INFO;
+}
+
+/// Every function ID the monitor implements for the normal world; anything
+/// else answers NOT_SUPPORTED.
+pub const IMPLEMENTED: &[u32] = &[
+    SMCCC_VERSION,
+    SMCCC_ARCH_FEATURES,
+    PSCI_VERSION,
+    PSCI_FEATURES,
+    PSCI_CPU_ON_32,
+    PSCI_CPU_ON_64,
+    PSCI_CPU_OFF,
+    PSCI_AFFINITY_INFO_32,
+    PSCI_AFFINITY_INFO_64,
+    PSCI_MIGRATE_INFO_TYPE,
+    PSCI_SYSTEM_OFF,
+    PSCI_SYSTEM_RESET,
+    sip::VERSION,
+    sip::SHM_INFO,
+];
+
+/// The Tandem ABI version (`major << 16 | minor`): major changes break callers.
+pub const ABI_VERSION: u32 = 1 << 16;
+
+pub(crate) const C_CONSTANTS: &[CConstant] = &[
+    CConstant {
+        name: "ABI_VERSION",
+        value: ABI_VERSION as i64,
+    },
+    CConstant {
+        name: "SMC_VERSION",
+        value: sip::VERSION as i64,
+    },
+    CConstant {
+        name: "SMC_SHM_INFO",
+        value: sip::SHM_INFO as i64,
+    },
+    CConstant {
+        name: "PSCI_CPU_ON_32",
+        value: PSCI_CPU_ON_32 as i64,
+    },
+    CConstant {
+        name: "PSCI_CPU_ON_64",
+        value: PSCI_CPU_ON_64 as i64,
+    },
+    CConstant {
+        name: "PSCI_CPU_OFF",
+        value: PSCI_CPU_OFF as i64,
+    },
+    CConstant {
+        name: "PSCI_SYSTEM_OFF",
+        value: PSCI_SYSTEM_OFF as i64,
+    },
+    CConstant {
+        name: "PSCI_SYSTEM_RESET",
+        value: PSCI_SYSTEM_RESET as i64,
+    },
+    CConstant {
+        name: "SMC_SUCCESS",
+        value: ret::SUCCESS,
+    },
+    CConstant {
+        name: "SMC_NOT_SUPPORTED",
+        value: ret::NOT_SUPPORTED,
+    },
+    CConstant {
+        name: "SMC_INVALID_PARAMETERS",
+        value: ret::INVALID_PARAMETERS,
+    },
+];

@@ -1,0 +1,133 @@
+//! Turns the board description `boards/$TANDEM_BOARD.toml` (default `qemu-virt`)
+//! into a Rust constant, so firmware and harness read the same numbers.
+
+use serde::Deserialize;
+use std::{env, fmt::Write as _, fs, path::PathBuf};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    board: BoardSection,
+    memory: MemorySection,
+    devices: DevicesSection,
+    interrupts: InterruptsSection,
+    boot: BootSection,
+    /// Used by the harness only.
+    #[allow(dead_code)]
+    qemu: Option<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BoardSection {
+    name: String,
+    max_cores: usize,
+    counter_hz: u64,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct Range {
+    base: u64,
+    size: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemorySection {
+    secure_flash: Range,
+    secure_ram: Range,
+    monitor_ram: Range,
+    normal_ram: Range,
+    shared: Range,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DevicesSection {
+    gicd: u64,
+    gicr: u64,
+    normal_uart: u64,
+    secure_uart: u64,
+    uart_clock_hz: u32,
+    secure_gpio: u64,
+    poweroff_gpio_line: u8,
+    reset_gpio_line: u8,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InterruptsSection {
+    secure_timer: u32,
+    nonsecure_virtual_timer: u32,
+    doorbell_spi: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BootSection {
+    kernel: u64,
+    dtb: u64,
+    initrd: u64,
+}
+
+fn range(r: Range) -> String {
+    format!("MemoryRange {{ base: {:#x}, size: {:#x} }}", r.base, r.size)
+}
+
+fn main() {
+    let name = env::var("TANDEM_BOARD").unwrap_or_else(|_| "qemu-virt".to_owned());
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let path = manifest.join(format!("{name}.toml"));
+    println!("cargo:rerun-if-env-changed=TANDEM_BOARD");
+    println!("cargo:rerun-if-changed={}", path.display());
+    let text = fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("board {name}: cannot read {}: {e}", path.display()));
+    let f: File =
+        toml::from_str(&text).unwrap_or_else(|e| panic!("board {name}: {}: {e}", path.display()));
+    assert!(
+        f.board.max_cores >= 1 && f.board.max_cores <= 8,
+        "{}: board.max_cores must be 1..=8 (Aff0 only), got {}",
+        path.display(),
+        f.board.max_cores
+    );
+
+    let mut out = String::new();
+    writeln!(out, "/// The board this build is for (`{name}`).").unwrap();
+    writeln!(out, "pub const BOARD: Board = Board {{").unwrap();
+    writeln!(out, "    name: {:?},", f.board.name).unwrap();
+    writeln!(out, "    max_cores: {},", f.board.max_cores).unwrap();
+    writeln!(out, "    counter_hz: {},", f.board.counter_hz).unwrap();
+    let m = &f.memory;
+    writeln!(out, "    secure_flash: {},", range(m.secure_flash)).unwrap();
+    writeln!(out, "    secure_ram: {},", range(m.secure_ram)).unwrap();
+    writeln!(out, "    monitor_ram: {},", range(m.monitor_ram)).unwrap();
+    writeln!(out, "    normal_ram: {},", range(m.normal_ram)).unwrap();
+    writeln!(out, "    shared: {},", range(m.shared)).unwrap();
+    let d = &f.devices;
+    writeln!(out, "    gicd: {:#x},", d.gicd).unwrap();
+    writeln!(out, "    gicr: {:#x},", d.gicr).unwrap();
+    writeln!(out, "    normal_uart: {:#x},", d.normal_uart).unwrap();
+    writeln!(out, "    secure_uart: {:#x},", d.secure_uart).unwrap();
+    writeln!(out, "    uart_clock_hz: {},", d.uart_clock_hz).unwrap();
+    writeln!(out, "    secure_gpio: {:#x},", d.secure_gpio).unwrap();
+    writeln!(out, "    poweroff_gpio_line: {},", d.poweroff_gpio_line).unwrap();
+    writeln!(out, "    reset_gpio_line: {},", d.reset_gpio_line).unwrap();
+    let i = &f.interrupts;
+    writeln!(out, "    secure_timer_intid: {},", i.secure_timer).unwrap();
+    writeln!(
+        out,
+        "    nonsecure_virtual_timer_intid: {},",
+        i.nonsecure_virtual_timer
+    )
+    .unwrap();
+    writeln!(out, "    doorbell_spi: {},", i.doorbell_spi).unwrap();
+    let b = &f.boot;
+    writeln!(out, "    kernel_entry: {:#x},", b.kernel).unwrap();
+    writeln!(out, "    dtb: {:#x},", b.dtb).unwrap();
+    writeln!(out, "    initrd: {:#x},", b.initrd).unwrap();
+    writeln!(out, "}};").unwrap();
+
+    let dest = PathBuf::from(env::var("OUT_DIR").unwrap()).join("board.rs");
+    fs::write(dest, out).unwrap();
+}

@@ -1,0 +1,153 @@
+//! Board descriptions as data: addresses, sizes and interrupt numbers of the
+//! platform, generated from `boards/<name>.toml` so no logic holds a magic number.
+#![no_std]
+
+/// A physical address range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryRange {
+    /// First byte.
+    pub base: u64,
+    /// Length in bytes.
+    pub size: u64,
+}
+
+impl MemoryRange {
+    /// One past the last byte.
+    pub const fn end(&self) -> u64 {
+        self.base + self.size
+    }
+
+    /// Whether `[addr, addr + len)` lies wholly inside this range
+    /// (without overflowing).
+    pub const fn contains(&self, addr: u64, len: u64) -> bool {
+        match addr.checked_add(len) {
+            Some(end) => addr >= self.base && end <= self.end(),
+            None => false,
+        }
+    }
+}
+
+/// Everything the firmware needs to know about the machine it runs on.
+#[derive(Clone, Copy, Debug)]
+pub struct Board {
+    /// Short name, as in the file name.
+    pub name: &'static str,
+    /// Cores the firmware is built for (Aff0 = 0..max_cores, Aff1..3 = 0).
+    pub max_cores: usize,
+    /// Generic counter frequency.
+    pub counter_hz: u64,
+    /// Where every core resets, and where the firmware image lives.
+    pub secure_flash: MemoryRange,
+    /// All secure RAM.
+    pub secure_ram: MemoryRange,
+    /// The monitor's part of secure RAM.
+    pub monitor_ram: MemoryRange,
+    /// Linux's RAM.
+    pub normal_ram: MemoryRange,
+    /// The region both worlds share.
+    pub shared: MemoryRange,
+    /// GICv3 distributor.
+    pub gicd: u64,
+    /// First GICv3 redistributor.
+    pub gicr: u64,
+    /// Linux's PL011.
+    pub normal_uart: u64,
+    /// The secure world's PL011 (monitor and RTOS log).
+    pub secure_uart: u64,
+    /// PL011 reference clock.
+    pub uart_clock_hz: u32,
+    /// Secure PL061 wired to the machine's power controller.
+    pub secure_gpio: u64,
+    /// GPIO line that powers the machine off.
+    pub poweroff_gpio_line: u8,
+    /// GPIO line that resets the machine.
+    pub reset_gpio_line: u8,
+    /// Secure physical timer PPI (the RTOS tick).
+    pub secure_timer_intid: u32,
+    /// Non-secure virtual timer PPI (Linux's tick).
+    pub nonsecure_virtual_timer_intid: u32,
+    /// SPI number of the RTOS -> Linux doorbell.
+    pub doorbell_spi: u32,
+    /// Linux kernel Image entry point.
+    pub kernel_entry: u64,
+    /// Device tree blob handed to Linux.
+    pub dtb: u64,
+    /// Initramfs.
+    pub initrd: u64,
+}
+
+/// Affinity fields of MPIDR_EL1 (Aff3, Aff2, Aff1, Aff0).
+pub const MPIDR_AFFINITY_MASK: u64 = 0xFF_00FF_FFFF;
+
+impl Board {
+    /// The linear core index for an MPIDR value, if the board has that core.
+    ///
+    /// Only the affinity fields count; bits like U and MT are ignored.
+    pub const fn core_index(&self, mpidr: u64) -> Option<usize> {
+        let aff = mpidr & MPIDR_AFFINITY_MASK;
+        if aff >> 8 != 0 {
+            return None;
+        }
+        let index = (aff & 0xFF) as usize;
+        if index < self.max_cores {
+            Some(index)
+        } else {
+            None
+        }
+    }
+
+    /// The MPIDR affinity value of a linear core index.
+    pub const fn mpidr(&self, index: usize) -> u64 {
+        index as u64
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/board.rs"));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_index_uses_affinity_only() {
+        assert_eq!(BOARD.core_index(0x8000_0000), Some(0));
+        assert_eq!(BOARD.core_index(0x8000_0003), Some(3));
+        assert_eq!(
+            BOARD.core_index(0x0100),
+            None,
+            "Aff1 != 0 is another cluster"
+        );
+        assert_eq!(BOARD.core_index(BOARD.max_cores as u64), None);
+    }
+
+    #[test]
+    fn range_contains_rejects_overflow_and_straddling() {
+        let r = MemoryRange {
+            base: 0x1000,
+            size: 0x1000,
+        };
+        assert!(r.contains(0x1000, 0x1000));
+        assert!(!r.contains(0x1800, 0x1000));
+        assert!(!r.contains(0xFFF, 1));
+        assert!(!r.contains(u64::MAX, 2));
+    }
+
+    #[test]
+    fn layout_is_consistent() {
+        let b = BOARD;
+        assert!(
+            b.secure_ram
+                .contains(b.monitor_ram.base, b.monitor_ram.size)
+        );
+        assert!(b.normal_ram.contains(b.shared.base, b.shared.size));
+        for addr in [b.kernel_entry, b.dtb, b.initrd] {
+            assert!(b.normal_ram.contains(addr, 1));
+            assert!(!b.shared.contains(addr, 1));
+        }
+        assert_eq!(
+            b.kernel_entry % 0x20_0000,
+            0x0,
+            "arm64 Image wants 2 MiB alignment"
+        );
+    }
+}

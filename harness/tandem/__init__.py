@@ -1,0 +1,1 @@
+"""Tandem's harness: build inputs for QEMU, boot it, run commands and experiments."""

@@ -1,0 +1,100 @@
+"""`tandem`: boot Tandem on QEMU, run commands in it, benchmark it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tandem import bench
+from tandem.board import load_board
+from tandem.configs import available
+from tandem.errors import TandemError
+from tandem.qemu import TIMINGS, BootOptions, run_exec, run_interactive
+
+
+def _boot_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        default="tandem",
+        help=f"platform configuration (configs/NAME.toml; available: {', '.join(available())})",
+    )
+    parser.add_argument(
+        "--timing",
+        default="host",
+        choices=TIMINGS,
+        help="host: real time, multi-threaded; virtual: 1 instruction = 1 ns (default: host)",
+    )
+    parser.add_argument(
+        "--smp",
+        type=int,
+        default=4,
+        help=f"number of cores (1..{load_board().max_cores}, default 4)",
+    )
+
+
+def _options(args: argparse.Namespace) -> BootOptions:
+    return BootOptions(config=args.config, timing=args.timing, smp=args.smp)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    p = argparse.ArgumentParser(
+        prog="tandem",
+        description="Tandem: an RTOS and Linux side by side under one EL3 monitor, on QEMU.",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="boot with the Linux console on this terminal")
+    _boot_options(run)
+
+    ex = sub.add_parser(
+        "exec",
+        help="boot, run shell commands as root in Linux, print their output, power off",
+        description="Exits with the commands' exit status.",
+    )
+    _boot_options(ex)
+    ex.add_argument("--timeout", type=float, default=600, help="seconds (default 600)")
+    ex.add_argument("commands", nargs=argparse.REMAINDER, help="-- 'SHELL COMMANDS'")
+
+    b = sub.add_parser("bench", help="benchmarks")
+    bsub = b.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    boot = bsub.add_parser("boot", help="host wall time from QEMU start to a Linux shell")
+    _boot_options(boot)
+    boot.add_argument("--runs", type=int, default=5, help="boots to time (default 5)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit status."""
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return run_interactive(_options(args))
+        if args.command == "exec":
+            commands = args.commands
+            if commands and commands[0] == "--":
+                commands = commands[1:]
+            if not commands:
+                raise TandemError("exec: give the commands after --, e.g. tandem exec -- 'nproc'")
+            result = run_exec(
+                _options(args),
+                " ".join(commands) + "\n",
+                timeout_s=args.timeout,
+                echo=lambda line: print(line, flush=True),
+            )
+            return result.status
+        if args.command == "bench" and args.bench == "boot":
+            if args.runs < 1:
+                raise TandemError("--runs must be at least 1")
+            bench.boot(_options(args), args.runs)
+            return 0
+    except TandemError as e:
+        print(f"tandem: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""Where things are: the repository, its build outputs and logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build"
+LOGS = BUILD / "logs"
+RESULTS = ROOT / "results"
+BOARDS = ROOT / "boards"
+CONFIGS = ROOT / "configs"
+
+FIRMWARE = BUILD / "firmware" / "tandem-monitor.bin"
+KERNEL = BUILD / "linux" / "arch" / "arm64" / "boot" / "Image"
+INITRAMFS = BUILD / "rootfs" / "initramfs.cpio"
+
+
+def missing_artifacts() -> list[Path]:
+    """Build outputs a boot needs that do not exist yet."""
+    return [p for p in (FIRMWARE, KERNEL, INITRAMFS) if not p.exists()]

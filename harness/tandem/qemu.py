@@ -1,0 +1,227 @@
+"""Booting Tandem on QEMU: assemble the inputs, start QEMU, run commands in
+Linux and collect what they print.
+
+Timing modes (DESIGN.md): `host` runs multi-threaded TCG in real time, for
+parallel throughput; `virtual` runs `-icount shift=0,sleep=off`, one
+instruction per virtual nanosecond, for path lengths.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tandem import cpio, dtb
+from tandem.board import Board, load_board
+from tandem.configs import load_config
+from tandem.errors import TandemError
+from tandem.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
+
+TIMINGS = ("host", "virtual")
+BEGIN = "@@TANDEM-EXEC-BEGIN@@"
+END = re.compile(r"@@TANDEM-EXEC-END status=(\d+)@@")
+# Seconds QEMU may take to exit once the commands are done (poweroff).
+POWEROFF_GRACE_S = 10.0
+
+
+@dataclass(frozen=True)
+class BootOptions:
+    """How to boot: platform configuration, timing mode, number of cores."""
+
+    config: str = "tandem"
+    timing: str = "host"
+    smp: int = 4
+    extra_bootargs: str = ""
+
+
+@dataclass
+class Prepared:
+    """Everything one QEMU boot needs, on disk, plus its command line."""
+
+    argv: list[str]
+    secure_log: Path
+    console_log: Path
+    run_dir: Path
+
+
+def _check(options: BootOptions, board: Board) -> None:
+    if options.timing not in TIMINGS:
+        raise TandemError(f"--timing must be one of {', '.join(TIMINGS)}, got '{options.timing}'")
+    if not 1 <= options.smp <= board.max_cores:
+        raise TandemError(f"--smp must be 1..{board.max_cores}, got {options.smp}")
+    missing = missing_artifacts()
+    if missing:
+        names = ", ".join(str(p.relative_to(BUILD.parent)) for p in missing)
+        raise TandemError(f"not built yet: {names} (run `make build`)")
+
+
+def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
+    """Writes the DTB and initramfs for one boot and returns QEMU's command line."""
+    board = load_board()
+    _check(options, board)
+    config = load_config(options.config)
+    linux_cores = config.linux_cores(options.smp)
+    if not linux_cores:
+        raise TandemError(f"configuration '{config.name}' leaves no core for Linux")
+
+    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.monotonic_ns() % 1_000_000:06d}"
+    run_dir = LOGS / stamp
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    initrd = INITRAMFS
+    if exec_script is not None:
+        extra = cpio.archive({"tandem/exec.sh": (0o755, exec_script.encode())})
+        initrd = run_dir / "initramfs.cpio"
+        initrd.write_bytes(INITRAMFS.read_bytes() + extra)
+
+    bootargs = "console=ttyAMA0 earlycon"
+    if exec_script is not None:
+        bootargs += " quiet"
+    if options.extra_bootargs:
+        bootargs += " " + options.extra_bootargs
+    device_tree = dtb.build_dtb(
+        board, options.smp, linux_cores, bootargs, initrd.stat().st_size, run_dir / "tandem.dtb"
+    )
+
+    secure_log = run_dir / "secure.log"
+    argv = ["qemu-system-aarch64", *dtb.qemu_machine_args(board, options.smp)]
+    if options.timing == "virtual":
+        argv += ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off"]
+    else:
+        argv += ["-accel", "tcg,thread=multi"]
+    argv += [
+        "-bios",
+        str(FIRMWARE),
+        "-device",
+        f"loader,file={KERNEL},addr={board.kernel:#x},force-raw=on",
+        "-device",
+        f"loader,file={device_tree},addr={board.dtb:#x},force-raw=on",
+        "-device",
+        f"loader,file={initrd},addr={board.initrd:#x},force-raw=on",
+        "-display",
+        "none",
+        "-monitor",
+        "none",
+    ]
+    if exec_script is None:
+        argv += ["-serial", "mon:stdio"]
+    else:
+        argv += ["-serial", "stdio"]
+    argv += ["-serial", f"file:{secure_log}"]
+    return Prepared(argv, secure_log, run_dir / "console.log", run_dir)
+
+
+def run_interactive(options: BootOptions) -> int:
+    """Boots with the Linux console on this terminal; returns QEMU's status."""
+    prepared = prepare(options)
+    print(f"tandem: secure console (monitor/RTOS) -> {prepared.secure_log}", file=sys.stderr)
+    print("tandem: Linux console follows; `poweroff` ends it (or Ctrl-A X)", file=sys.stderr)
+    return subprocess.call(prepared.argv)
+
+
+@dataclass
+class ExecResult:
+    """What a `tandem exec` boot produced."""
+
+    status: int
+    output: str
+    console_log: Path
+    secure_log: Path
+    qemu_status: int
+    # Host seconds from QEMU start to the first command running in Linux.
+    boot_s: float
+    # Host seconds from the end of the commands to QEMU exiting.
+    poweroff_s: float
+    lines: list[str] = field(default_factory=list)
+
+
+def run_exec(
+    options: BootOptions,
+    script: str,
+    timeout_s: float = 600.0,
+    echo: Callable[[str], None] | None = None,
+) -> ExecResult:
+    """Boots, runs `script` as root in Linux once it is up, powers off.
+
+    Command output (only that) is passed to `echo` line by line as it arrives;
+    everything the console printed is saved to the console log."""
+    prepared = prepare(options, exec_script=script)
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        prepared.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout_s, kill)
+    timer.start()
+    output: list[str] = []
+    status: int | None = None
+    boot_s = end_s = 0.0
+    inside = False
+    assert proc.stdout is not None
+    try:
+        with prepared.console_log.open("w") as log:
+            for raw in proc.stdout:
+                line = raw.decode(errors="replace").rstrip("\r\n")
+                log.write(line + "\n")
+                if not inside and line.endswith(BEGIN):
+                    inside = True
+                    boot_s = time.monotonic() - start
+                    continue
+                if inside:
+                    m = END.search(line)
+                    if m:
+                        before = line[: m.start()]
+                        if before:
+                            output.append(before)
+                            if echo:
+                                echo(before)
+                        status = int(m.group(1))
+                        end_s = time.monotonic()
+                        inside = False
+                        continue
+                    output.append(line)
+                    if echo:
+                        echo(line)
+        try:
+            qemu_status = proc.wait(timeout=POWEROFF_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise TandemError(
+                f"Linux did not power off within {POWEROFF_GRACE_S:.0f} s of the commands "
+                f"ending (console: {prepared.console_log}, secure: {prepared.secure_log})"
+            ) from None
+    finally:
+        timer.cancel()
+    if timed_out.is_set():
+        raise TandemError(
+            f"timed out after {timeout_s:.0f} s (console: {prepared.console_log}, "
+            f"secure: {prepared.secure_log})"
+        )
+    if status is None:
+        tail = "\n".join(prepared.console_log.read_text().splitlines()[-15:])
+        raise TandemError(
+            f"QEMU exited ({qemu_status}) before the commands finished; console tail:\n{tail}\n"
+            f"(console: {prepared.console_log}, secure: {prepared.secure_log})"
+        )
+    return ExecResult(
+        status=status,
+        output="\n".join(output),
+        console_log=prepared.console_log,
+        secure_log=prepared.secure_log,
+        qemu_status=qemu_status,
+        boot_s=boot_s,
+        poweroff_s=time.monotonic() - end_s,
+        lines=output,
+    )

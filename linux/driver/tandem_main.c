@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tandem: Linux's side of the Tandem dual-OS platform.
+ *
+ * Maps the region shared with the secure world (a no-map reserved-memory
+ * region named by the "tandem,tandem" device-tree node), checks its header
+ * against the firmware's own account of it (SiP SHM_INFO), and shows the
+ * header in sysfs. For tests, a root-only debugfs file issues raw SMCs.
+ */
+
+#include <linux/arm-smccc.h>
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/io.h>
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/of.h>
+#include <linux/of_reserved_mem.h>
+#include <linux/platform_device.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "tandem_abi.h"
+
+struct tandem {
+	struct device *dev;
+	void *shm;
+	phys_addr_t shm_base;
+	size_t shm_size;
+	struct dentry *debugfs;
+};
+
+static u32 shm_read32(struct tandem *t, unsigned int offset)
+{
+	return le32_to_cpu(READ_ONCE(*(__le32 *)(t->shm + offset)));
+}
+
+/* Mirrors tandem_abi::shm::Header::validate: say exactly what is wrong. */
+static int tandem_check_header(struct tandem *t)
+{
+	u32 magic = shm_read32(t, TANDEM_SHM_OFF_MAGIC);
+	u32 version = shm_read32(t, TANDEM_SHM_OFF_ABI_VERSION);
+	u32 region = shm_read32(t, TANDEM_SHM_OFF_REGION_SIZE);
+	u32 header = shm_read32(t, TANDEM_SHM_OFF_HEADER_SIZE);
+	u32 count = shm_read32(t, TANDEM_SHM_OFF_CORE_COUNT);
+	u32 rec_size = shm_read32(t, TANDEM_SHM_OFF_CORE_RECORD_SIZE);
+	u32 rec_off = shm_read32(t, TANDEM_SHM_OFF_CORE_RECORDS_OFFSET);
+
+	if (magic != TANDEM_SHM_MAGIC) {
+		dev_err(t->dev, "shared region: bad magic %#x (firmware did not set it up)\n",
+			magic);
+		return -ENODEV;
+	}
+	if (version >> 16 != TANDEM_ABI_VERSION >> 16) {
+		dev_err(t->dev, "shared region: ABI %#x, driver speaks %#x\n",
+			version, TANDEM_ABI_VERSION);
+		return -EPROTO;
+	}
+	if (region != t->shm_size || header != TANDEM_SHM_HEADER_SIZE ||
+	    rec_size != TANDEM_SHM_CORE_RECORD_SIZE || rec_off < header ||
+	    (u64)rec_off + (u64)count * rec_size > t->shm_size) {
+		dev_err(t->dev, "shared region: inconsistent layout (size %u, header %u, %u records of %u at %u)\n",
+			region, header, count, rec_size, rec_off);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+#define TANDEM_HEADER_ATTR(name, offset, fmt)				\
+static ssize_t name##_show(struct device *dev,				\
+			   struct device_attribute *attr, char *buf)	\
+{									\
+	struct tandem *t = dev_get_drvdata(dev);			\
+									\
+	return sysfs_emit(buf, fmt "\n", shm_read32(t, offset));	\
+}									\
+static DEVICE_ATTR_RO(name)
+
+TANDEM_HEADER_ATTR(magic, TANDEM_SHM_OFF_MAGIC, "%#x");
+TANDEM_HEADER_ATTR(abi_version, TANDEM_SHM_OFF_ABI_VERSION, "%#x");
+TANDEM_HEADER_ATTR(region_size, TANDEM_SHM_OFF_REGION_SIZE, "%u");
+TANDEM_HEADER_ATTR(core_count, TANDEM_SHM_OFF_CORE_COUNT, "%u");
+TANDEM_HEADER_ATTR(boot_count, TANDEM_SHM_OFF_BOOT_COUNT, "%u");
+
+static ssize_t region_base_show(struct device *dev,
+				struct device_attribute *attr, char *buf)
+{
+	struct tandem *t = dev_get_drvdata(dev);
+
+	return sysfs_emit(buf, "%pa\n", &t->shm_base);
+}
+static DEVICE_ATTR_RO(region_base);
+
+static struct attribute *tandem_attrs[] = {
+	&dev_attr_magic.attr,
+	&dev_attr_abi_version.attr,
+	&dev_attr_region_size.attr,
+	&dev_attr_core_count.attr,
+	&dev_attr_boot_count.attr,
+	&dev_attr_region_base.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(tandem);
+
+/*
+ * debugfs "smc": write "FID [ARG1 .. ARG7]" (any base strtoull accepts), read
+ * back "X0 X1 X2 X3" in hex. Results are kept per open file, so concurrent
+ * users do not see each other's answers.
+ */
+struct smc_session {
+	struct mutex lock;
+	struct arm_smccc_res res;
+	bool valid;
+};
+
+static int smc_open(struct inode *inode, struct file *file)
+{
+	struct smc_session *s;
+
+	if (!capable(CAP_SYS_RAWIO))
+		return -EPERM;
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	mutex_init(&s->lock);
+	file->private_data = s;
+	return nonseekable_open(inode, file);
+}
+
+static int smc_release(struct inode *inode, struct file *file)
+{
+	kfree(file->private_data);
+	return 0;
+}
+
+static ssize_t smc_write(struct file *file, const char __user *ubuf,
+			 size_t len, loff_t *ppos)
+{
+	struct smc_session *s = file->private_data;
+	unsigned long a[8] = { 0 };
+	char buf[256], *cur, *tok;
+	int n = 0, ret;
+
+	if (len >= sizeof(buf))
+		return -E2BIG;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	cur = strim(buf);
+	while ((tok = strsep(&cur, " \t")) != NULL) {
+		if (!*tok)
+			continue;
+		if (n == ARRAY_SIZE(a))
+			return -E2BIG;
+		ret = kstrtoul(tok, 0, &a[n]);
+		if (ret)
+			return ret;
+		n++;
+	}
+	if (n == 0)
+		return -EINVAL;
+	mutex_lock(&s->lock);
+	arm_smccc_smc(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], &s->res);
+	s->valid = true;
+	mutex_unlock(&s->lock);
+	return len;
+}
+
+static ssize_t smc_read(struct file *file, char __user *ubuf, size_t len,
+			loff_t *ppos)
+{
+	struct smc_session *s = file->private_data;
+	char buf[96];
+	int n;
+
+	mutex_lock(&s->lock);
+	if (!s->valid) {
+		mutex_unlock(&s->lock);
+		return -ENODATA;
+	}
+	n = scnprintf(buf, sizeof(buf), "%#lx %#lx %#lx %#lx\n", s->res.a0,
+		      s->res.a1, s->res.a2, s->res.a3);
+	s->valid = false;
+	mutex_unlock(&s->lock);
+	if (len < n)
+		return -EINVAL;
+	if (copy_to_user(ubuf, buf, n))
+		return -EFAULT;
+	return n;
+}
+
+static const struct file_operations smc_fops = {
+	.owner = THIS_MODULE,
+	.open = smc_open,
+	.release = smc_release,
+	.write = smc_write,
+	.read = smc_read,
+	.llseek = no_llseek,
+};
+
+static int tandem_probe(struct platform_device *pdev)
+{
+	struct device *dev = &pdev->dev;
+	struct reserved_mem *rmem;
+	struct device_node *np;
+	struct arm_smccc_res res;
+	struct tandem *t;
+	int ret;
+
+	t = devm_kzalloc(dev, sizeof(*t), GFP_KERNEL);
+	if (!t)
+		return -ENOMEM;
+	t->dev = dev;
+
+	np = of_parse_phandle(dev->of_node, "memory-region", 0);
+	if (!np) {
+		dev_err(dev, "no memory-region in the device tree node\n");
+		return -EINVAL;
+	}
+	rmem = of_reserved_mem_lookup(np);
+	of_node_put(np);
+	if (!rmem) {
+		dev_err(dev, "memory-region is not a reserved-memory region\n");
+		return -EINVAL;
+	}
+	t->shm_base = rmem->base;
+	t->shm_size = rmem->size;
+
+	arm_smccc_smc(TANDEM_SMC_SHM_INFO, 0, 0, 0, 0, 0, 0, 0, &res);
+	if ((long)res.a0 != TANDEM_SMC_SUCCESS) {
+		dev_err(dev, "firmware does not answer SHM_INFO (%ld): not running under Tandem?\n",
+			(long)res.a0);
+		return -ENODEV;
+	}
+	if (res.a1 != t->shm_base || res.a2 != t->shm_size) {
+		dev_err(dev, "device tree says region %pa+%zx, firmware says %#lx+%#lx\n",
+			&t->shm_base, t->shm_size, res.a1, res.a2);
+		return -EINVAL;
+	}
+
+	t->shm = devm_memremap(dev, t->shm_base, t->shm_size, MEMREMAP_WB);
+	if (IS_ERR(t->shm))
+		return PTR_ERR(t->shm);
+	ret = tandem_check_header(t);
+	if (ret)
+		return ret;
+
+	platform_set_drvdata(pdev, t);
+	t->debugfs = debugfs_create_dir("tandem", NULL);
+	debugfs_create_file("smc", 0600, t->debugfs, t, &smc_fops);
+	dev_info(dev, "shared region %pa+%#zx, ABI %#x, boot %u\n", &t->shm_base,
+		 t->shm_size, shm_read32(t, TANDEM_SHM_OFF_ABI_VERSION),
+		 shm_read32(t, TANDEM_SHM_OFF_BOOT_COUNT));
+	return 0;
+}
+
+static int tandem_remove(struct platform_device *pdev)
+{
+	struct tandem *t = platform_get_drvdata(pdev);
+
+	debugfs_remove_recursive(t->debugfs);
+	return 0;
+}
+
+static const struct of_device_id tandem_of_match[] = {
+	{ .compatible = "tandem,tandem" },
+	{ }
+};
+MODULE_DEVICE_TABLE(of, tandem_of_match);
+
+static struct platform_driver tandem_driver = {
+	.probe = tandem_probe,
+	.remove = tandem_remove,
+	.driver = {
+		.name = "tandem",
+		.of_match_table = tandem_of_match,
+		.dev_groups = tandem_groups,
+	},
+};
+module_platform_driver(tandem_driver);
+
+MODULE_DESCRIPTION("Tandem dual-OS platform: shared region and firmware calls");
+MODULE_LICENSE("GPL");

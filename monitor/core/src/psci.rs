@@ -1,0 +1,250 @@
+//! The PSCI per-core power state machine.
+//!
+//! ```text
+//!            CPU_ON (from another core)         core picks up its entry
+//!   Off ───────────────────────────────▶ OnPending ───────────────────▶ On
+//!    ▲                                                                  │
+//!    └───────────────────────── CPU_OFF (by the core itself) ───────────┘
+//! ```
+//! A core that never checked in at cold boot is absent: CPU_ON and
+//! AFFINITY_INFO name it as an invalid parameter.
+
+use tandem_abi::smc::ret;
+use tandem_board::{Board, MPIDR_AFFINITY_MASK};
+
+/// Most cores any board may have (Aff0 only).
+pub const MAX_CORES: usize = 8;
+
+/// Power state of one core as PSCI sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoreState {
+    /// Parked in the monitor, waiting for CPU_ON.
+    Off,
+    /// CPU_ON accepted; the core has not yet entered the normal world.
+    OnPending {
+        /// Normal-world entry point.
+        entry: u64,
+        /// Value for x0 at entry.
+        context_id: u64,
+    },
+    /// Running the normal world.
+    On,
+}
+
+/// AFFINITY_INFO answers.
+pub mod affinity {
+    /// The core is on.
+    pub const ON: i64 = 0;
+    /// The core is off.
+    pub const OFF: i64 = 1;
+    /// The core is being turned on.
+    pub const ON_PENDING: i64 = 2;
+}
+
+/// All cores' PSCI state.
+#[derive(Debug)]
+pub struct PsciState {
+    cores: [CoreState; MAX_CORES],
+    present: [bool; MAX_CORES],
+    board: Board,
+}
+
+impl PsciState {
+    /// Every core off and absent, until it checks in.
+    pub const fn new(board: Board) -> Self {
+        Self {
+            cores: [CoreState::Off; MAX_CORES],
+            present: [false; MAX_CORES],
+            board,
+        }
+    }
+
+    /// A core reached the monitor at cold boot. The boot core starts `On`
+    /// (it enters Linux directly); the others stay `Off` until CPU_ON.
+    pub fn check_in(&mut self, core: usize, is_boot_core: bool) {
+        self.present[core] = true;
+        self.cores[core] = if is_boot_core {
+            CoreState::On
+        } else {
+            CoreState::Off
+        };
+    }
+
+    /// The state of a core.
+    pub fn state(&self, core: usize) -> CoreState {
+        self.cores[core]
+    }
+
+    fn present_core(&self, mpidr: u64) -> Result<usize, i64> {
+        if mpidr & !MPIDR_AFFINITY_MASK != 0 {
+            return Err(ret::INVALID_PARAMETERS);
+        }
+        match self.board.core_index(mpidr) {
+            Some(i) if i < MAX_CORES && self.present[i] => Ok(i),
+            _ => Err(ret::INVALID_PARAMETERS),
+        }
+    }
+
+    /// PSCI CPU_ON: validate and mark the target pending.
+    pub fn cpu_on(&mut self, target_mpidr: u64, entry: u64, context_id: u64) -> Result<(), i64> {
+        let core = self.present_core(target_mpidr)?;
+        let in_linux_ram = self.board.normal_ram.contains(entry, 4)
+            && !self.board.shared.contains(entry & !0xFFF, 1)
+            && entry % 4 == 0;
+        if !in_linux_ram {
+            return Err(ret::INVALID_ADDRESS);
+        }
+        match self.cores[core] {
+            CoreState::On => Err(ret::ALREADY_ON),
+            CoreState::OnPending { .. } => Err(ret::ON_PENDING),
+            CoreState::Off => {
+                self.cores[core] = CoreState::OnPending { entry, context_id };
+                Ok(())
+            }
+        }
+    }
+
+    /// A parked core looks for work: its entry point and context id if a
+    /// CPU_ON is pending for it (and it is then `On`).
+    pub fn take_pending(&mut self, core: usize) -> Option<(u64, u64)> {
+        match self.cores[core] {
+            CoreState::OnPending { entry, context_id } => {
+                self.cores[core] = CoreState::On;
+                Some((entry, context_id))
+            }
+            _ => None,
+        }
+    }
+
+    /// PSCI CPU_OFF by `core` itself. Refused for the last core running, which
+    /// could never be woken again.
+    pub fn cpu_off(&mut self, core: usize) -> Result<(), i64> {
+        let others_alive = (0..MAX_CORES).any(|i| i != core && self.cores[i] != CoreState::Off);
+        if self.cores[core] != CoreState::On || !others_alive {
+            return Err(ret::DENIED);
+        }
+        self.cores[core] = CoreState::Off;
+        Ok(())
+    }
+
+    /// PSCI AFFINITY_INFO: only level 0 (a single core) is supported.
+    pub fn affinity_info(&self, target_mpidr: u64, lowest_level: u64) -> Result<i64, i64> {
+        if lowest_level != 0 {
+            return Err(ret::INVALID_PARAMETERS);
+        }
+        let core = self.present_core(target_mpidr)?;
+        Ok(match self.cores[core] {
+            CoreState::On => affinity::ON,
+            CoreState::Off => affinity::OFF,
+            CoreState::OnPending { .. } => affinity::ON_PENDING,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tandem_board::BOARD;
+
+    const ENTRY: u64 = 0x4020_1000;
+
+    fn booted(cores: usize) -> PsciState {
+        let mut p = PsciState::new(BOARD);
+        for c in 0..cores {
+            p.check_in(c, c == 0);
+        }
+        p
+    }
+
+    #[test]
+    fn cpu_on_then_pickup_then_off() {
+        let mut p = booted(4);
+        assert_eq!(p.affinity_info(2, 0), Ok(affinity::OFF));
+        assert_eq!(p.cpu_on(2, ENTRY, 0x55), Ok(()));
+        assert_eq!(p.affinity_info(2, 0), Ok(affinity::ON_PENDING));
+        assert_eq!(p.cpu_on(2, ENTRY, 0), Err(ret::ON_PENDING));
+        assert_eq!(p.take_pending(2), Some((ENTRY, 0x55)));
+        assert_eq!(p.take_pending(2), None, "entry is taken once");
+        assert_eq!(p.affinity_info(2, 0), Ok(affinity::ON));
+        assert_eq!(p.cpu_on(2, ENTRY, 0), Err(ret::ALREADY_ON));
+        assert_eq!(p.cpu_off(2), Ok(()));
+        assert_eq!(p.affinity_info(2, 0), Ok(affinity::OFF));
+        assert_eq!(
+            p.cpu_on(2, ENTRY, 0),
+            Ok(()),
+            "a core comes back after CPU_OFF"
+        );
+    }
+
+    #[test]
+    fn hotplug_cycles_keep_state_consistent() {
+        let mut p = booted(4);
+        for _ in 0..10 {
+            assert_eq!(p.cpu_on(3, ENTRY, 3), Ok(()));
+            assert_eq!(p.take_pending(3), Some((ENTRY, 3)));
+            assert_eq!(p.cpu_off(3), Ok(()));
+        }
+        assert_eq!(p.state(3), CoreState::Off);
+        assert_eq!(p.state(0), CoreState::On);
+    }
+
+    #[test]
+    fn cpu_on_rejects_bad_targets_and_entries() {
+        let mut p = booted(2);
+        assert_eq!(
+            p.cpu_on(2, ENTRY, 0),
+            Err(ret::INVALID_PARAMETERS),
+            "core absent (-smp 2)"
+        );
+        assert_eq!(
+            p.cpu_on(0x100, ENTRY, 0),
+            Err(ret::INVALID_PARAMETERS),
+            "other cluster"
+        );
+        assert_eq!(
+            p.cpu_on(1 << 50, ENTRY, 0),
+            Err(ret::INVALID_PARAMETERS),
+            "non-affinity bits"
+        );
+        assert_eq!(p.cpu_on(u64::MAX, ENTRY, 0), Err(ret::INVALID_PARAMETERS));
+        assert_eq!(
+            p.cpu_on(1, 0x0E00_0000, 0),
+            Err(ret::INVALID_ADDRESS),
+            "secure RAM"
+        );
+        assert_eq!(p.cpu_on(1, 0, 0), Err(ret::INVALID_ADDRESS), "flash");
+        assert_eq!(
+            p.cpu_on(1, ENTRY + 2, 0),
+            Err(ret::INVALID_ADDRESS),
+            "misaligned"
+        );
+        assert_eq!(
+            p.cpu_on(1, BOARD.shared.base, 0),
+            Err(ret::INVALID_ADDRESS),
+            "shared region"
+        );
+        assert_eq!(
+            p.cpu_on(1, u64::MAX - 1, 0),
+            Err(ret::INVALID_ADDRESS),
+            "wraps"
+        );
+        assert_eq!(p.state(1), CoreState::Off, "rejected calls change nothing");
+    }
+
+    #[test]
+    fn last_core_cannot_go_off() {
+        let mut p = booted(2);
+        assert_eq!(p.cpu_off(0), Err(ret::DENIED));
+        assert_eq!(p.cpu_off(1), Err(ret::DENIED), "core 1 is not on");
+        p.cpu_on(1, ENTRY, 0).unwrap();
+        assert_eq!(p.cpu_off(0), Ok(()), "core 1 is pending, so core 0 may go");
+    }
+
+    #[test]
+    fn affinity_info_checks_level_and_target() {
+        let p = booted(4);
+        assert_eq!(p.affinity_info(0, 0), Ok(affinity::ON));
+        assert_eq!(p.affinity_info(0, 1), Err(ret::INVALID_PARAMETERS));
+        assert_eq!(p.affinity_info(7, 0), Err(ret::INVALID_PARAMETERS));
+    }
+}

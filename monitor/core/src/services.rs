@@ -1,0 +1,278 @@
+//! The monitor's SMC services and their dispatch table: Arm architecture calls
+//! (SMCCC 1.1), PSCI 1.1 and Tandem's SiP calls.
+
+use crate::psci::PsciState;
+use crate::smc::{Outcome, Service, SmcCall, World, owner};
+use tandem_abi::smc::*;
+use tandem_board::Board;
+
+/// State the services work on; the firmware keeps one behind a lock.
+#[derive(Debug)]
+pub struct Monitor {
+    /// PSCI power states.
+    pub psci: PsciState,
+    /// The board we run on.
+    pub board: Board,
+}
+
+impl Monitor {
+    /// Fresh state for `board`.
+    pub const fn new(board: Board) -> Self {
+        Self {
+            psci: PsciState::new(board),
+            board,
+        }
+    }
+}
+
+/// The dispatch table (TF-A style: one service per owner range).
+pub const SERVICES: &[Service<Monitor>] = &[
+    Service {
+        name: "arm-arch",
+        owners: owner::ARCH..=owner::ARCH,
+        callers: &[World::NonSecure, World::Secure],
+        handle: arch,
+    },
+    Service {
+        name: "psci",
+        owners: owner::STANDARD..=owner::STANDARD,
+        callers: &[World::NonSecure],
+        handle: psci,
+    },
+    Service {
+        name: "tandem-sip",
+        owners: owner::SIP..=owner::SIP,
+        callers: &[World::NonSecure],
+        handle: sip,
+    },
+];
+
+/// Handles one call with the full table.
+pub fn handle(monitor: &mut Monitor, call: &SmcCall) -> Outcome {
+    crate::smc::dispatch(SERVICES, monitor, call)
+}
+
+fn result(r: Result<i64, i64>) -> Outcome {
+    Outcome::value(r.unwrap_or_else(|e| e))
+}
+
+fn arch(_: &mut Monitor, call: &SmcCall) -> Outcome {
+    match call.fid.0 {
+        SMCCC_VERSION => Outcome::value(SMCCC_VERSION_1_1.into()),
+        SMCCC_ARCH_FEATURES => match call.arg(1) as u32 {
+            SMCCC_VERSION | SMCCC_ARCH_FEATURES => Outcome::value(ret::SUCCESS),
+            // No Spectre workarounds are offered: the supported cores
+            // (Cortex-A53) are not affected.
+            _ => Outcome::NOT_SUPPORTED,
+        },
+        _ => Outcome::NOT_SUPPORTED,
+    }
+}
+
+/// PSCI functions PSCI_FEATURES reports as present.
+const PSCI_IMPLEMENTED: &[u32] = &[
+    PSCI_VERSION,
+    PSCI_FEATURES,
+    PSCI_CPU_ON_32,
+    PSCI_CPU_ON_64,
+    PSCI_CPU_OFF,
+    PSCI_AFFINITY_INFO_32,
+    PSCI_AFFINITY_INFO_64,
+    PSCI_MIGRATE_INFO_TYPE,
+    PSCI_SYSTEM_OFF,
+    PSCI_SYSTEM_RESET,
+    SMCCC_VERSION,
+];
+
+fn psci(m: &mut Monitor, call: &SmcCall) -> Outcome {
+    match call.fid.0 {
+        PSCI_VERSION => Outcome::value(PSCI_VERSION_1_1.into()),
+        PSCI_FEATURES => {
+            let queried = call.arg(1) as u32;
+            if PSCI_IMPLEMENTED.contains(&queried) {
+                Outcome::value(ret::SUCCESS)
+            } else {
+                Outcome::NOT_SUPPORTED
+            }
+        }
+        PSCI_CPU_ON_32 | PSCI_CPU_ON_64 => {
+            match m.psci.cpu_on(call.arg(1), call.arg(2), call.arg(3)) {
+                Ok(()) => Outcome::ReturnAndWake([0; 4]),
+                Err(e) => Outcome::value(e),
+            }
+        }
+        PSCI_CPU_OFF => match m.psci.cpu_off(call.core) {
+            Ok(()) => Outcome::CpuOff,
+            Err(e) => Outcome::value(e),
+        },
+        PSCI_AFFINITY_INFO_32 | PSCI_AFFINITY_INFO_64 => {
+            result(m.psci.affinity_info(call.arg(1), call.arg(2)))
+        }
+        PSCI_MIGRATE_INFO_TYPE => Outcome::value(PSCI_MIGRATE_INFO_TYPE_NOT_PRESENT.into()),
+        PSCI_SYSTEM_OFF => Outcome::SystemOff,
+        PSCI_SYSTEM_RESET => Outcome::SystemReset,
+        _ => Outcome::NOT_SUPPORTED,
+    }
+}
+
+fn sip(m: &mut Monitor, call: &SmcCall) -> Outcome {
+    match call.fid.0 {
+        sip::VERSION => Outcome::value(ABI_VERSION.into()),
+        sip::SHM_INFO => Outcome::Return([0, m.board.shared.base, m.board.shared.size, 0]),
+        _ => Outcome::NOT_SUPPORTED,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::smc::FunctionId;
+    use tandem_board::BOARD;
+
+    fn booted() -> Monitor {
+        let mut m = Monitor::new(BOARD);
+        for c in 0..4 {
+            m.psci.check_in(c, c == 0);
+        }
+        m
+    }
+
+    fn smc(m: &mut Monitor, fid: u32, args: &[u64]) -> Outcome {
+        let mut a = [0; 7];
+        a[..args.len()].copy_from_slice(args);
+        handle(
+            m,
+            &SmcCall {
+                fid: FunctionId(fid),
+                args: a,
+                imm: 0,
+                from: World::NonSecure,
+                core: 0,
+            },
+        )
+    }
+
+    #[test]
+    fn versions() {
+        let mut m = booted();
+        assert_eq!(smc(&mut m, PSCI_VERSION, &[]), Outcome::value(0x1_0001));
+        assert_eq!(smc(&mut m, SMCCC_VERSION, &[]), Outcome::value(0x1_0001));
+        assert_eq!(
+            smc(&mut m, sip::VERSION, &[]),
+            Outcome::value(ABI_VERSION.into())
+        );
+        assert_eq!(smc(&mut m, PSCI_MIGRATE_INFO_TYPE, &[]), Outcome::value(2));
+    }
+
+    #[test]
+    fn features_discovery_as_linux_does_it() {
+        let mut m = booted();
+        // Linux asks PSCI_FEATURES(SMCCC_VERSION) before using SMCCC 1.1.
+        assert_eq!(
+            smc(&mut m, PSCI_FEATURES, &[SMCCC_VERSION.into()]),
+            Outcome::value(0)
+        );
+        assert_eq!(
+            smc(&mut m, PSCI_FEATURES, &[PSCI_CPU_SUSPEND_64.into()]),
+            Outcome::NOT_SUPPORTED
+        );
+        // The queried ID is a 32-bit argument: junk above bit 31 is ignored.
+        assert_eq!(
+            smc(
+                &mut m,
+                PSCI_FEATURES,
+                &[(1 << 40) | u64::from(PSCI_CPU_OFF)]
+            ),
+            Outcome::value(0)
+        );
+        assert_eq!(
+            smc(
+                &mut m,
+                SMCCC_ARCH_FEATURES,
+                &[SMCCC_ARCH_WORKAROUND_1.into()]
+            ),
+            Outcome::NOT_SUPPORTED
+        );
+    }
+
+    #[test]
+    fn cpu_on_wakes_and_off_parks() {
+        let mut m = booted();
+        assert_eq!(
+            smc(&mut m, PSCI_CPU_ON_64, &[1, 0x4020_0000, 9]),
+            Outcome::ReturnAndWake([0; 4])
+        );
+        assert_eq!(
+            smc(&mut m, PSCI_CPU_ON_64, &[1, 0x4020_0000, 9]),
+            Outcome::value(ret::ON_PENDING)
+        );
+        m.psci.take_pending(1);
+        let off = handle(
+            &mut m,
+            &SmcCall {
+                fid: FunctionId(PSCI_CPU_OFF),
+                args: [0; 7],
+                imm: 0,
+                from: World::NonSecure,
+                core: 1,
+            },
+        );
+        assert_eq!(off, Outcome::CpuOff);
+        assert_eq!(
+            smc(&mut m, PSCI_AFFINITY_INFO_64, &[1, 0]),
+            Outcome::value(1)
+        );
+    }
+
+    #[test]
+    fn system_calls() {
+        let mut m = booted();
+        assert_eq!(smc(&mut m, PSCI_SYSTEM_OFF, &[]), Outcome::SystemOff);
+        assert_eq!(smc(&mut m, PSCI_SYSTEM_RESET, &[]), Outcome::SystemReset);
+        assert_eq!(
+            smc(&mut m, sip::SHM_INFO, &[]),
+            Outcome::Return([0, BOARD.shared.base, BOARD.shared.size, 0])
+        );
+    }
+
+    /// xorshift64*: a tiny deterministic generator for the fuzz loop.
+    fn next(s: &mut u64) -> u64 {
+        *s ^= *s >> 12;
+        *s ^= *s << 25;
+        *s ^= *s >> 27;
+        s.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    #[test]
+    fn random_calls_never_panic_and_unknown_ids_are_not_supported() {
+        let known = IMPLEMENTED;
+        let mut seed = 0x1234_5678_9ABC_DEF0u64;
+        let mut m = booted();
+        for i in 0..200_000 {
+            // Half fully random IDs, half in the owner ranges we serve.
+            let fid = if i % 2 == 0 {
+                next(&mut seed) as u32
+            } else {
+                let owner = [0u32, 2, 4][(next(&mut seed) % 3) as usize];
+                0x8000_0000 | (owner << 24) | (next(&mut seed) as u32 & 0x4000_00FF)
+            };
+            let args: [u64; 7] = core::array::from_fn(|_| next(&mut seed));
+            let imm = if next(&mut seed) % 16 == 0 {
+                next(&mut seed) as u16
+            } else {
+                0
+            };
+            let call = SmcCall {
+                fid: FunctionId(fid),
+                args,
+                imm,
+                from: World::NonSecure,
+                core: 0,
+            };
+            let out = handle(&mut m, &call);
+            if !known.contains(&fid) || imm != 0 {
+                assert_eq!(out, Outcome::NOT_SUPPORTED, "fid {fid:#x} imm {imm}");
+            }
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! SMC calls as the monitor receives them: function-ID decoding (SMCCC 1.1) and
+//! dispatch through a table of services, each owning a range of owner numbers.
+
+use core::ops::RangeInclusive;
+use tandem_abi::smc::ret;
+
+/// Which world made a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum World {
+    /// Linux (NS-EL1).
+    NonSecure,
+    /// The RTOS (S-EL1).
+    Secure,
+}
+
+/// A 32-bit SMCCC function identifier (w0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FunctionId(pub u32);
+
+impl FunctionId {
+    /// Fast call (bit 31); yielding calls are not implemented.
+    pub const fn is_fast(self) -> bool {
+        self.0 & (1 << 31) != 0
+    }
+
+    /// SMC64 calling convention (bit 30); otherwise SMC32.
+    pub const fn is_smc64(self) -> bool {
+        self.0 & (1 << 30) != 0
+    }
+
+    /// Owning entity number (bits 29:24).
+    pub const fn owner(self) -> u8 {
+        ((self.0 >> 24) & 0x3F) as u8
+    }
+
+    /// Bits 23:16, which must be zero in SMCCC 1.1.
+    pub const fn reserved_bits(self) -> u32 {
+        (self.0 >> 16) & 0xFF
+    }
+
+    /// Function number within the owner (bits 15:0).
+    pub const fn number(self) -> u16 {
+        self.0 as u16
+    }
+}
+
+/// Owner numbers (SMCCC table 6-2).
+pub mod owner {
+    /// Arm architecture calls.
+    pub const ARCH: u8 = 0;
+    /// Silicon-partner (SiP) calls: Tandem's calls from Linux.
+    pub const SIP: u8 = 2;
+    /// Standard secure services (PSCI).
+    pub const STANDARD: u8 = 4;
+    /// Standard hypervisor services (PV time).
+    pub const STANDARD_HYP: u8 = 5;
+    /// Trusted OS calls: the RTOS's calls to the monitor.
+    pub const TRUSTED_OS: core::ops::RangeInclusive<u8> = 50..=63;
+}
+
+/// One SMC as trapped: function ID, arguments x1..x7, the SMC immediate and
+/// the calling world.
+#[derive(Clone, Copy, Debug)]
+pub struct SmcCall {
+    /// w0.
+    pub fid: FunctionId,
+    /// x1..=x7.
+    pub args: [u64; 7],
+    /// The `#imm16` of the SMC instruction (SMCCC requires 0).
+    pub imm: u16,
+    /// Who called.
+    pub from: World,
+    /// Linear index of the calling core.
+    pub core: usize,
+}
+
+impl SmcCall {
+    /// Argument `n` (1-based, like the register name), truncated to 32 bits for
+    /// SMC32 calls as SMCCC requires.
+    pub const fn arg(&self, n: usize) -> u64 {
+        let v = self.args[n - 1];
+        if self.fid.is_smc64() {
+            v
+        } else {
+            v & 0xFFFF_FFFF
+        }
+    }
+}
+
+/// What the monitor must do after a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Return x0..x3 to the caller.
+    Return([u64; 4]),
+    /// Return x0..x3 and wake parked cores (a CPU_ON was accepted).
+    ReturnAndWake([u64; 4]),
+    /// Power the calling core down; it never returns to the caller.
+    CpuOff,
+    /// Power the machine off.
+    SystemOff,
+    /// Reset the machine.
+    SystemReset,
+}
+
+impl Outcome {
+    /// Return one value in x0 (x1..x3 zeroed so nothing leaks).
+    pub const fn value(x0: i64) -> Self {
+        Outcome::Return([x0 as u64, 0, 0, 0])
+    }
+
+    /// The answer to any call the monitor does not implement.
+    pub const NOT_SUPPORTED: Outcome = Outcome::value(ret::NOT_SUPPORTED);
+    /// The answer to a recognised call with bad arguments.
+    pub const INVALID_PARAMETERS: Outcome = Outcome::value(ret::INVALID_PARAMETERS);
+}
+
+/// A service in the dispatch table: it owns `owners` and is called for any
+/// fast call whose owner lies there and whose caller world is allowed.
+pub struct Service<S> {
+    /// For logs and docs.
+    pub name: &'static str,
+    /// Owner numbers routed here.
+    pub owners: RangeInclusive<u8>,
+    /// Worlds allowed to call.
+    pub callers: &'static [World],
+    /// The handler; unknown function numbers must answer NOT_SUPPORTED.
+    pub handle: fn(&mut S, &SmcCall) -> Outcome,
+}
+
+/// Routes a call to the service owning its owner number.
+///
+/// Calls that break SMCCC rules (non-zero immediate, yielding call, reserved
+/// bits set) and calls nobody owns answer NOT_SUPPORTED: never a hang, never a
+/// crash, whatever the registers hold.
+pub fn dispatch<S>(table: &[Service<S>], state: &mut S, call: &SmcCall) -> Outcome {
+    let fid = call.fid;
+    if call.imm != 0 || !fid.is_fast() || fid.reserved_bits() != 0 {
+        return Outcome::NOT_SUPPORTED;
+    }
+    table
+        .iter()
+        .find(|s| s.owners.contains(&fid.owner()) && s.callers.contains(&call.from))
+        .map_or(Outcome::NOT_SUPPORTED, |s| (s.handle)(state, call))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(fid: u32) -> SmcCall {
+        SmcCall {
+            fid: FunctionId(fid),
+            args: [u64::MAX; 7],
+            imm: 0,
+            from: World::NonSecure,
+            core: 0,
+        }
+    }
+
+    #[test]
+    fn decodes_fields() {
+        let f = FunctionId(0xC400_0003);
+        assert!(f.is_fast() && f.is_smc64());
+        assert_eq!((f.owner(), f.number(), f.reserved_bits()), (4, 3, 0));
+        let f = FunctionId(0x8200_0001);
+        assert!(f.is_fast() && !f.is_smc64());
+        assert_eq!(f.owner(), 2);
+        assert_eq!(FunctionId(0x3F00_0000).owner(), 63);
+        assert_eq!(FunctionId(0x8001_0000).reserved_bits(), 1);
+    }
+
+    #[test]
+    fn smc32_arguments_are_truncated() {
+        let c = call(0x8400_0003);
+        assert_eq!(c.arg(1), 0xFFFF_FFFF);
+        assert_eq!(call(0xC400_0003).arg(7), u64::MAX);
+    }
+
+    fn answer_7(_: &mut (), _: &SmcCall) -> Outcome {
+        Outcome::value(7)
+    }
+
+    const TABLE: &[Service<()>] = &[Service {
+        name: "test",
+        owners: 2..=3,
+        callers: &[World::NonSecure],
+        handle: answer_7,
+    }];
+
+    #[test]
+    fn routes_by_owner_and_world() {
+        assert_eq!(
+            dispatch(TABLE, &mut (), &call(0x8200_0000)),
+            Outcome::value(7)
+        );
+        assert_eq!(
+            dispatch(TABLE, &mut (), &call(0xC300_FFFF)),
+            Outcome::value(7)
+        );
+        assert_eq!(
+            dispatch(TABLE, &mut (), &call(0x8400_0000)),
+            Outcome::NOT_SUPPORTED
+        );
+        let mut secure = call(0x8200_0000);
+        secure.from = World::Secure;
+        assert_eq!(dispatch(TABLE, &mut (), &secure), Outcome::NOT_SUPPORTED);
+    }
+
+    #[test]
+    fn malformed_calls_are_not_supported() {
+        let mut c = call(0x8200_0000);
+        c.imm = 1;
+        assert_eq!(
+            dispatch(TABLE, &mut (), &c),
+            Outcome::NOT_SUPPORTED,
+            "imm16 != 0"
+        );
+        assert_eq!(
+            dispatch(TABLE, &mut (), &call(0x0200_0000)),
+            Outcome::NOT_SUPPORTED,
+            "yielding"
+        );
+        assert_eq!(
+            dispatch(TABLE, &mut (), &call(0x8201_0000)),
+            Outcome::NOT_SUPPORTED,
+            "reserved bits"
+        );
+    }
+}

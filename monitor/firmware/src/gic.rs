@@ -1,0 +1,61 @@
+//! GICv3 set up for two worlds: Linux's interrupts Non-secure Group 1, the
+//! RTOS's Secure Group 1 (DESIGN.md "Worlds and interrupts"). Only the monitor
+//! can do this: the group registers are secure-only.
+
+use arm_gic::IntId;
+use arm_gic::gicv3::registers::{Gicd, GicdCtlr, GicrSgi};
+use arm_gic::gicv3::{GicCpuInterface, GicV3, Group, SecureIntGroup};
+use arm_sysregs::el3::accessors::write_icc_sre_el3;
+use arm_sysregs::el3::registers::IccSreEl3;
+use core::ptr::NonNull;
+use safe_mmio::UniqueMmioPointer;
+use spin::mutex::SpinMutex;
+use tandem_board::BOARD;
+
+static GIC: SpinMutex<Option<GicV3<'static>>> = SpinMutex::new(None);
+
+/// Distributor setup, once, by the boot core before any other core runs Rust.
+pub fn init_distributor() {
+    let gicd = NonNull::new(BOARD.gicd as *mut Gicd).unwrap();
+    let gicr = NonNull::new(BOARD.gicr as *mut GicrSgi).unwrap();
+    // SAFETY: the board description places the distributor and the
+    // redistributors here; this is the only driver instance in the monitor.
+    let mut gic = unsafe { GicV3::new(UniqueMmioPointer::new(gicd), gicr, BOARD.max_cores) }
+        .expect("GICv3 redistributors not where the board says");
+    // All SPIs to Non-secure Group 1, affinity routing for both worlds.
+    gic.distributor().configure_default_settings();
+    gic.gicd_set_control(GicdCtlr::ARE_NS | GicdCtlr::EnableGrp1NS | GicdCtlr::EnableGrp1S);
+    gic.gicd_barrier();
+    *GIC.lock() = Some(gic);
+}
+
+/// Per-core setup: wake this core's redistributor (Linux cannot: GICR_WAKER is
+/// secure-only), make its SGIs and PPIs Non-secure Group 1 except the secure
+/// timer, and let lower ELs use the system-register CPU interface.
+pub fn init_this_core(core: usize) {
+    // SAFETY: sets SRE, DFB, DIB and Enable; SRE never goes from 1 to 0.
+    unsafe {
+        write_icc_sre_el3(IccSreEl3::SRE | IccSreEl3::DFB | IccSreEl3::DIB | IccSreEl3::ENABLE)
+    };
+    let mut guard = GIC.lock();
+    let gic = guard
+        .as_mut()
+        .expect("distributor set up before secondaries run");
+    let mut redist = gic
+        .redistributor(core)
+        .expect("core index checked at reset");
+    redist.mark_core_awake().expect("redistributor wakes");
+    redist.configure_default_settings();
+    redist
+        .set_group(
+            IntId::ppi(BOARD.secure_timer_intid - 16),
+            Group::Secure(SecureIntGroup::Group1S),
+        )
+        .expect("secure timer is a PPI");
+    drop(guard);
+    // PMR resets to 0, a Secure-range priority; while SCR_EL3.FIQ is set the
+    // GIC ignores Linux's writes to a PMR in that range, so Linux could never
+    // unmask its interrupts. Open it fully; each world sets its own after.
+    GicCpuInterface::set_priority_mask(0xFF);
+    GicCpuInterface::enable_group1_non_secure(true);
+}
