@@ -102,7 +102,7 @@ $(BUILD)/tools/%: linux/tools/%.c $(ABI_HEADER)
 	@$(CROSS)gcc -static -O2 -Wall -Wextra -Werror -I$(BUILD)/include -o $@ $<
 	@echo "  TOOL    $@"
 
-$(INITRAMFS): rootfs/build.sh rootfs/packages.txt rootfs/tools.txt rootfs/init rootfs/inittab rootfs/rcS $(MODULE) $(TOOLS)
+$(INITRAMFS): $(wildcard rootfs/*) $(MODULE) $(TOOLS)
 	@rootfs/build.sh $(BUILD)/rootfs $(MODULE) $(BUILD)/tools
 
 # --- checks -------------------------------------------------------------------
@@ -117,7 +117,7 @@ lint:
 	$(KSRC)/scripts/checkpatch.pl --no-tree --quiet --terse -f linux/driver/*.c linux/tools/*.c --ignore SPDX_LICENSE_TAG,PREFER_DEFINED_ATTRIBUTE_MACRO,EMBEDDED_FILENAME
 	.venv/bin/ruff check harness
 	.venv/bin/ruff format --check harness
-	cd harness && ../.venv/bin/mypy --strict tandem
+	cd harness && ../.venv/bin/mypy --strict tandem tests
 
 host-test:
 	@echo "== host unit tests"

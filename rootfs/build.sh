@@ -92,6 +92,7 @@ copy_file lib/ld-linux-aarch64.so.1
 cp "$here/init" "$stage/init"
 cp "$here/inittab" "$stage/etc/inittab"
 cp "$here/rcS" "$stage/etc/rcS"
+cp "$here/profile" "$stage/etc/profile"
 chmod 755 "$stage/init" "$stage/etc/rcS"
 mkdir -p "$stage/lib/modules"
 cp "$module" "$stage/lib/modules/tandem.ko"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tandem.errors import TandemError
 from tandem.paths import BOARDS
@@ -42,18 +41,36 @@ class Board:
     qemu_memory: str
 
 
-def _get(table: dict[str, Any], key: str, kind: type, where: str) -> Any:
+def _value(table: dict[str, object], key: str, where: str) -> object:
     if key not in table:
         raise TandemError(f"{where}: missing key '{key}'")
-    value = table[key]
-    if not isinstance(value, kind):
-        raise TandemError(f"{where}: '{key}' must be {kind.__name__}, got {value!r}")
+    return table[key]
+
+
+def _int(table: dict[str, object], key: str, where: str) -> int:
+    value = _value(table, key, where)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TandemError(f"{where}: '{key}' must be an integer, got {value!r}")
     return value
 
 
-def _range(table: dict[str, Any], key: str, where: str) -> Range:
-    r = _get(table, key, dict, where)
-    return Range(_get(r, "base", int, f"{where}.{key}"), _get(r, "size", int, f"{where}.{key}"))
+def _str(table: dict[str, object], key: str, where: str) -> str:
+    value = _value(table, key, where)
+    if not isinstance(value, str):
+        raise TandemError(f"{where}: '{key}' must be a string, got {value!r}")
+    return value
+
+
+def _table(table: dict[str, object], key: str, where: str) -> dict[str, object]:
+    value = _value(table, key, where)
+    if not isinstance(value, dict):
+        raise TandemError(f"{where}: '{key}' must be a table, got {value!r}")
+    return value
+
+
+def _range(table: dict[str, object], key: str, where: str) -> Range:
+    r = _table(table, key, where)
+    return Range(_int(r, "base", f"{where}.{key}"), _int(r, "size", f"{where}.{key}"))
 
 
 def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
@@ -67,22 +84,22 @@ def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
     except tomllib.TOMLDecodeError as e:
         raise TandemError(f"{path}: {e}") from e
     where = str(path)
-    board = _get(data, "board", dict, where)
-    memory = _get(data, "memory", dict, where)
-    interrupts = _get(data, "interrupts", dict, where)
-    boot = _get(data, "boot", dict, where)
-    qemu = _get(data, "qemu", dict, where)
+    board = _table(data, "board", where)
+    memory = _table(data, "memory", where)
+    interrupts = _table(data, "interrupts", where)
+    boot = _table(data, "boot", where)
+    qemu = _table(data, "qemu", where)
     return Board(
-        name=_get(board, "name", str, f"{where} [board]"),
-        max_cores=_get(board, "max_cores", int, f"{where} [board]"),
-        counter_hz=_get(board, "counter_hz", int, f"{where} [board]"),
+        name=_str(board, "name", f"{where} [board]"),
+        max_cores=_int(board, "max_cores", f"{where} [board]"),
+        counter_hz=_int(board, "counter_hz", f"{where} [board]"),
         normal_ram=_range(memory, "normal_ram", f"{where} [memory]"),
         shared=_range(memory, "shared", f"{where} [memory]"),
-        doorbell_spi=_get(interrupts, "doorbell_spi", int, f"{where} [interrupts]"),
-        kernel=_get(boot, "kernel", int, f"{where} [boot]"),
-        dtb=_get(boot, "dtb", int, f"{where} [boot]"),
-        initrd=_get(boot, "initrd", int, f"{where} [boot]"),
-        qemu_machine=_get(qemu, "machine", str, f"{where} [qemu]"),
-        qemu_cpu=_get(qemu, "cpu", str, f"{where} [qemu]"),
-        qemu_memory=_get(qemu, "memory", str, f"{where} [qemu]"),
+        doorbell_spi=_int(interrupts, "doorbell_spi", f"{where} [interrupts]"),
+        kernel=_int(boot, "kernel", f"{where} [boot]"),
+        dtb=_int(boot, "dtb", f"{where} [boot]"),
+        initrd=_int(boot, "initrd", f"{where} [boot]"),
+        qemu_machine=_str(qemu, "machine", f"{where} [qemu]"),
+        qemu_cpu=_str(qemu, "cpu", f"{where} [qemu]"),
+        qemu_memory=_str(qemu, "memory", f"{where} [qemu]"),
     )

@@ -26,6 +26,7 @@ from tandem.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artif
 TIMINGS = ("host", "virtual")
 BEGIN = "@@TANDEM-EXEC-BEGIN@@"
 END = re.compile(r"@@TANDEM-EXEC-END status=(\d+)@@")
+RESTART = re.compile(r"^\[\s*\d+\.\d+\] reboot: Restarting system$")
 # Seconds QEMU may take to exit once the commands are done (poweroff).
 POWEROFF_GRACE_S = 10.0
 
@@ -125,6 +126,14 @@ def run_interactive(options: BootOptions) -> int:
     return subprocess.call(prepared.argv)
 
 
+def _drop_restart_chatter(lines: list[str]) -> list[str]:
+    """`lines` without what follows the kernel's last restart message."""
+    for i in range(len(lines) - 1, -1, -1):
+        if RESTART.match(lines[i]):
+            return lines[:i]
+    return lines
+
+
 @dataclass
 class ExecResult:
     """What a `tandem exec` boot produced."""
@@ -138,6 +147,8 @@ class ExecResult:
     boot_s: float
     # Host seconds from the end of the commands to QEMU exiting.
     poweroff_s: float
+    # Times the commands rebooted the machine.
+    reboots: int = 0
     lines: list[str] = field(default_factory=list)
 
 
@@ -168,15 +179,21 @@ def run_exec(
     status: int | None = None
     boot_s = end_s = 0.0
     inside = False
+    reboots = 0
     assert proc.stdout is not None
     try:
         with prepared.console_log.open("w") as log:
             for raw in proc.stdout:
                 line = raw.decode(errors="replace").rstrip("\r\n")
                 log.write(line + "\n")
-                if not inside and line.endswith(BEGIN):
+                if line.endswith(BEGIN):
+                    if inside:
+                        # The commands rebooted the machine and now run again:
+                        # keep their output, drop the restart and boot chatter.
+                        reboots += 1
+                        output = _drop_restart_chatter(output)
+                    boot_s = boot_s or time.monotonic() - start
                     inside = True
-                    boot_s = time.monotonic() - start
                     continue
                 if inside:
                     m = END.search(line)
@@ -223,5 +240,6 @@ def run_exec(
         qemu_status=qemu_status,
         boot_s=boot_s,
         poweroff_s=time.monotonic() - end_s,
+        reboots=reboots,
         lines=output,
     )

@@ -38,7 +38,7 @@ static int in_list(uint32_t fid, const uint32_t *list, size_t n)
 	return 0;
 }
 
-static int smc(int fd, const uint64_t *a, int nargs, uint64_t r[4])
+static int issue_smc(int fd, const uint64_t *a, int nargs, uint64_t r[4])
 {
 	char buf[256];
 	int len = 0;
@@ -73,7 +73,7 @@ static uint64_t xorshift(uint64_t *s)
 	return *s * 0x2545F4914F6CDD1DULL;
 }
 
-static int fuzz(int fd, long count, uint64_t seed)
+static int run_fuzz(int fd, long count, uint64_t seed)
 {
 	/* Owner ranges the monitor serves or must refuse cleanly. */
 	static const uint32_t owners[] = { 0, 1, 2, 3, 4, 5, 6, 48, 50, 63 };
@@ -94,7 +94,7 @@ static int fuzz(int fd, long count, uint64_t seed)
 		a[0] = fid;
 		for (int j = 1; j < 8; j++)
 			a[j] = xorshift(&seed);
-		if (smc(fd, a, 8, r))
+		if (issue_smc(fd, a, 8, r))
 			return 2;
 		if (in_list(fid, implemented, ARRAY_SIZE(implemented))) {
 			known++;
@@ -114,7 +114,7 @@ static int fuzz(int fd, long count, uint64_t seed)
 	return failures ? 1 : 0;
 }
 
-static void usage(void)
+static void print_usage(void)
 {
 	fprintf(stderr,
 		"usage: tandem-smc call FID [ARG1 .. ARG7]\n"
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 	int fd;
 
 	if (argc < 3)
-		usage();
+		print_usage();
 	fd = open(SMC_FILE, O_RDWR);
 	if (fd < 0) {
 		fprintf(stderr, "tandem-smc: open %s: %s (driver loaded? root?)\n",
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 		int n = argc - 2;
 
 		if (n > 8)
-			usage();
+			print_usage();
 		for (int i = 0; i < n; i++) {
 			char *end;
 
@@ -150,7 +150,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 		}
-		if (smc(fd, a, n, r))
+		if (issue_smc(fd, a, n, r))
 			return 2;
 		printf("%" PRId64 " %#" PRIx64 " %#" PRIx64 " %#" PRIx64 "\n",
 		       (int64_t)r[0], r[1], r[2], r[3]);
@@ -161,9 +161,9 @@ int main(int argc, char **argv)
 		uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 0) : 0x7a4d;
 
 		if (count <= 0)
-			usage();
-		return fuzz(fd, count, seed ? seed : 1);
+			print_usage();
+		return run_fuzz(fd, count, seed ? seed : 1);
 	}
-	usage();
+	print_usage();
 	return 2;
 }

@@ -90,7 +90,7 @@ impl PsciState {
         let core = self.present_core(target_mpidr)?;
         let in_linux_ram = self.board.normal_ram.contains(entry, 4)
             && !self.board.shared.contains(entry & !0xFFF, 1)
-            && entry % 4 == 0;
+            && entry.is_multiple_of(4);
         if !in_linux_ram {
             return Err(ret::INVALID_ADDRESS);
         }

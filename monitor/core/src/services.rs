@@ -257,7 +257,7 @@ mod tests {
                 0x8000_0000 | (owner << 24) | (next(&mut seed) as u32 & 0x4000_00FF)
             };
             let args: [u64; 7] = core::array::from_fn(|_| next(&mut seed));
-            let imm = if next(&mut seed) % 16 == 0 {
+            let imm = if next(&mut seed).is_multiple_of(16) {
                 next(&mut seed) as u16
             } else {
                 0

@@ -74,9 +74,9 @@ pub fn print(args: fmt::Arguments) {
     let us = read_cntpct_el0().bits() / (BOARD.counter_hz / 1_000_000);
     let core = core_index();
     if let Some(uart) = CONSOLE.lock().as_mut() {
-        let _ = write!(
+        let _ = writeln!(
             Line(uart),
-            "[{:>6}.{:06}] monitor/{}: {}\n",
+            "[{:>6}.{:06}] monitor/{}: {}",
             us / 1_000_000,
             us % 1_000_000,
             core,

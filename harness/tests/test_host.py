@@ -1,0 +1,130 @@
+"""Host tests of the harness: no QEMU needed (dtc and cpio only)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tandem import cli, cpio, dtb
+from tandem.board import load_board
+from tandem.configs import load_config
+from tandem.errors import TandemError
+
+BASE_DTS = """/dts-v1/;
+/ {
+	#address-cells = <2>;
+	#size-cells = <2>;
+	cpus {
+		#address-cells = <1>;
+		#size-cells = <0>;
+		cpu-map { cluster0 { core0 { cpu = <&c0>; }; core1 { cpu = <&c1>; }; }; };
+		c0: cpu@0 { device_type = "cpu"; reg = <0>; };
+		c1: cpu@1 { device_type = "cpu"; reg = <1>; };
+	};
+	chosen { };
+};
+"""
+
+
+def test_cpio_archive_lists_like_gnu_cpio(tmp_path: Path) -> None:
+    data = cpio.archive({"tandem/exec.sh": (0o755, b"echo hi\n"), "a": (0o644, b"")})
+    assert len(data) % 4 == 0
+    listing = subprocess.run(
+        ["cpio", "-t", "-v", "--quiet"], input=data, capture_output=True, check=True
+    ).stdout.decode()
+    names = [line.split()[-1] for line in listing.splitlines()]
+    assert names == ["a", "tandem", "tandem/exec.sh"]
+    assert "-rwxr-xr-x" in listing.splitlines()[2]
+    out = tmp_path / "x"
+    out.mkdir()
+    subprocess.run(["cpio", "-i", "-d", "--quiet"], input=data, cwd=out, check=True)
+    assert (out / "tandem" / "exec.sh").read_text() == "echo hi\n"
+
+
+def test_cpio_rejects_escaping_paths() -> None:
+    with pytest.raises(ValueError):
+        cpio.archive({"../etc/passwd": (0o644, b"")})
+    with pytest.raises(ValueError):
+        cpio.archive({"/init": (0o755, b"")})
+
+
+@pytest.mark.skipif(shutil.which("dtc") is None, reason="dtc not installed")
+def test_fragment_merges_into_base_tree(tmp_path: Path) -> None:
+    board = load_board()
+    frag = dtb.tandem_fragment(board, 2, [0, 1], "console=ttyAMA0", 4096)
+    source = tmp_path / "t.dts"
+    source.write_text(BASE_DTS + frag)
+    blob = tmp_path / "t.dtb"
+    subprocess.run(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", blob, source], check=True)
+    text = subprocess.run(
+        ["dtc", "-q", "-I", "dtb", "-O", "dts", blob], capture_output=True, check=True
+    ).stdout.decode()
+    assert 'method = "smc";' in text
+    assert "no-map;" in text
+    assert f"tandem-shm@{board.shared.base:x}" in text
+    assert 'compatible = "tandem,tandem";' in text
+    assert text.count('enable-method = "psci";') == 2
+    end = board.initrd + 4096
+    assert f"linux,initrd-end = <0x00 {end:#x}>;" in text
+
+
+@pytest.mark.skipif(shutil.which("dtc") is None, reason="dtc not installed")
+def test_cores_not_for_linux_are_removed(tmp_path: Path) -> None:
+    frag = dtb.tandem_fragment(load_board(), 2, [0], "x", 16)
+    source = tmp_path / "t.dts"
+    source.write_text(BASE_DTS + frag)
+    out = subprocess.run(
+        ["dtc", "-q", "-I", "dts", "-O", "dts", source], capture_output=True, check=True
+    ).stdout.decode()
+    assert "cpu@0" in out
+    assert "cpu@1" not in out
+    assert "cpu-map" not in out
+
+
+def test_fragment_rejects_bad_input() -> None:
+    board = load_board()
+    with pytest.raises(TandemError, match="quotes"):
+        dtb.tandem_fragment(board, 1, [0], 'a"b', 16)
+    with pytest.raises(TandemError, match="no core"):
+        dtb.tandem_fragment(board, 1, [], "x", 16)
+    with pytest.raises(TandemError, match="shared region"):
+        dtb.tandem_fragment(board, 1, [0], "x", board.shared.base)
+
+
+def test_config_errors_name_file_key_and_allowed_values(tmp_path: Path) -> None:
+    (tmp_path / "bad.toml").write_text('default_policy = "both"\n')
+    with pytest.raises(TandemError, match=r"bad.toml.*shared, rtos, linux.*'both'"):
+        load_config("bad", tmp_path)
+    (tmp_path / "typo.toml").write_text('defualt_policy = "shared"\n')
+    with pytest.raises(TandemError, match=r"unknown key.*defualt_policy"):
+        load_config("typo", tmp_path)
+    (tmp_path / "core.toml").write_text('[cores]\nthree = "rtos"\n')
+    with pytest.raises(TandemError, match="not a core index"):
+        load_config("core", tmp_path)
+    with pytest.raises(TandemError, match="unknown configuration 'nope'"):
+        load_config("nope", tmp_path)
+
+
+def test_config_policies() -> None:
+    config = load_config("tandem")
+    assert config.linux_cores(4) == [0, 1, 2, 3]
+
+
+def test_board_matches_design() -> None:
+    board = load_board()
+    assert board.normal_ram.base == 0x4000_0000
+    assert board.normal_ram.base <= board.shared.base < board.normal_ram.end
+    assert board.kernel < board.dtb < board.initrd < board.shared.base
+
+
+def test_cli_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["exec", "--smp", "9", "--", "true"]) == 2
+    assert "--smp must be 1..8" in capsys.readouterr().err
+    assert cli.main(["exec", "--config", "nope", "--", "true"]) == 2
+    assert cli.main(["exec"]) == 2
+    assert "give the commands" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--timing", "sundial"])

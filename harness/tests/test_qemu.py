@@ -1,0 +1,168 @@
+"""Boots Tandem on QEMU and checks it as a user would (needs `make build`)."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tandem.board import load_board
+from tandem.console import PROMPT, Console
+from tandem.qemu import BootOptions, ExecResult, run_exec
+
+pytestmark = pytest.mark.qemu
+
+SMC = "tandem-smc call"
+NOT_SUPPORTED = -1
+INVALID_PARAMETERS = -2
+INVALID_ADDRESS = -9
+
+
+def run(script: str, timeout_s: float = 300, **options: object) -> ExecResult:
+    result = run_exec(BootOptions(**options), script, timeout_s=timeout_s)  # type: ignore[arg-type]
+    assert result.qemu_status == 0, f"QEMU exited {result.qemu_status} ({result.console_log})"
+    return result
+
+
+def x0(line: str) -> int:
+    return int(line.split()[0])
+
+
+def test_exec_reports_output_and_status() -> None:
+    assert run("nproc").output == "4"
+    assert run("false").status != 0
+    assert run("exit 7").status == 7
+    assert run("nproc", smp=2).output == "2"
+
+
+def test_firmware_is_detected_and_all_cores_start_at_el1() -> None:
+    r = run("dmesg")
+    assert "psci: PSCIv1.1 detected in firmware." in r.output
+    assert "psci: SMC Calling Convention v1.1" in r.output
+    assert "CPU: All CPU(s) started at EL1" in r.output
+    assert "smp: Brought up 1 node, 4 CPUs" in r.output
+    assert "tandem tandem: shared region" in r.output
+    secure = r.secure_log.read_text()
+    assert "Tandem monitor" in secure and "entering Linux" in secure
+
+
+def test_hackbench_and_cpu_hotplug() -> None:
+    script = """
+set -e
+hackbench -g 4 -l 100
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    echo 0 > /sys/devices/system/cpu/cpu3/online
+    test "$(cat /sys/devices/system/cpu/online)" = 0-2
+    echo 1 > /sys/devices/system/cpu/cpu3/online
+done
+cat /sys/devices/system/cpu/online
+nproc
+"""
+    r = run(script)
+    assert r.status == 0, r.output
+    assert re.search(r"^Time: \d+\.\d+$", r.output, re.M), r.output
+    assert r.lines[-2:] == ["0-3", "4"]
+    assert r.secure_log.read_text().count("monitor/3: off") == 10
+
+
+def test_reading_secure_ram_fails_without_harm() -> None:
+    board = load_board()
+    script = f"""
+devmem {0x0E00_0000:#x} 32
+echo "devmem status $?"
+{SMC} 0xc2000000
+{SMC} 0x84000000
+nproc
+"""
+    r = run(script)
+    assert "devmem status 135" in r.output, "SIGBUS expected"
+    assert x0(r.lines[-3]) == 0x1_0000, "SiP VERSION still answered"
+    assert x0(r.lines[-2]) == 0x1_0001, "PSCI VERSION still answered"
+    assert r.lines[-1] == "4"
+    assert board.shared.base != 0x0E00_0000
+
+
+def test_smc_fuzz_of_10000_calls() -> None:
+    r = run("tandem-smc fuzz 10000 0x5eed && tandem-smc call 0x84000000 && cat /proc/uptime")
+    assert r.status == 0, r.output
+    assert "fuzz: 10000 calls returned" in r.output and ", 0 failures" in r.output
+    assert x0(r.lines[-2]) == 0x1_0001
+
+
+def test_malformed_and_invalid_smcs() -> None:
+    script = f"""
+{SMC} 0xc4000003 3 0x0 0
+{SMC} 0xc4000003 7 0x40200000 0
+{SMC} 0xc4000003 0x100000000003 0x40200000 0
+{SMC} 0xc4000004 7 0
+{SMC} 0xc4000004 3 1
+{SMC} 0xc4000004 3 0
+{SMC} 0x8400000a 0xc4000001
+{SMC} 0x8400000a 0x80000000
+{SMC} 0xc4000000
+{SMC} 0x84010000
+{SMC} 0x04000000
+{SMC} 0xc2000001
+echo junk > /sys/kernel/debug/tandem/smc; echo "junk status $?"
+echo 1 2 3 4 5 6 7 8 9 > /sys/kernel/debug/tandem/smc; echo "nine status $?"
+"""
+    r = run(script)
+    codes = [x0(line) for line in r.lines[:12]]
+    assert codes == [
+        INVALID_ADDRESS,  # CPU_ON to entry 0 (flash)
+        INVALID_PARAMETERS,  # CPU_ON to core 7 (absent with -smp 4)
+        INVALID_PARAMETERS,  # CPU_ON, junk above the affinity fields
+        INVALID_PARAMETERS,  # AFFINITY_INFO of an absent core
+        INVALID_PARAMETERS,  # AFFINITY_INFO level 1
+        0,  # AFFINITY_INFO: core 3 is on
+        NOT_SUPPORTED,  # PSCI_FEATURES(CPU_SUSPEND)
+        0,  # PSCI_FEATURES(SMCCC_VERSION)
+        NOT_SUPPORTED,  # PSCI_VERSION with the SMC64 bit
+        NOT_SUPPORTED,  # reserved bits set
+        NOT_SUPPORTED,  # yielding call
+        0,  # SHM_INFO
+    ]
+    board = load_board()
+    assert r.lines[11].split()[1:3] == [hex(board.shared.base), hex(board.shared.size)]
+    assert "junk status 1" in r.output and "nine status 1" in r.output
+
+
+def test_driver_shows_the_shared_region_header() -> None:
+    board = load_board()
+    attrs = "magic abi_version region_base region_size core_count boot_count"
+    r = run(f"cd /sys/bus/platform/devices/tandem && cat {attrs}")
+    assert r.lines == [
+        "0x4d444e54",
+        "0x10000",
+        f"0x{board.shared.base:016x}",
+        str(board.shared.size),
+        str(board.max_cores),
+        "1",
+    ]
+
+
+def test_reboot_runs_the_machine_again() -> None:
+    script = """
+n=$(cat /sys/bus/platform/devices/tandem/boot_count)
+echo "boot $n"
+if [ "$n" = 1 ]; then reboot -f; fi
+"""
+    r = run(script)
+    assert r.reboots == 1
+    assert r.lines == ["boot 1", "boot 2"]
+
+
+def test_interactive_console_reboot_and_poweroff() -> None:
+    with Console(BootOptions()) as console:
+        console.expect(PROMPT, 60)
+        assert console.command("nproc").strip() == "4"
+        console.send("reboot")
+        console.expect("reboot: Restarting system", 30)
+        console.expect("Booting Linux", 30)
+        console.expect(PROMPT, 60)
+        assert console.command("cat /sys/bus/platform/devices/tandem/boot_count").strip() == "2"
+        console.send("poweroff")
+        start = time.monotonic()
+        assert console.wait_exit(10) == 0
+        assert time.monotonic() - start <= 5.0
