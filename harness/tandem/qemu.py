@@ -9,6 +9,7 @@ instruction per virtual nanosecond, for path lengths.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -29,6 +30,8 @@ END = re.compile(r"@@TANDEM-EXEC-END status=(\d+)@@")
 RESTART = re.compile(r"^\[\s*\d+\.\d+\] reboot: Restarting system$")
 # Seconds QEMU may take to exit once the commands are done (poweroff).
 POWEROFF_GRACE_S = 10.0
+# Boot log directories kept under build/logs (oldest removed first).
+KEEP_LOGS = 100
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,18 @@ def _check(options: BootOptions, board: Board) -> None:
         raise TandemError(f"not built yet: {names} (run `make build`)")
 
 
+def _new_log_dir() -> Path:
+    """A fresh build/logs/<time> directory; old ones beyond KEEP_LOGS go."""
+    LOGS.mkdir(parents=True, exist_ok=True)
+    old = sorted(p for p in LOGS.iterdir() if p.is_dir())
+    for stale in old[: max(0, len(old) - KEEP_LOGS + 1)]:
+        shutil.rmtree(stale, ignore_errors=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.monotonic_ns() % 1_000_000:06d}"
+    run_dir = LOGS / stamp
+    run_dir.mkdir()
+    return run_dir
+
+
 def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     """Writes the DTB and initramfs for one boot and returns QEMU's command line."""
     board = load_board()
@@ -71,13 +86,12 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     if not linux_cores:
         raise TandemError(f"configuration '{config.name}' leaves no core for Linux")
 
-    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.monotonic_ns() % 1_000_000:06d}"
-    run_dir = LOGS / stamp
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = _new_log_dir()
 
     initrd = INITRAMFS
     if exec_script is not None:
         extra = cpio.archive({"tandem/exec.sh": (0o755, exec_script.encode())})
+        (run_dir / "exec.sh").write_text(exec_script)
         initrd = run_dir / "initramfs.cpio"
         initrd.write_bytes(INITRAMFS.read_bytes() + extra)
 
@@ -221,6 +235,9 @@ def run_exec(
             ) from None
     finally:
         timer.cancel()
+        # The per-boot initramfs is a copy of build/rootfs plus the script:
+        # not worth keeping (exec.sh beside the logs has the script).
+        (prepared.run_dir / "initramfs.cpio").unlink(missing_ok=True)
     if timed_out.is_set():
         raise TandemError(
             f"timed out after {timeout_s:.0f} s (console: {prepared.console_log}, "

@@ -25,7 +25,7 @@ pub const SCTLR_EL1_RESET: u64 = 0x30D0_0800;
 
 /// A world's registers as saved on a trap to EL3.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub struct WorldContext {
     /// x0..x30.
     pub x: [u64; 31],
@@ -39,6 +39,18 @@ pub struct WorldContext {
     pub scr_el3: u64,
     /// Top of this core's monitor stack: where Rust runs after a trap.
     pub monitor_sp: u64,
+}
+
+impl WorldContext {
+    /// All registers zero.
+    pub const ZERO: Self = Self {
+        x: [0; 31],
+        sp_el0: 0,
+        elr_el3: 0,
+        spsr_el3: 0,
+        scr_el3: 0,
+        monitor_sp: 0,
+    };
 }
 
 /// Offsets the vector assembly uses (checked against the struct at compile time).
@@ -55,7 +67,6 @@ const _: () =
 
 /// Everything the monitor keeps for one core.
 #[repr(C)]
-#[derive(Default)]
 pub struct CoreState {
     /// Linux's context on this core.
     pub normal: WorldContext,
@@ -72,14 +83,7 @@ unsafe impl Sync for PerCore {}
 pub static CORES: PerCore = PerCore(UnsafeCell::new(
     [const {
         CoreState {
-            normal: WorldContext {
-                x: [0; 31],
-                sp_el0: 0,
-                elr_el3: 0,
-                spsr_el3: 0,
-                scr_el3: 0,
-                monitor_sp: 0,
-            },
+            normal: WorldContext::ZERO,
         }
     }; MAX_CORES],
 ));

@@ -113,12 +113,11 @@ pub fn enter_normal_world(core: usize, entry: u64, arg0: u64) -> ! {
     // is live (we are about to abandon this stack).
     let state = unsafe { CORES.this_core(core) };
     state.normal = WorldContext {
-        x: [0; 31],
-        sp_el0: 0,
         elr_el3: entry,
         spsr_el3: SPSR_EL1H_MASKED,
         scr_el3: SCR_NORMAL_WORLD,
         monitor_sp: entry::stack_top(core),
+        ..WorldContext::ZERO
     };
     state.normal.x[0] = arg0;
     // SAFETY: EL1 is not running; a reset SCTLR (MMU off) is what it expects.
