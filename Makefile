@@ -20,7 +20,9 @@ KOUT        := $(BUILD)/linux
 KMAKE       := $(MAKE) -C $(KSRC) O=$(KOUT) ARCH=arm64 CROSS_COMPILE=$(CROSS)
 PATCHES     := $(wildcard linux/patches/*.patch) linux/patches/series
 
-FIRMWARE    := $(BUILD)/firmware/tandem-monitor.bin
+MONITOR_BIN := $(BUILD)/firmware/tandem-monitor.bin
+RTOS_BIN    := $(BUILD)/firmware/tandem-rtos.bin
+FIRMWARE    := $(BUILD)/firmware/tandem-firmware.bin
 IMAGE       := $(KOUT)/arch/arm64/boot/Image
 ABI_HEADER  := $(BUILD)/include/tandem_abi.h
 MODULE      := $(BUILD)/driver/tandem.ko
@@ -56,11 +58,15 @@ bench: build
 
 # --- firmware (cargo decides what to rebuild) --------------------------------
 
-$(FIRMWARE): FORCE
-	@cargo build -q --release -p tandem-monitor --target $(FW_TARGET)
+$(BUILD)/firmware/%.bin: FORCE
+	@cargo build -q --release -p $* --target $(FW_TARGET)
 	@mkdir -p $(@D)
-	@$(CROSS)objcopy -O binary target/$(FW_TARGET)/release/tandem-monitor $@.tmp
-	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; echo "  FW      $@"; fi
+	@$(CROSS)objcopy -O binary target/$(FW_TARGET)/release/$* $@.tmp
+	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+
+# Secure flash: the monitor at its start, the RTOS where the board says.
+$(FIRMWARE): $(MONITOR_BIN) $(RTOS_BIN) boards/qemu-virt.toml scripts/pack-firmware.py
+	@scripts/pack-firmware.py boards/qemu-virt.toml $(MONITOR_BIN) $(RTOS_BIN) $@
 
 $(ABI_HEADER): $(wildcard abi/src/*.rs abi/src/bin/*.rs) abi/Cargo.toml
 	@mkdir -p $(@D)
@@ -110,9 +116,10 @@ $(INITRAMFS): $(wildcard rootfs/*) $(MODULE) $(TOOLS)
 lint:
 	@echo "== lint"
 	cargo fmt --all --check
-	cargo clippy -q --workspace --exclude tandem-monitor --all-targets -- -D warnings
-	cargo clippy -q -p tandem-monitor --target $(FW_TARGET) -- -D warnings
+	cargo clippy -q --workspace --exclude tandem-monitor --exclude tandem-rtos --all-targets -- -D warnings
+	cargo clippy -q -p tandem-monitor -p tandem-rtos --target $(FW_TARGET) -- -D warnings
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-monitor
+	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-rtos
 	scripts/check-rust-headers.sh
 	$(KSRC)/scripts/checkpatch.pl --no-tree --quiet --terse -f linux/driver/*.c linux/tools/*.c --ignore SPDX_LICENSE_TAG,PREFER_DEFINED_ATTRIBUTE_MACRO,EMBEDDED_FILENAME
 	.venv/bin/ruff check harness

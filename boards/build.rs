@@ -38,6 +38,7 @@ struct MemorySection {
     secure_flash: Range,
     secure_ram: Range,
     monitor_ram: Range,
+    rtos_ram: Range,
     normal_ram: Range,
     shared: Range,
 }
@@ -66,6 +67,8 @@ struct InterruptsSection {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct BootSection {
+    rtos_image: u64,
+    config: u64,
     kernel: u64,
     dtb: u64,
     initrd: u64,
@@ -102,6 +105,7 @@ fn main() {
     writeln!(out, "    secure_flash: {},", range(m.secure_flash)).unwrap();
     writeln!(out, "    secure_ram: {},", range(m.secure_ram)).unwrap();
     writeln!(out, "    monitor_ram: {},", range(m.monitor_ram)).unwrap();
+    writeln!(out, "    rtos_ram: {},", range(m.rtos_ram)).unwrap();
     writeln!(out, "    normal_ram: {},", range(m.normal_ram)).unwrap();
     writeln!(out, "    shared: {},", range(m.shared)).unwrap();
     let d = &f.devices;
@@ -123,6 +127,8 @@ fn main() {
     .unwrap();
     writeln!(out, "    doorbell_spi: {},", i.doorbell_spi).unwrap();
     let b = &f.boot;
+    writeln!(out, "    rtos_image: {:#x},", b.rtos_image).unwrap();
+    writeln!(out, "    boot_config: {:#x},", b.config).unwrap();
     writeln!(out, "    kernel_entry: {:#x},", b.kernel).unwrap();
     writeln!(out, "    dtb: {:#x},", b.dtb).unwrap();
     writeln!(out, "    initrd: {:#x},", b.initrd).unwrap();

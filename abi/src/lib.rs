@@ -3,6 +3,8 @@
 //! Linux is generated from it (`tandem-abi-header`).
 #![no_std]
 
+pub mod boot;
+pub mod image;
 pub mod shm;
 pub mod smc;
 

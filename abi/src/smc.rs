@@ -53,6 +53,13 @@ pub mod sip {
     pub const LAST: u32 = SHM_INFO;
 }
 
+/// Trusted-OS calls (fast, SMC64, owner 50), made by the RTOS only.
+pub mod tos {
+    /// The RTOS on this core is idle: run Linux until the next secure
+    /// interrupt. Returns (in the RTOS) when one is pending; x0 = SUCCESS.
+    pub const YIELD: u32 = 0xF200_0000;
+}
+
 /// Every function ID the monitor implements for the normal world; anything
 /// else answers NOT_SUPPORTED.
 pub const IMPLEMENTED: &[u32] = &[

@@ -42,6 +42,8 @@ pub struct Board {
     pub secure_ram: MemoryRange,
     /// The monitor's part of secure RAM.
     pub monitor_ram: MemoryRange,
+    /// The RTOS's part of secure RAM (its image is copied here).
+    pub rtos_ram: MemoryRange,
     /// Linux's RAM.
     pub normal_ram: MemoryRange,
     /// The region both worlds share.
@@ -68,6 +70,10 @@ pub struct Board {
     pub nonsecure_virtual_timer_intid: u32,
     /// SPI number of the RTOS -> Linux doorbell.
     pub doorbell_spi: u32,
+    /// The RTOS image in secure flash.
+    pub rtos_image: u64,
+    /// The boot configuration (per-core policy) in normal RAM.
+    pub boot_config: u64,
     /// Linux kernel Image entry point.
     pub kernel_entry: u64,
     /// Device tree blob handed to Linux.
@@ -139,6 +145,14 @@ mod tests {
             b.secure_ram
                 .contains(b.monitor_ram.base, b.monitor_ram.size)
         );
+        assert!(b.secure_ram.contains(b.rtos_ram.base, b.rtos_ram.size));
+        assert!(
+            b.monitor_ram.end() <= b.rtos_ram.base,
+            "monitor and RTOS RAM overlap"
+        );
+        assert!(b.secure_flash.contains(b.rtos_image, 4096));
+        // 64 MiB for the kernel image and its bss, then the boot config page.
+        assert!(b.boot_config >= b.kernel_entry + 0x400_0000 && b.boot_config + 0x1000 <= b.dtb);
         assert!(b.normal_ram.contains(b.shared.base, b.shared.size));
         for addr in [b.kernel_entry, b.dtb, b.initrd] {
             assert!(b.normal_ram.contains(addr, 1));

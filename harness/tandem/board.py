@@ -33,6 +33,7 @@ class Board:
     normal_ram: Range
     shared: Range
     doorbell_spi: int
+    boot_config: int
     kernel: int
     dtb: int
     initrd: int
@@ -96,6 +97,7 @@ def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
         normal_ram=_range(memory, "normal_ram", f"{where} [memory]"),
         shared=_range(memory, "shared", f"{where} [memory]"),
         doorbell_spi=_int(interrupts, "doorbell_spi", f"{where} [interrupts]"),
+        boot_config=_int(boot, "config", f"{where} [boot]"),
         kernel=_int(boot, "kernel", f"{where} [boot]"),
         dtb=_int(boot, "dtb", f"{where} [boot]"),
         initrd=_int(boot, "initrd", f"{where} [boot]"),

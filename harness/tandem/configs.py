@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,11 @@ from tandem.errors import TandemError
 from tandem.paths import CONFIGS
 
 POLICIES = ("shared", "rtos", "linux")
+# abi/src/boot.rs: magic "TNDMBOOT", layout version, policy codes.
+BOOT_MAGIC = int.from_bytes(b"TNDMBOOT", "little")
+BOOT_VERSION = 1
+BOOT_MAX_CORES = 8
+POLICY_CODES = {"shared": 0, "rtos": 1, "linux": 2}
 _KEYS = {"description", "default_policy", "cores"}
 
 
@@ -25,6 +31,16 @@ class PlatformConfig:
     def policy(self, core: int) -> str:
         """The policy of one core."""
         return self.overrides.get(core, self.default_policy)
+
+    def has_rtos(self, smp: int) -> bool:
+        """Whether the RTOS runs anywhere when QEMU has `smp` cores."""
+        return any(self.policy(c) != "linux" for c in range(smp))
+
+    def boot_blob(self, smp: int) -> bytes:
+        """The boot configuration the monitor reads (abi/src/boot.rs)."""
+        codes = [POLICY_CODES[self.policy(c)] for c in range(smp)]
+        codes += [POLICY_CODES["linux"]] * (BOOT_MAX_CORES - smp)
+        return struct.pack("<QII8B", BOOT_MAGIC, BOOT_VERSION, smp, *codes)
 
     def linux_cores(self, smp: int) -> list[int]:
         """Cores Linux may use when QEMU has `smp` cores."""

@@ -11,7 +11,7 @@ RESULTS = ROOT / "results"
 BOARDS = ROOT / "boards"
 CONFIGS = ROOT / "configs"
 
-FIRMWARE = BUILD / "firmware" / "tandem-monitor.bin"
+FIRMWARE = BUILD / "firmware" / "tandem-firmware.bin"
 KERNEL = BUILD / "linux" / "arch" / "arm64" / "boot" / "Image"
 INITRAMFS = BUILD / "rootfs" / "initramfs.cpio"
 

@@ -104,6 +104,9 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         board, options.smp, linux_cores, bootargs, initrd.stat().st_size, run_dir / "tandem.dtb"
     )
 
+    boot_config = run_dir / "bootconfig.bin"
+    boot_config.write_bytes(config.boot_blob(options.smp))
+
     secure_log = run_dir / "secure.log"
     argv = ["qemu-system-aarch64", *dtb.qemu_machine_args(board, options.smp)]
     if options.timing == "virtual":
@@ -113,6 +116,8 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     argv += [
         "-bios",
         str(FIRMWARE),
+        "-device",
+        f"loader,file={boot_config},addr={board.boot_config:#x},force-raw=on",
         "-device",
         f"loader,file={KERNEL},addr={board.kernel:#x},force-raw=on",
         "-device",

@@ -108,9 +108,18 @@ def test_config_errors_name_file_key_and_allowed_values(tmp_path: Path) -> None:
         load_config("nope", tmp_path)
 
 
-def test_config_policies() -> None:
+def test_config_policies_and_boot_blob() -> None:
     config = load_config("tandem")
     assert config.linux_cores(4) == [0, 1, 2, 3]
+    hetero = load_config("heteroos")
+    assert hetero.linux_cores(4) == [0, 1, 2]
+    assert hetero.has_rtos(4) and not hetero.has_rtos(3)
+    assert not load_config("linux-only").has_rtos(4)
+    blob = hetero.boot_blob(4)
+    assert len(blob) == 24
+    assert blob[:8] == b"TNDMBOOT"
+    assert blob[12:16] == (4).to_bytes(4, "little")
+    assert list(blob[16:]) == [2, 2, 2, 1, 2, 2, 2, 2]
 
 
 def test_board_matches_design() -> None:

@@ -44,7 +44,7 @@ def test_firmware_is_detected_and_all_cores_start_at_el1() -> None:
     assert "smp: Brought up 1 node, 4 CPUs" in r.output
     assert "tandem tandem: shared region" in r.output
     secure = r.secure_log.read_text()
-    assert "Tandem monitor" in secure and "entering Linux" in secure
+    assert "Tandem monitor" in secure and "Linux at 0x40200000" in secure
 
 
 def test_hackbench_and_cpu_hotplug() -> None:
@@ -166,3 +166,36 @@ def test_interactive_console_reboot_and_poweroff() -> None:
         start = time.monotonic()
         assert console.wait_exit(10) == 0
         assert time.monotonic() - start <= 5.0
+
+
+def rtos_ticks(secure_log: str) -> dict[int, int]:
+    """Ticks per core from the RTOS's last status line."""
+    lines = [line for line in secure_log.splitlines() if re.search(r"rtos/\d+: \d+ s \|", line)]
+    assert lines, "no RTOS status line"
+    return {int(c): int(t) for c, t in re.findall(r"core(\d+): (\d+) ticks", lines[-1])}
+
+
+def test_rtos_runs_first_on_every_core_beside_linux() -> None:
+    r = run("sleep 2; nproc")
+    assert r.output == "4"
+    secure = r.secure_log.read_text()
+    assert "core policies: [Shared, Shared, Shared, Shared]" in secure
+    ticks = rtos_ticks(secure)
+    assert sorted(ticks) == [0, 1, 2, 3]
+    assert all(t >= 1900 for t in ticks.values()), ticks
+
+
+def test_heteroos_gives_linux_three_cores_and_the_rtos_core_3() -> None:
+    r = run("sleep 1; nproc; cat /sys/devices/system/cpu/online", config="heteroos")
+    assert r.lines == ["3", "0-2"]
+    secure = r.secure_log.read_text()
+    assert "core policies: [Linux, Linux, Linux, Rtos]" in secure
+    assert list(rtos_ticks(secure)) == [3]
+
+
+def test_linux_only_runs_no_rtos() -> None:
+    r = run("nproc", config="linux-only")
+    assert r.output == "4"
+    secure = r.secure_log.read_text()
+    assert "core policies: [Linux, Linux, Linux, Linux]" in secure
+    assert "rtos/" not in secure

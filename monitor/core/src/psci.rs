@@ -6,8 +6,10 @@
 //!    ▲                                                                  │
 //!    └───────────────────────── CPU_OFF (by the core itself) ───────────┘
 //! ```
-//! A core that never checked in at cold boot is absent: CPU_ON and
-//! AFFINITY_INFO name it as an invalid parameter.
+//! A core that never checked in at cold boot, or that belongs to the RTOS
+//! alone, is absent for Linux: CPU_ON and AFFINITY_INFO name it as an invalid
+//! parameter. The boot core checks in `OnPending` with Linux's kernel entry, so
+//! the RTOS can run first and Linux starts when the RTOS first yields.
 
 use tandem_abi::smc::ret;
 use tandem_board::{Board, MPIDR_AFFINITY_MASK};
@@ -41,6 +43,22 @@ pub mod affinity {
     pub const ON_PENDING: i64 = 2;
 }
 
+/// How a core joins at cold boot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckIn {
+    /// The core Linux boots on, at `entry` with x0 = `context_id` (the DTB).
+    BootCore {
+        /// Linux's kernel entry.
+        entry: u64,
+        /// x0 at entry.
+        context_id: u64,
+    },
+    /// A core Linux may start with CPU_ON.
+    Secondary,
+    /// A core Linux must never see (RTOS only).
+    NotForLinux,
+}
+
 /// All cores' PSCI state.
 #[derive(Debug)]
 pub struct PsciState {
@@ -59,14 +77,12 @@ impl PsciState {
         }
     }
 
-    /// A core reached the monitor at cold boot. The boot core starts `On`
-    /// (it enters Linux directly); the others stay `Off` until CPU_ON.
-    pub fn check_in(&mut self, core: usize, is_boot_core: bool) {
-        self.present[core] = true;
-        self.cores[core] = if is_boot_core {
-            CoreState::On
-        } else {
-            CoreState::Off
+    /// A core reached the monitor at cold boot.
+    pub fn check_in(&mut self, core: usize, role: CheckIn) {
+        self.present[core] = role != CheckIn::NotForLinux;
+        self.cores[core] = match role {
+            CheckIn::BootCore { entry, context_id } => CoreState::OnPending { entry, context_id },
+            CheckIn::Secondary | CheckIn::NotForLinux => CoreState::Off,
         };
     }
 
@@ -150,10 +166,36 @@ mod tests {
 
     fn booted(cores: usize) -> PsciState {
         let mut p = PsciState::new(BOARD);
-        for c in 0..cores {
-            p.check_in(c, c == 0);
+        p.check_in(
+            0,
+            CheckIn::BootCore {
+                entry: ENTRY,
+                context_id: 0x4800_0000,
+            },
+        );
+        assert_eq!(p.take_pending(0), Some((ENTRY, 0x4800_0000)));
+        for c in 1..cores {
+            p.check_in(c, CheckIn::Secondary);
         }
         p
+    }
+
+    #[test]
+    fn boot_core_starts_pending_and_rtos_cores_are_absent() {
+        let mut p = PsciState::new(BOARD);
+        p.check_in(
+            0,
+            CheckIn::BootCore {
+                entry: ENTRY,
+                context_id: 7,
+            },
+        );
+        p.check_in(1, CheckIn::NotForLinux);
+        assert_eq!(p.affinity_info(0, 0), Ok(affinity::ON_PENDING));
+        assert_eq!(p.affinity_info(1, 0), Err(ret::INVALID_PARAMETERS));
+        assert_eq!(p.cpu_on(1, ENTRY, 0), Err(ret::INVALID_PARAMETERS));
+        assert_eq!(p.take_pending(1), None);
+        assert_eq!(p.take_pending(0), Some((ENTRY, 7)));
     }
 
     #[test]

@@ -40,6 +40,12 @@ pub const SERVICES: &[Service<Monitor>] = &[
         handle: psci,
     },
     Service {
+        name: "trusted-os",
+        owners: owner::TRUSTED_OS,
+        callers: &[World::Secure],
+        handle: trusted_os,
+    },
+    Service {
         name: "tandem-sip",
         owners: owner::SIP..=owner::SIP,
         callers: &[World::NonSecure],
@@ -97,7 +103,7 @@ fn psci(m: &mut Monitor, call: &SmcCall) -> Outcome {
         }
         PSCI_CPU_ON_32 | PSCI_CPU_ON_64 => {
             match m.psci.cpu_on(call.arg(1), call.arg(2), call.arg(3)) {
-                Ok(()) => Outcome::ReturnAndWake([0; 4]),
+                Ok(()) => Outcome::ReturnAndWake([0; 4], call.arg(1) as usize & 0xFF),
                 Err(e) => Outcome::value(e),
             }
         }
@@ -115,6 +121,13 @@ fn psci(m: &mut Monitor, call: &SmcCall) -> Outcome {
     }
 }
 
+fn trusted_os(_: &mut Monitor, call: &SmcCall) -> Outcome {
+    match call.fid.0 {
+        tos::YIELD => Outcome::YieldToNormal,
+        _ => Outcome::NOT_SUPPORTED,
+    }
+}
+
 fn sip(m: &mut Monitor, call: &SmcCall) -> Outcome {
     match call.fid.0 {
         sip::VERSION => Outcome::value(ABI_VERSION.into()),
@@ -126,15 +139,48 @@ fn sip(m: &mut Monitor, call: &SmcCall) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::psci::CheckIn;
     use crate::smc::FunctionId;
     use tandem_board::BOARD;
 
     fn booted() -> Monitor {
         let mut m = Monitor::new(BOARD);
-        for c in 0..4 {
-            m.psci.check_in(c, c == 0);
+        m.psci.check_in(
+            0,
+            CheckIn::BootCore {
+                entry: 0x4020_0000,
+                context_id: 0,
+            },
+        );
+        m.psci.take_pending(0);
+        for c in 1..4 {
+            m.psci.check_in(c, CheckIn::Secondary);
         }
         m
+    }
+
+    #[test]
+    fn only_the_rtos_may_yield_and_linux_may_not_pretend() {
+        let mut m = booted();
+        let mut call = SmcCall {
+            fid: FunctionId(tos::YIELD),
+            args: [0; 7],
+            imm: 0,
+            from: World::Secure,
+            core: 1,
+        };
+        assert_eq!(handle(&mut m, &call), Outcome::YieldToNormal);
+        call.from = World::NonSecure;
+        assert_eq!(handle(&mut m, &call), Outcome::NOT_SUPPORTED);
+        call.from = World::Secure;
+        call.fid = FunctionId(tos::YIELD + 1);
+        assert_eq!(handle(&mut m, &call), Outcome::NOT_SUPPORTED);
+        call.fid = FunctionId(PSCI_CPU_OFF);
+        assert_eq!(
+            handle(&mut m, &call),
+            Outcome::NOT_SUPPORTED,
+            "PSCI is Linux's"
+        );
     }
 
     fn smc(m: &mut Monitor, fid: u32, args: &[u64]) -> Outcome {
@@ -200,7 +246,7 @@ mod tests {
         let mut m = booted();
         assert_eq!(
             smc(&mut m, PSCI_CPU_ON_64, &[1, 0x4020_0000, 9]),
-            Outcome::ReturnAndWake([0; 4])
+            Outcome::ReturnAndWake([0; 4], 1)
         );
         assert_eq!(
             smc(&mut m, PSCI_CPU_ON_64, &[1, 0x4020_0000, 9]),

@@ -92,8 +92,10 @@ impl SmcCall {
 pub enum Outcome {
     /// Return x0..x3 to the caller.
     Return([u64; 4]),
-    /// Return x0..x3 and wake parked cores (a CPU_ON was accepted).
-    ReturnAndWake([u64; 4]),
+    /// Return x0..x3 and wake the named core (a CPU_ON was accepted).
+    ReturnAndWake([u64; 4], usize),
+    /// The secure world is idle on this core: run the normal world.
+    YieldToNormal,
     /// Power the calling core down; it never returns to the caller.
     CpuOff,
     /// Power the machine off.

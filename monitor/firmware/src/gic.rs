@@ -1,10 +1,11 @@
 //! GICv3 set up for two worlds: Linux's interrupts Non-secure Group 1, the
-//! RTOS's Secure Group 1 (DESIGN.md "Worlds and interrupts"). Only the monitor
-//! can do this: the group registers are secure-only.
+//! RTOS's Secure Group 1 (DESIGN.md "Worlds and interrupts"), and one Group 0
+//! SGI for the monitor itself (the doorbell that wakes an idle core for
+//! CPU_ON). Only the monitor can do this: the group registers are secure-only.
 
-use arm_gic::IntId;
 use arm_gic::gicv3::registers::{Gicd, GicdCtlr, GicrSgi};
-use arm_gic::gicv3::{GicCpuInterface, GicV3, Group, SecureIntGroup};
+use arm_gic::gicv3::{GicCpuInterface, GicV3, Group, SecureIntGroup, SgiTarget, SgiTargetGroup};
+use arm_gic::{IntId, InterruptGroup};
 use arm_sysregs::el3::accessors::write_icc_sre_el3;
 use arm_sysregs::el3::registers::IccSreEl3;
 use core::ptr::NonNull;
@@ -13,6 +14,9 @@ use spin::mutex::SpinMutex;
 use tandem_board::BOARD;
 
 static GIC: SpinMutex<Option<GicV3<'static>>> = SpinMutex::new(None);
+
+/// The monitor's doorbell: a Group 0 SGI (Group 0 is EL3's own).
+const DOORBELL: IntId = IntId::sgi(15);
 
 /// Distributor setup, once, by the boot core before any other core runs Rust.
 pub fn init_distributor() {
@@ -24,7 +28,9 @@ pub fn init_distributor() {
         .expect("GICv3 redistributors not where the board says");
     // All SPIs to Non-secure Group 1, affinity routing for both worlds.
     gic.distributor().configure_default_settings();
-    gic.gicd_set_control(GicdCtlr::ARE_NS | GicdCtlr::EnableGrp1NS | GicdCtlr::EnableGrp1S);
+    gic.gicd_set_control(
+        GicdCtlr::ARE_NS | GicdCtlr::EnableGrp0 | GicdCtlr::EnableGrp1NS | GicdCtlr::EnableGrp1S,
+    );
     gic.gicd_barrier();
     *GIC.lock() = Some(gic);
 }
@@ -52,10 +58,57 @@ pub fn init_this_core(core: usize) {
             Group::Secure(SecureIntGroup::Group1S),
         )
         .expect("secure timer is a PPI");
+    redist
+        .set_group(DOORBELL, Group::Secure(SecureIntGroup::Group0))
+        .expect("an SGI");
+    redist.set_interrupt_priority(DOORBELL, 0).expect("an SGI");
+    redist.enable_interrupt(DOORBELL, true).expect("an SGI");
     drop(guard);
     // PMR resets to 0, a Secure-range priority; while SCR_EL3.FIQ is set the
     // GIC ignores Linux's writes to a PMR in that range, so Linux could never
     // unmask its interrupts. Open it fully; each world sets its own after.
     GicCpuInterface::set_priority_mask(0xFF);
+    GicCpuInterface::enable_group0(true);
     GicCpuInterface::enable_group1_non_secure(true);
+}
+
+/// Rings the doorbell of `core` so that it leaves its idle loop.
+pub fn wake(core: usize) {
+    let target = SgiTarget::List {
+        affinity3: 0,
+        affinity2: 0,
+        affinity1: 0,
+        target_list: 1 << core,
+    };
+    GicCpuInterface::send_sgi(DOORBELL, target, SgiTargetGroup::Group0).expect("an SGI");
+}
+
+/// First INTID with a special meaning (1020..1023: "nothing of this group").
+const SPECIAL: u32 = 1020;
+
+fn pending(group: InterruptGroup) -> Option<IntId> {
+    GicCpuInterface::get_pending_interrupt(group).filter(|i| i.raw_value() < SPECIAL)
+}
+
+/// Acknowledges this core's doorbell if it rang; true if it did. Any other
+/// Group 0 interrupt (none should exist) is acknowledged and reported.
+pub fn take_doorbell() -> bool {
+    let Some(intid) = pending(InterruptGroup::Group0) else {
+        return false;
+    };
+    if let Some(acked) = GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group0) {
+        if acked.raw_value() < SPECIAL {
+            GicCpuInterface::end_interrupt(acked, InterruptGroup::Group0);
+        }
+        if acked != DOORBELL {
+            crate::log!("unexpected Group 0 interrupt {acked:?}");
+        }
+    }
+    intid == DOORBELL
+}
+
+/// Whether an RTOS interrupt is pending on this core. Must be called with
+/// SCR_EL3.NS = 0, so the Group 1 registers show the secure group.
+pub fn secure_interrupt_pending() -> bool {
+    pending(InterruptGroup::Group1).is_some()
 }

@@ -18,7 +18,10 @@ use arm_sysregs::el0::registers::CntfrqEl0;
 use arm_sysregs::el3::accessors::write_cptr_el3;
 use arm_sysregs::el3::registers::CptrEl3;
 use core::sync::atomic::Ordering;
+use tandem_abi::boot::{BootConfig, BootConfigError, Policies, Policy};
+use tandem_abi::image::{ImageError, RtosImageHeader};
 use tandem_board::BOARD;
+use tandem_monitor_core::psci::CheckIn;
 
 /// Arm64 Image header magic ("ARM\x64") at offset 0x38.
 const IMAGE_MAGIC: u32 = 0x644D_5241;
@@ -39,6 +42,65 @@ fn read_u32(addr: u64) -> u32 {
     unsafe { (addr as *const u32).read_volatile() }
 }
 
+/// Reads and checks the boot configuration the harness left in normal RAM.
+fn read_boot_config() -> Result<Policies, BootConfigError> {
+    // SAFETY: the board reserves this page of normal RAM for the blob; Linux
+    // has not run yet, so nothing else touches it. Any bit pattern is a valid
+    // BootConfig (plain integers), and it is checked before use.
+    let blob = unsafe { (BOARD.boot_config as *const BootConfig).read_volatile() };
+    blob.validate()
+}
+
+/// Copies the RTOS image from secure flash to its RAM, after checking it.
+fn load_rtos() -> Result<(), ImageError> {
+    // SAFETY: the board places the RTOS image in secure flash here, readable
+    // with the MMU off; the header is plain integers, checked before use.
+    let header = unsafe { (BOARD.rtos_image as *const RtosImageHeader).read_volatile() };
+    header.validate(BOARD.rtos_ram.size)?;
+    // SAFETY: source and destination are distinct, the sizes were checked
+    // against the board's RTOS RAM, and no core runs the RTOS yet.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            BOARD.rtos_image as *const u8,
+            BOARD.rtos_ram.base as *mut u8,
+            header.image_size as usize,
+        )
+    };
+    log!(
+        "RTOS image: {} bytes, {} KiB of RAM",
+        header.image_size,
+        header.ram_size / 1024
+    );
+    Ok(())
+}
+
+/// Stops this core with a message: the machine cannot run as configured.
+fn refuse(why: core::fmt::Arguments) -> ! {
+    log!("cannot start: {why}");
+    loop {
+        // SAFETY: waiting has no memory effects.
+        unsafe { core::arch::asm!("wfe", options(nomem, nostack)) };
+    }
+}
+
+fn check_in(core: usize, is_boot_core: bool) {
+    let policy = trap::POLICIES
+        .get()
+        .expect("set before secondaries run")
+        .of(core);
+    let role = if !policy.has_linux() {
+        CheckIn::NotForLinux
+    } else if is_boot_core {
+        CheckIn::BootCore {
+            entry: BOARD.kernel_entry,
+            context_id: BOARD.dtb,
+        }
+    } else {
+        CheckIn::Secondary
+    };
+    trap::MONITOR.lock().psci.check_in(core, role);
+}
+
 /// The boot core, after .bss and .data are set up.
 extern "C" fn primary_main(core: usize) -> ! {
     console::init();
@@ -49,37 +111,58 @@ extern "C" fn primary_main(core: usize) -> ! {
         BOARD.name,
         BOARD.max_cores
     );
+    let policies = match read_boot_config() {
+        Ok(p) => p,
+        Err(e) => refuse(format_args!(
+            "no valid boot configuration at {:#x} ({e:?}); boot with ./tandem, which writes it",
+            BOARD.boot_config
+        )),
+    };
+    if policies.of(0) != Policy::Shared && policies.of(0) != Policy::Linux {
+        refuse(format_args!(
+            "core 0 must run Linux (policy shared or linux), not {:?}",
+            policies.of(0)
+        ));
+    }
+    if read_u32(BOARD.kernel_entry + 0x38) != IMAGE_MAGIC || read_u32(BOARD.dtb) != FDT_MAGIC_BE {
+        refuse(format_args!(
+            "no Linux Image at {:#x} or no device tree at {:#x} (load them with QEMU -device loader)",
+            BOARD.kernel_entry, BOARD.dtb
+        ));
+    }
+    if policies.any_rtos()
+        && let Err(e) = load_rtos()
+    {
+        refuse(format_args!(
+            "RTOS image at {:#x} unusable: {e:?}",
+            BOARD.rtos_image
+        ));
+    }
+    trap::POLICIES.call_once(|| policies);
     gic::init_distributor();
     gic::init_this_core(core);
     shm::init(BOARD.max_cores as u32);
-    trap::MONITOR.lock().psci.check_in(core, true);
+    check_in(core, true);
     entry::BOOT_READY.store(entry::BOOT_READY_MAGIC, Ordering::SeqCst);
     // SAFETY: barrier and event signal only; secondaries wait for BOOT_READY.
     unsafe { core::arch::asm!("dsb sy", "sev", options(nostack)) };
 
-    if read_u32(BOARD.kernel_entry + 0x38) != IMAGE_MAGIC || read_u32(BOARD.dtb) != FDT_MAGIC_BE {
-        log!(
-            "no Linux Image at {:#x} or no device tree at {:#x}: nothing to boot (load them with QEMU -device loader)",
-            BOARD.kernel_entry,
-            BOARD.dtb
-        );
-        trap::park(core);
-    }
     console::init_normal_world_uart();
+    log!("core policies: {:?}", [0, 1, 2, 3].map(|c| policies.of(c)));
     log!(
-        "entering Linux at {:#x}, device tree at {:#x}",
+        "Linux at {:#x}, device tree at {:#x}",
         BOARD.kernel_entry,
         BOARD.dtb
     );
-    trap::enter_normal_world(core, BOARD.kernel_entry, BOARD.dtb)
+    trap::start_core(core)
 }
 
 /// Every other core, once the boot core has set up memory.
 extern "C" fn secondary_main(core: usize) -> ! {
     init_el3();
     gic::init_this_core(core);
-    trap::MONITOR.lock().psci.check_in(core, false);
-    trap::park(core)
+    check_in(core, false);
+    trap::start_core(core)
 }
 
 #[panic_handler]

@@ -1,12 +1,18 @@
 //! What the monitor does when a world traps to EL3: decode, hand SMCs to the
-//! service table of `tandem-monitor-core`, carry out the outcome.
+//! service table of `tandem-monitor-core`, carry out the outcome, and switch
+//! worlds: a secure interrupt while Linux runs resumes the RTOS; the RTOS's
+//! YIELD resumes Linux (or starts it, or idles the core until there is work).
 
-use crate::context::{CORES, SCR_NORMAL_WORLD, SCTLR_EL1_RESET, SPSR_EL1H_MASKED, WorldContext};
-use crate::{console, entry, log, power};
-use arm_sysregs::el1::accessors::write_sctlr_el1;
-use arm_sysregs::el1::registers::SctlrEl1;
-use arm_sysregs::el3::accessors::read_esr_el3;
+use crate::context::{
+    CORES, CoreState, El1Regs, SCR_NORMAL_WORLD, SCR_SECURE_WORLD, SPSR_EL1H_MASKED, WorldContext,
+};
+use crate::{console, entry, gic, log, power};
+use arm_sysregs::el3::accessors::{read_esr_el3, write_scr_el3};
+use arm_sysregs::el3::registers::ScrEl3;
+use spin::Once;
 use spin::mutex::SpinMutex;
+use tandem_abi::boot::Policies;
+use tandem_abi::smc::ret;
 use tandem_board::BOARD;
 use tandem_monitor_core::services::{self, Monitor};
 use tandem_monitor_core::smc::{FunctionId, Outcome, SmcCall, World};
@@ -14,6 +20,9 @@ use tandem_monitor_core::smc::{FunctionId, Outcome, SmcCall, World};
 /// The monitor's shared state (PSCI power states), behind one lock; SMC
 /// handling holds it for the length of one call.
 pub static MONITOR: SpinMutex<Monitor> = SpinMutex::new(Monitor::new(BOARD));
+
+/// Per-core policies, from the boot configuration (set once by the boot core).
+pub static POLICIES: Once<Policies> = Once::new();
 
 /// ESR_EL3 exception class: SMC from AArch64.
 const EC_SMC64: u64 = 0x17;
@@ -24,6 +33,17 @@ fn world_of(ctx: &WorldContext) -> World {
     } else {
         World::Secure
     }
+}
+
+fn has_rtos(core: usize) -> bool {
+    POLICIES.get().is_some_and(|p| p.of(core).has_rtos())
+}
+
+fn this_core(core: usize) -> &'static mut CoreState {
+    // SAFETY: `core` is the calling core (callers pass `console::core_index()`
+    // or the index the reset code derived from MPIDR), and each trap handler
+    // takes this reference once and drops it before the world resumes.
+    unsafe { CORES.this_core(core) }
 }
 
 /// Synchronous exception from a lower EL: an SMC (anything else cannot be
@@ -52,15 +72,25 @@ pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
     let outcome = services::handle(&mut MONITOR.lock(), &call);
     match outcome {
         Outcome::Return(r) => ctx.x[..4].copy_from_slice(&r),
-        Outcome::ReturnAndWake(r) => {
+        Outcome::ReturnAndWake(r, target) => {
             ctx.x[..4].copy_from_slice(&r);
-            // SAFETY: barriers and an event signal have no memory effects
-            // beyond ordering; parked cores re-check their PSCI state.
+            // Linux-only cores park with WFE; cores with an RTOS idle with
+            // WFI and need the doorbell.
+            // SAFETY: barrier and event signal only.
             unsafe { core::arch::asm!("dsb sy", "sev", options(nostack)) };
+            gic::wake(target);
+        }
+        Outcome::YieldToNormal => {
+            // The RTOS sees its YIELD return when it is next resumed.
+            ctx.x[..4].copy_from_slice(&[ret::SUCCESS as u64, 0, 0, 0]);
+            let state = this_core(core);
+            state.secure_el1.save();
+            state.switches.to_normal += 1;
+            return next_normal(core, state);
         }
         Outcome::CpuOff => {
             log!("off");
-            park(core)
+            idle(core)
         }
         Outcome::SystemOff => power::system_off(),
         Outcome::SystemReset => power::system_reset(),
@@ -68,19 +98,44 @@ pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
     ctx
 }
 
-/// IRQs stay with Linux (SCR_EL3.IRQ = 0), so none should reach EL3.
+/// What runs after the RTOS yields: Linux as it was, Linux starting (a
+/// pending CPU_ON, or the first boot), or nothing (idle until there is work).
+fn next_normal(core: usize, state: &'static mut CoreState) -> *mut WorldContext {
+    let pending = MONITOR.lock().psci.take_pending(core);
+    if let Some((entry, arg)) = pending {
+        return fresh_normal(core, state, entry, arg);
+    }
+    let linux_on = MONITOR.lock().psci.state(core) == tandem_monitor_core::psci::CoreState::On;
+    if linux_on {
+        // SAFETY: Linux's own registers, saved when it last left.
+        unsafe { state.normal_el1.restore() };
+        return &mut state.normal;
+    }
+    idle(core)
+}
+
+/// IRQs stay with the lower ELs (SCR_EL3.IRQ = 0), so none should reach EL3.
 pub extern "C" fn lower_irq(ctx: &mut WorldContext) -> *mut WorldContext {
     log!("unexpected IRQ at EL3");
     ctx
 }
 
-/// Secure interrupts while Linux runs. No secure interrupt is enabled until the
-/// RTOS exists, so one arriving is a configuration error: stop loudly.
+/// An FIQ while Linux runs: the monitor's doorbell (Group 0), or an RTOS
+/// interrupt (Secure Group 1), which preempts Linux at once.
 pub extern "C" fn lower_fiq(ctx: &mut WorldContext) -> *mut WorldContext {
-    panic!(
-        "secure interrupt while no RTOS is configured (ELR {:#x})",
-        ctx.elr_el3
-    );
+    if gic::take_doorbell() {
+        return ctx;
+    }
+    let core = console::core_index();
+    if world_of(ctx) != World::NonSecure || !has_rtos(core) {
+        return ctx;
+    }
+    let state = this_core(core);
+    state.normal_el1.save();
+    // SAFETY: the RTOS's registers, saved when it yielded.
+    unsafe { state.secure_el1.restore() };
+    state.switches.to_secure += 1;
+    &mut state.secure
 }
 
 /// SError from a lower EL (SCR_EL3.EA = 0 keeps these with EL1; defensive).
@@ -94,24 +149,45 @@ pub extern "C" fn monitor_fault(esr: u64, elr: u64, far: u64) -> ! {
     panic!("monitor fault: ESR {esr:#x} ELR {elr:#x} FAR {far:#x}");
 }
 
-/// Waits, powered down in PSCI's eyes, until a CPU_ON names this core.
-pub fn park(core: usize) -> ! {
+/// The core has nothing to run: Linux is off here (before its CPU_ON, after
+/// CPU_OFF) and the RTOS, if any, is idle. Waits (WFI) for the doorbell (a
+/// CPU_ON) or an RTOS interrupt, and runs what arrived.
+pub fn idle(core: usize) -> ! {
+    // Group 1 registers must show the secure group while we look.
+    // SAFETY: EL3 runs the same with either SCR value; it is rewritten on
+    // every return to a lower EL.
+    unsafe { write_scr_el3(ScrEl3::from_bits_retain(SCR_SECURE_WORLD)) };
+    let rtos = has_rtos(core);
     loop {
+        gic::take_doorbell();
         let pending = MONITOR.lock().psci.take_pending(core);
-        if let Some((entry, context_id)) = pending {
-            enter_normal_world(core, entry, context_id);
+        let state = this_core(core);
+        if let Some((entry, arg)) = pending {
+            // SAFETY: a fresh context for this core.
+            unsafe { entry::resume_world(fresh_normal(core, state, entry, arg)) };
         }
-        // SAFETY: waiting for an event has no memory effects.
-        unsafe { core::arch::asm!("wfe", options(nomem, nostack)) };
+        if rtos && gic::secure_interrupt_pending() {
+            // SAFETY: the RTOS's registers, saved when it yielded; its
+            // context is the one it trapped from.
+            unsafe {
+                state.secure_el1.restore();
+                entry::resume_world(&mut state.secure)
+            };
+        }
+        // SAFETY: waiting for an interrupt has no memory effects; pending
+        // interrupts wake WFI even while masked at EL3.
+        unsafe { core::arch::asm!("dsb sy", "wfi", options(nostack)) };
     }
 }
 
-/// Enters Linux on this core at NS-EL1 `entry` with x0 = `arg0`, MMU off,
-/// interrupts masked, as the arm64 boot protocol asks.
-pub fn enter_normal_world(core: usize, entry: u64, arg0: u64) -> ! {
-    // SAFETY: `core` is the calling core and no other reference to its state
-    // is live (we are about to abandon this stack).
-    let state = unsafe { CORES.this_core(core) };
+/// Linux's context for a fresh start on this core at NS-EL1 `entry` with
+/// x0 = `arg0`, MMU off, interrupts masked, as the arm64 boot protocol asks.
+fn fresh_normal(
+    core: usize,
+    state: &'static mut CoreState,
+    entry: u64,
+    arg0: u64,
+) -> *mut WorldContext {
     state.normal = WorldContext {
         elr_el3: entry,
         spsr_el3: SPSR_EL1H_MASKED,
@@ -120,8 +196,43 @@ pub fn enter_normal_world(core: usize, entry: u64, arg0: u64) -> ! {
         ..WorldContext::ZERO
     };
     state.normal.x[0] = arg0;
-    // SAFETY: EL1 is not running; a reset SCTLR (MMU off) is what it expects.
-    unsafe { write_sctlr_el1(SctlrEl1::from_bits_retain(SCTLR_EL1_RESET)) };
-    // SAFETY: the context is this core's, freshly built, with its stack top.
-    unsafe { entry::resume_world(&mut state.normal) }
+    state.normal_el1 = El1Regs::RESET;
+    // SAFETY: reset values for an EL1 that starts from scratch.
+    unsafe { state.normal_el1.restore() };
+    &mut state.normal
+}
+
+/// The RTOS's context for its start on this core: entry at the base of its
+/// RAM, x0 = core index, x1 = the shared region.
+pub fn fresh_secure(core: usize) -> *mut WorldContext {
+    let state = this_core(core);
+    state.secure = WorldContext {
+        elr_el3: BOARD.rtos_ram.base,
+        spsr_el3: SPSR_EL1H_MASKED,
+        scr_el3: SCR_SECURE_WORLD,
+        monitor_sp: entry::stack_top(core),
+        ..WorldContext::ZERO
+    };
+    state.secure.x[0] = core as u64;
+    state.secure.x[1] = BOARD.shared.base;
+    state.secure_el1 = El1Regs::RESET;
+    // SAFETY: reset values for an EL1 that starts from scratch.
+    unsafe { state.secure_el1.restore() };
+    &mut state.secure
+}
+
+/// Starts this core's first world after cold boot: the RTOS if the core has
+/// one (it always runs first), else Linux if it may start here, else idle.
+pub fn start_core(core: usize) -> ! {
+    if has_rtos(core) {
+        // SAFETY: a fresh context for this core.
+        unsafe { entry::resume_world(fresh_secure(core)) }
+    }
+    let state = this_core(core);
+    let pending = MONITOR.lock().psci.take_pending(core);
+    match pending {
+        // SAFETY: a fresh context for this core.
+        Some((entry, arg)) => unsafe { entry::resume_world(fresh_normal(core, state, entry, arg)) },
+        None => idle(core),
+    }
 }

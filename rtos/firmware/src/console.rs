@@ -1,0 +1,56 @@
+//! The RTOS's log lines on the secure UART (set up by the monitor, shared with
+//! it), prefixed with the time and the core.
+
+use arm_pl011_uart::{PL011Registers, Uart};
+use core::fmt::{self, Write};
+use core::ptr::NonNull;
+use safe_mmio::UniqueMmioPointer;
+use spin::mutex::SpinMutex;
+use tandem_board::BOARD;
+
+static CONSOLE: SpinMutex<Option<Uart<'static>>> = SpinMutex::new(None);
+
+/// Takes the secure UART as the monitor left it (enabled). Once, by the first
+/// core in.
+pub fn init() {
+    let regs = NonNull::new(BOARD.secure_uart as *mut PL011Registers).unwrap();
+    // SAFETY: the board places the secure PL011 here; within the RTOS this is
+    // the only pointer to it (the monitor writes to it only between lines,
+    // from EL3, which at worst interleaves characters).
+    *CONSOLE.lock() = Some(Uart::new(unsafe { UniqueMmioPointer::new(regs) }));
+}
+
+struct Line<'a>(&'a mut Uart<'static>);
+
+impl Write for Line<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for b in s.bytes() {
+            if b == b'\n' {
+                self.0.write_word(b'\r');
+            }
+            self.0.write_word(b);
+        }
+        Ok(())
+    }
+}
+
+/// Writes one log line (used by [`crate::log!`]).
+pub fn print(core: usize, args: fmt::Arguments) {
+    let us = crate::hw::now() / (BOARD.counter_hz / 1_000_000);
+    if let Some(uart) = CONSOLE.lock().as_mut() {
+        let _ = writeln!(
+            Line(uart),
+            "[{:>6}.{:06}] rtos/{}: {}",
+            us / 1_000_000,
+            us % 1_000_000,
+            core,
+            args
+        );
+    }
+}
+
+/// Logs a line from `core` to the secure console.
+#[macro_export]
+macro_rules! log {
+    ($core:expr, $($arg:tt)*) => { $crate::console::print($core, format_args!($($arg)*)) };
+}
