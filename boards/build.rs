@@ -60,6 +60,7 @@ struct DevicesSection {
 #[serde(deny_unknown_fields)]
 struct InterruptsSection {
     secure_timer: u32,
+    rtos_sgis: Vec<u32>,
     nonsecure_virtual_timer: u32,
     doorbell_spi: u32,
 }
@@ -119,6 +120,13 @@ fn main() {
     writeln!(out, "    reset_gpio_line: {},", d.reset_gpio_line).unwrap();
     let i = &f.interrupts;
     writeln!(out, "    secure_timer_intid: {},", i.secure_timer).unwrap();
+    assert!(
+        i.rtos_sgis.len() == 2 && i.rtos_sgis.iter().all(|&s| (8..15).contains(&s)),
+        "{}: interrupts.rtos_sgis must be two SGIs in 8..=14, got {:?}",
+        path.display(),
+        i.rtos_sgis
+    );
+    writeln!(out, "    rtos_sgis: {:?},", i.rtos_sgis).unwrap();
     writeln!(
         out,
         "    nonsecure_virtual_timer_intid: {},",

@@ -1,6 +1,14 @@
 //! Layout of the shared region: a versioned header written by the secure side
-//! at boot, followed by per-core records. Linux maps it and validates the
-//! header; the secure side validates everything it reads back.
+//! at boot, per-core records, and per-core world-switch trace rings. Linux
+//! maps it and validates the header. The secure side writes its fields at
+//! offsets fixed here (never taken from the region, which Linux could
+//! rewrite) and validates anything it reads back.
+//!
+//! ```text
+//! 0x0000  Header (64 B)
+//! 0x0040  CoreRecord x 8 (64 B each: one cache line, one writer per field)
+//! 0x1000  TraceRing x 8 (64 B header + 1024 x 16 B entries each)
+//! ```
 
 use crate::CConstant;
 
@@ -30,6 +38,85 @@ pub struct Header {
     pub core_records_offset: u32,
     /// Incremented by the monitor on every boot of the machine.
     pub boot_count: u32,
+    /// Offset of the first trace ring.
+    pub trace_offset: u32,
+    /// Bytes from one trace ring to the next.
+    pub trace_ring_size: u32,
+    /// Entries per trace ring.
+    pub trace_entries: u32,
+    /// Frequency of the counter all times here are in (ticks per second).
+    pub counter_hz: u32,
+}
+
+/// Per-core record (one cache line). Written by the secure side only.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CoreRecord {
+    /// Counter ticks the RTOS ran on this core (RTOS).
+    pub rtos_busy: u64,
+    /// Periodic jobs released on this core (RTOS).
+    pub rtos_releases: u64,
+    /// Jobs still running when their next release came (RTOS).
+    pub deadline_misses: u64,
+    /// Linux -> RTOS world switches (monitor).
+    pub switches_to_rtos: u64,
+    /// RTOS -> Linux world switches (monitor).
+    pub switches_to_linux: u64,
+    /// The core's policy (`boot::Policy` as u32; monitor).
+    pub policy: u32,
+    /// Padding to a cache line.
+    pub reserved: [u32; 5],
+}
+
+/// One world switch in a trace ring.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceEntry {
+    /// Counter value at the switch.
+    pub time: u64,
+    /// [`TRACE_TO_RTOS`], [`TRACE_TO_LINUX`] or [`TRACE_TO_IDLE`].
+    pub event: u64,
+}
+
+/// Trace event: the core went from Linux (or idle) to the RTOS.
+pub const TRACE_TO_RTOS: u64 = 1;
+/// Trace event: the core went from the RTOS to Linux.
+pub const TRACE_TO_LINUX: u64 = 2;
+/// Trace event: the core went idle (no world has work; monitor waits).
+pub const TRACE_TO_IDLE: u64 = 3;
+
+/// Entries per trace ring (a power of two).
+pub const TRACE_ENTRIES: u32 = 1024;
+/// Where the trace rings start.
+pub const TRACE_OFFSET: u32 = 0x1000;
+/// Bytes of a ring's header (`written`, then padding to a cache line).
+pub const TRACE_RING_HEADER: u32 = 64;
+/// Bytes from one trace ring to the next.
+pub const TRACE_RING_SIZE: u32 = TRACE_RING_HEADER + TRACE_ENTRIES * 16;
+
+const _: () = assert!(core::mem::size_of::<CoreRecord>() == CORE_RECORD_SIZE as usize);
+const _: () = assert!(core::mem::size_of::<TraceEntry>() == 16);
+
+/// Offset of `core`'s record.
+pub const fn core_record_offset(core: usize) -> usize {
+    CORE_RECORDS_OFFSET as usize + core * CORE_RECORD_SIZE as usize
+}
+
+/// Offset of `core`'s trace ring (its `written` count comes first).
+pub const fn trace_ring_offset(core: usize) -> usize {
+    TRACE_OFFSET as usize + core * TRACE_RING_SIZE as usize
+}
+
+/// Offset of entry `n` (counted from the start of time) of `core`'s ring.
+pub const fn trace_entry_offset(core: usize, n: u64) -> usize {
+    trace_ring_offset(core)
+        + TRACE_RING_HEADER as usize
+        + (n % TRACE_ENTRIES as u64) as usize * core::mem::size_of::<TraceEntry>()
+}
+
+/// Bytes the layout needs for `cores` cores.
+pub const fn region_bytes(cores: usize) -> usize {
+    trace_ring_offset(cores)
 }
 
 /// Size of [`Header`] in bytes.
@@ -40,7 +127,7 @@ pub const CORE_RECORDS_OFFSET: u32 = 64;
 impl Header {
     /// The header the secure side writes for `core_count` cores in a region of
     /// `region_size` bytes.
-    pub const fn new(region_size: u32, core_count: u32, boot_count: u32) -> Self {
+    pub const fn new(region_size: u32, core_count: u32, boot_count: u32, counter_hz: u32) -> Self {
         Self {
             magic: MAGIC,
             abi_version: crate::smc::ABI_VERSION,
@@ -50,6 +137,10 @@ impl Header {
             core_record_size: CORE_RECORD_SIZE,
             core_records_offset: CORE_RECORDS_OFFSET,
             boot_count,
+            trace_offset: TRACE_OFFSET,
+            trace_ring_size: TRACE_RING_SIZE,
+            trace_entries: TRACE_ENTRIES,
+            counter_hz,
         }
     }
 
@@ -66,9 +157,14 @@ impl Header {
         }
         let records_end = u64::from(self.core_records_offset)
             + u64::from(self.core_count) * u64::from(self.core_record_size);
+        let traces_end = u64::from(self.trace_offset)
+            + u64::from(self.core_count) * u64::from(self.trace_ring_size);
         if self.core_record_size != CORE_RECORD_SIZE
             || self.core_records_offset < HEADER_SIZE
-            || records_end > u64::from(region_size)
+            || records_end > u64::from(self.trace_offset)
+            || u64::from(self.trace_ring_size)
+                != u64::from(TRACE_RING_HEADER) + u64::from(self.trace_entries) * 16
+            || traces_end > u64::from(region_size)
         {
             return Err(HeaderError::BadLayout);
         }
@@ -98,6 +194,15 @@ macro_rules! offset {
     };
 }
 
+macro_rules! record {
+    ($name:literal, $field:ident) => {
+        CConstant {
+            name: $name,
+            value: core::mem::offset_of!(CoreRecord, $field) as i64,
+        }
+    };
+}
+
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
         name: "SHM_MAGIC",
@@ -119,6 +224,28 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     offset!("SHM_OFF_CORE_RECORD_SIZE", core_record_size),
     offset!("SHM_OFF_CORE_RECORDS_OFFSET", core_records_offset),
     offset!("SHM_OFF_BOOT_COUNT", boot_count),
+    offset!("SHM_OFF_TRACE_OFFSET", trace_offset),
+    offset!("SHM_OFF_TRACE_RING_SIZE", trace_ring_size),
+    offset!("SHM_OFF_TRACE_ENTRIES", trace_entries),
+    offset!("SHM_OFF_COUNTER_HZ", counter_hz),
+    record!("CORE_OFF_RTOS_BUSY", rtos_busy),
+    record!("CORE_OFF_RTOS_RELEASES", rtos_releases),
+    record!("CORE_OFF_DEADLINE_MISSES", deadline_misses),
+    record!("CORE_OFF_SWITCHES_TO_RTOS", switches_to_rtos),
+    record!("CORE_OFF_SWITCHES_TO_LINUX", switches_to_linux),
+    record!("CORE_OFF_POLICY", policy),
+    CConstant {
+        name: "TRACE_RING_HEADER",
+        value: TRACE_RING_HEADER as i64,
+    },
+    CConstant {
+        name: "TRACE_TO_RTOS",
+        value: TRACE_TO_RTOS as i64,
+    },
+    CConstant {
+        name: "TRACE_TO_LINUX",
+        value: TRACE_TO_LINUX as i64,
+    },
 ];
 
 #[cfg(test)]
@@ -127,24 +254,36 @@ mod tests {
 
     #[test]
     fn fresh_header_validates() {
-        assert_eq!(Header::new(0x20_0000, 8, 1).validate(0x20_0000), Ok(()));
+        assert_eq!(
+            Header::new(0x20_0000, 8, 1, 62_500_000).validate(0x20_0000),
+            Ok(())
+        );
+        assert!(region_bytes(8) <= 0x20_0000);
+        assert_eq!(
+            trace_entry_offset(1, TRACE_ENTRIES as u64),
+            trace_entry_offset(1, 0)
+        );
     }
 
     #[test]
     fn corrupt_headers_are_rejected_with_reason() {
-        let good = Header::new(0x1000, 8, 1);
+        let size = region_bytes(8) as u32;
+        let good = Header::new(size, 8, 1, 1);
         let mut h = good;
         h.magic = 0;
-        assert_eq!(h.validate(0x1000), Err(HeaderError::BadMagic(0)));
+        assert_eq!(h.validate(size), Err(HeaderError::BadMagic(0)));
         h = good;
         h.abi_version = 2 << 16;
         assert_eq!(
-            h.validate(0x1000),
+            h.validate(size),
             Err(HeaderError::IncompatibleVersion(2 << 16))
         );
         h = good;
         h.core_count = u32::MAX;
-        assert_eq!(h.validate(0x1000), Err(HeaderError::BadLayout));
-        assert_eq!(good.validate(0x2000), Err(HeaderError::BadSize));
+        assert_eq!(h.validate(size), Err(HeaderError::BadLayout));
+        h = good;
+        h.trace_entries = 1 << 30;
+        assert_eq!(h.validate(size), Err(HeaderError::BadLayout));
+        assert_eq!(good.validate(size + 1), Err(HeaderError::BadSize));
     }
 }

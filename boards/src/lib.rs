@@ -66,6 +66,8 @@ pub struct Board {
     pub reset_gpio_line: u8,
     /// Secure physical timer PPI (the RTOS tick).
     pub secure_timer_intid: u32,
+    /// SGIs the RTOS owns: reschedule, demo interrupt.
+    pub rtos_sgis: [u32; 2],
     /// Non-secure virtual timer PPI (Linux's tick).
     pub nonsecure_virtual_timer_intid: u32,
     /// SPI number of the RTOS -> Linux doorbell.

@@ -168,29 +168,69 @@ def test_interactive_console_reboot_and_poweroff() -> None:
         assert time.monotonic() - start <= 5.0
 
 
-def rtos_ticks(secure_log: str) -> dict[int, int]:
-    """Ticks per core from the RTOS's last status line."""
-    lines = [line for line in secure_log.splitlines() if re.search(r"rtos/\d+: \d+ s \|", line)]
-    assert lines, "no RTOS status line"
-    return {int(c): int(t) for c, t in re.findall(r"core(\d+): (\d+) ticks", lines[-1])}
+STATUS = re.compile(r"rtos/\d+: (\d+) s \|(.*)")
+CORE = re.compile(r"core(\d+): (\d+) jobs, (\d+) missed")
+
+
+def rtos_status(secure_log: str) -> list[tuple[int, dict[int, tuple[int, int]]]]:
+    """Every RTOS status line: (second, {core: (jobs, missed)})."""
+    out = []
+    for line in secure_log.splitlines():
+        m = STATUS.search(line)
+        if m:
+            cores = {int(c): (int(j), int(x)) for c, j, x in CORE.findall(m.group(2))}
+            out.append((int(m.group(1)), cores))
+    assert out, "no RTOS status line in the secure log"
+    return out
 
 
 def test_rtos_runs_first_on_every_core_beside_linux() -> None:
-    r = run("sleep 2; nproc")
+    r = run("sleep 2; nproc", timing="virtual")
     assert r.output == "4"
     secure = r.secure_log.read_text()
     assert "core policies: [Shared, Shared, Shared, Shared]" in secure
-    ticks = rtos_ticks(secure)
-    assert sorted(ticks) == [0, 1, 2, 3]
-    assert all(t >= 1900 for t in ticks.values()), ticks
+    second, cores = rtos_status(secure)[-1]
+    assert sorted(cores) == [0, 1, 2, 3]
+    for jobs, missed in cores.values():
+        assert jobs >= 1000 * second - 5 and missed == 0, cores
+    assert re.search(r"handoffs [1-9]\d* \(0 late\)", secure), "PING/PONG hand-offs"
+
+
+def test_rtos_meets_every_deadline_while_linux_runs_hackbench() -> None:
+    r = run("hackbench -g 8 -l 200; sleep 1", timing="virtual")
+    assert r.status == 0 and "Time:" in r.output
+    second, cores = rtos_status(r.secure_log.read_text())[-1]
+    assert second >= 2 and sorted(cores) == [0, 1, 2, 3]
+    assert all(missed == 0 and jobs >= 1000 * second - 5 for jobs, missed in cores.values()), cores
+
+
+def test_rtos_keeps_its_deadlines_after_linux_panics() -> None:
+    with Console(BootOptions(timing="virtual")) as console:
+        console.expect(PROMPT, 120)
+        console.command("sleep 1")
+        before = rtos_status(console.secure_log.read_text())[-1][0]
+        console.send("echo c > /proc/sysrq-trigger")
+        console.expect("Kernel panic", 60)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            status = rtos_status(console.secure_log.read_text())
+            if status[-1][0] >= before + 3:
+                break
+            time.sleep(0.5)
+        second, cores = status[-1]
+        assert second >= before + 3, "RTOS status stopped after the panic"
+        assert sorted(cores) == [0, 1, 2, 3]
+        assert all(missed == 0 for _, missed in cores.values()), cores
 
 
 def test_heteroos_gives_linux_three_cores_and_the_rtos_core_3() -> None:
-    r = run("sleep 1; nproc; cat /sys/devices/system/cpu/online", config="heteroos")
+    r = run(
+        "sleep 1; nproc; cat /sys/devices/system/cpu/online", config="heteroos", timing="virtual"
+    )
     assert r.lines == ["3", "0-2"]
     secure = r.secure_log.read_text()
     assert "core policies: [Linux, Linux, Linux, Rtos]" in secure
-    assert list(rtos_ticks(secure)) == [3]
+    assert list(rtos_status(secure)[-1][1]) == [3]
 
 
 def test_linux_only_runs_no_rtos() -> None:

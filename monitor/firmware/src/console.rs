@@ -7,12 +7,12 @@ use arm_sysregs::el1::accessors::read_mpidr_el1;
 use core::fmt::{self, Write};
 use core::ptr::NonNull;
 use safe_mmio::UniqueMmioPointer;
-use spin::mutex::SpinMutex;
 use tandem_board::BOARD;
+use tandem_lock::SpinLock;
 
 use crate::log;
 
-static CONSOLE: SpinMutex<Option<Uart<'static>>> = SpinMutex::new(None);
+static CONSOLE: SpinLock<Option<Uart<'static>>> = SpinLock::new(None);
 
 /// Linear index of the calling core (validated at reset, so it is in range).
 pub fn core_index() -> usize {

@@ -8,6 +8,7 @@
 //! and nowhere else.
 
 use crate::console;
+use crate::shm::SwitchLog;
 use core::cell::UnsafeCell;
 use core::mem::offset_of;
 use tandem_monitor_core::psci::MAX_CORES;
@@ -161,15 +162,6 @@ impl El1Regs {
     };
 }
 
-/// World-switch counts on one core.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SwitchCounts {
-    /// Linux -> RTOS (a secure interrupt arrived while Linux ran).
-    pub to_secure: u64,
-    /// RTOS -> Linux (the RTOS yielded).
-    pub to_normal: u64,
-}
-
 /// Everything the monitor keeps for one core.
 #[repr(C)]
 pub struct CoreState {
@@ -181,8 +173,8 @@ pub struct CoreState {
     pub normal_el1: El1Regs,
     /// The RTOS's EL1 registers while Linux runs.
     pub secure_el1: El1Regs,
-    /// How often the worlds switched here.
-    pub switches: SwitchCounts,
+    /// World switches here, published to the shared region.
+    pub switches: SwitchLog,
 }
 
 /// One [`CoreState`] per core; each core touches only its own.
@@ -200,10 +192,7 @@ pub static CORES: PerCore = PerCore(UnsafeCell::new(
             secure: WorldContext::ZERO,
             normal_el1: El1Regs::RESET,
             secure_el1: El1Regs::RESET,
-            switches: SwitchCounts {
-                to_secure: 0,
-                to_normal: 0,
-            },
+            switches: SwitchLog::ZERO,
         }
     }; MAX_CORES],
 ));

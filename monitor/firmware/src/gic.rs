@@ -10,10 +10,10 @@ use arm_sysregs::el3::accessors::write_icc_sre_el3;
 use arm_sysregs::el3::registers::IccSreEl3;
 use core::ptr::NonNull;
 use safe_mmio::UniqueMmioPointer;
-use spin::mutex::SpinMutex;
 use tandem_board::BOARD;
+use tandem_lock::SpinLock;
 
-static GIC: SpinMutex<Option<GicV3<'static>>> = SpinMutex::new(None);
+static GIC: SpinLock<Option<GicV3<'static>>> = SpinLock::new(None);
 
 /// The monitor's doorbell: a Group 0 SGI (Group 0 is EL3's own).
 const DOORBELL: IntId = IntId::sgi(15);
@@ -58,6 +58,11 @@ pub fn init_this_core(core: usize) {
             Group::Secure(SecureIntGroup::Group1S),
         )
         .expect("secure timer is a PPI");
+    for sgi in BOARD.rtos_sgis {
+        redist
+            .set_group(IntId::sgi(sgi), Group::Secure(SecureIntGroup::Group1S))
+            .expect("an SGI");
+    }
     redist
         .set_group(DOORBELL, Group::Secure(SecureIntGroup::Group0))
         .expect("an SGI");

@@ -10,22 +10,28 @@ use crate::{console, entry, gic, log, power};
 use arm_sysregs::el3::accessors::{read_esr_el3, write_scr_el3};
 use arm_sysregs::el3::registers::ScrEl3;
 use spin::Once;
-use spin::mutex::SpinMutex;
 use tandem_abi::boot::Policies;
+use tandem_abi::shm::{TRACE_TO_IDLE, TRACE_TO_LINUX, TRACE_TO_RTOS};
 use tandem_abi::smc::ret;
 use tandem_board::BOARD;
+use tandem_lock::SpinLock;
 use tandem_monitor_core::services::{self, Monitor};
 use tandem_monitor_core::smc::{FunctionId, Outcome, SmcCall, World};
 
 /// The monitor's shared state (PSCI power states), behind one lock; SMC
 /// handling holds it for the length of one call.
-pub static MONITOR: SpinMutex<Monitor> = SpinMutex::new(Monitor::new(BOARD));
+pub static MONITOR: SpinLock<Monitor> = SpinLock::new(Monitor::new(BOARD));
 
 /// Per-core policies, from the boot configuration (set once by the boot core).
 pub static POLICIES: Once<Policies> = Once::new();
 
 /// ESR_EL3 exception class: SMC from AArch64.
 const EC_SMC64: u64 = 0x17;
+
+/// Generic counter now.
+fn now() -> u64 {
+    arm_sysregs::el0::accessors::read_cntpct_el0().bits()
+}
 
 fn world_of(ctx: &WorldContext) -> World {
     if ctx.scr_el3 & 1 != 0 {
@@ -85,7 +91,6 @@ pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
             ctx.x[..4].copy_from_slice(&[ret::SUCCESS as u64, 0, 0, 0]);
             let state = this_core(core);
             state.secure_el1.save();
-            state.switches.to_normal += 1;
             return next_normal(core, state);
         }
         Outcome::CpuOff => {
@@ -103,10 +108,12 @@ pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
 fn next_normal(core: usize, state: &'static mut CoreState) -> *mut WorldContext {
     let pending = MONITOR.lock().psci.take_pending(core);
     if let Some((entry, arg)) = pending {
+        state.switches.record(core, TRACE_TO_LINUX, now());
         return fresh_normal(core, state, entry, arg);
     }
     let linux_on = MONITOR.lock().psci.state(core) == tandem_monitor_core::psci::CoreState::On;
     if linux_on {
+        state.switches.record(core, TRACE_TO_LINUX, now());
         // SAFETY: Linux's own registers, saved when it last left.
         unsafe { state.normal_el1.restore() };
         return &mut state.normal;
@@ -134,7 +141,7 @@ pub extern "C" fn lower_fiq(ctx: &mut WorldContext) -> *mut WorldContext {
     state.normal_el1.save();
     // SAFETY: the RTOS's registers, saved when it yielded.
     unsafe { state.secure_el1.restore() };
-    state.switches.to_secure += 1;
+    state.switches.record(core, TRACE_TO_RTOS, now());
     &mut state.secure
 }
 
@@ -158,15 +165,18 @@ pub fn idle(core: usize) -> ! {
     // every return to a lower EL.
     unsafe { write_scr_el3(ScrEl3::from_bits_retain(SCR_SECURE_WORLD)) };
     let rtos = has_rtos(core);
+    this_core(core).switches.record(core, TRACE_TO_IDLE, now());
     loop {
         gic::take_doorbell();
         let pending = MONITOR.lock().psci.take_pending(core);
         let state = this_core(core);
         if let Some((entry, arg)) = pending {
+            state.switches.record(core, TRACE_TO_LINUX, now());
             // SAFETY: a fresh context for this core.
             unsafe { entry::resume_world(fresh_normal(core, state, entry, arg)) };
         }
         if rtos && gic::secure_interrupt_pending() {
+            state.switches.record(core, TRACE_TO_RTOS, now());
             // SAFETY: the RTOS's registers, saved when it yielded; its
             // context is the one it trapped from.
             unsafe {
@@ -203,7 +213,8 @@ fn fresh_normal(
 }
 
 /// The RTOS's context for its start on this core: entry at the base of its
-/// RAM, x0 = core index, x1 = the shared region.
+/// RAM, x0 = core index, x1 = the shared region, x2 = the cores the RTOS runs
+/// on (bit mask).
 pub fn fresh_secure(core: usize) -> *mut WorldContext {
     let state = this_core(core);
     state.secure = WorldContext {
@@ -215,6 +226,9 @@ pub fn fresh_secure(core: usize) -> *mut WorldContext {
     };
     state.secure.x[0] = core as u64;
     state.secure.x[1] = BOARD.shared.base;
+    state.secure.x[2] = (0..BOARD.max_cores)
+        .filter(|&c| has_rtos(c))
+        .fold(0, |m, c| m | 1 << c);
     state.secure_el1 = El1Regs::RESET;
     // SAFETY: reset values for an EL1 that starts from scratch.
     unsafe { state.secure_el1.restore() };
@@ -225,14 +239,18 @@ pub fn fresh_secure(core: usize) -> *mut WorldContext {
 /// one (it always runs first), else Linux if it may start here, else idle.
 pub fn start_core(core: usize) -> ! {
     if has_rtos(core) {
+        this_core(core).switches.record(core, TRACE_TO_RTOS, now());
         // SAFETY: a fresh context for this core.
         unsafe { entry::resume_world(fresh_secure(core)) }
     }
     let state = this_core(core);
     let pending = MONITOR.lock().psci.take_pending(core);
     match pending {
-        // SAFETY: a fresh context for this core.
-        Some((entry, arg)) => unsafe { entry::resume_world(fresh_normal(core, state, entry, arg)) },
+        Some((entry, arg)) => {
+            state.switches.record(core, TRACE_TO_LINUX, now());
+            // SAFETY: a fresh context for this core.
+            unsafe { entry::resume_world(fresh_normal(core, state, entry, arg)) }
+        }
         None => idle(core),
     }
 }

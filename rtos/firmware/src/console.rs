@@ -5,10 +5,10 @@ use arm_pl011_uart::{PL011Registers, Uart};
 use core::fmt::{self, Write};
 use core::ptr::NonNull;
 use safe_mmio::UniqueMmioPointer;
-use spin::mutex::SpinMutex;
 use tandem_board::BOARD;
+use tandem_lock::SpinLock;
 
-static CONSOLE: SpinMutex<Option<Uart<'static>>> = SpinMutex::new(None);
+static CONSOLE: SpinLock<Option<Uart<'static>>> = SpinLock::new(None);
 
 /// Takes the secure UART as the monitor left it (enabled). Once, by the first
 /// core in.
@@ -37,16 +37,30 @@ impl Write for Line<'_> {
 /// Writes one log line (used by [`crate::log!`]).
 pub fn print(core: usize, args: fmt::Arguments) {
     let us = crate::hw::now() / (BOARD.counter_hz / 1_000_000);
-    if let Some(uart) = CONSOLE.lock().as_mut() {
-        let _ = writeln!(
-            Line(uart),
-            "[{:>6}.{:06}] rtos/{}: {}",
-            us / 1_000_000,
-            us % 1_000_000,
-            core,
-            args
-        );
+    crate::hw::without_interrupts(|| {
+        if let Some(uart) = CONSOLE.lock().as_mut() {
+            let _ = writeln!(
+                Line(uart),
+                "[{:>6}.{:06}] rtos/{}: {}",
+                us / 1_000_000,
+                us % 1_000_000,
+                core,
+                args
+            );
+        }
+    });
+}
+
+/// Writes a line whatever state the console is in (for panics): takes the
+/// UART even if nobody set it up yet or a dead core holds the lock.
+pub fn print_emergency(core: usize, args: fmt::Arguments) {
+    // SAFETY: used only on the way to parking the core forever; a garbled
+    // line is better than a silent death.
+    unsafe { CONSOLE.force_unlock() };
+    if CONSOLE.lock().is_none() {
+        init();
     }
+    print(core, args);
 }
 
 /// Logs a line from `core` to the secure console.

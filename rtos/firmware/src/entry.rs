@@ -5,8 +5,9 @@
 
 use tandem_abi::image::RTOS_MAGIC;
 
-/// Bytes of stack per core (the idle context and interrupt handling).
-pub const STACK_SIZE: usize = 16 * 1024;
+/// Bytes of stack per core: the idle context, interrupt handling, and, on the
+/// first core, building the kernel state (several KiB, moved by value).
+pub const STACK_SIZE: usize = 64 * 1024;
 /// Cores the RTOS can run on.
 pub const MAX_CORES: usize = 8;
 
@@ -48,9 +49,10 @@ core::arch::global_asm!(
     .quad   __ram_size
 
 _start:
-    /* x0 = core index, x1 = shared region, from the monitor. */
+    /* x0 = core index, x1 = shared region, x2 = RTOS cores, from the monitor. */
     mov     x19, x0
     mov     x20, x1
+    mov     x21, x2
     ldr     x2, ={stacks}
     mov     x3, #{stack_size}
     madd    x4, x19, x3, x3
@@ -77,7 +79,7 @@ _start:
 2:  mov     w8, #3
     stlr    w8, [x6]
     sev
-    mov     x2, #1
+    mov     x3, #1
     b       5f
 3:  clrex
 4:  ldar    w7, [x6]
@@ -85,9 +87,10 @@ _start:
     b.eq    6f
     wfe
     b       4b
-6:  mov     x2, #0
+6:  mov     x3, #0
 5:  mov     x0, x19
     mov     x1, x20
+    mov     x2, x21
     bl      {rtos_main}
 7:  wfe
     b       7b

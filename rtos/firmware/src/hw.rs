@@ -2,20 +2,24 @@
 //! redistributor, the secure physical timer, the world-switch SMC.
 
 use arm_gic::gicv3::registers::{Gicd, GicrSgi};
-use arm_gic::gicv3::{GicCpuInterface, GicV3};
+use arm_gic::gicv3::{GicCpuInterface, GicV3, SgiTarget, SgiTargetGroup};
 use arm_gic::{IntId, InterruptGroup};
 use core::ptr::NonNull;
 use safe_mmio::UniqueMmioPointer;
-use spin::mutex::SpinMutex;
 use tandem_abi::smc::tos;
 use tandem_board::BOARD;
+use tandem_lock::SpinLock;
 
 /// The RTOS's tick: the secure physical timer.
 pub const TIMER: IntId = IntId::ppi(BOARD.secure_timer_intid - 16);
+/// Cross-core reschedule request.
+pub const RESCHEDULE: IntId = IntId::sgi(BOARD.rtos_sgis[0]);
+/// The demo's interrupt-to-task path.
+pub const DEMO: IntId = IntId::sgi(BOARD.rtos_sgis[1]);
 /// Priority of RTOS interrupts: in the secure half, above anything of Linux's.
 const PRIORITY: u8 = 0x20;
 
-static GIC: SpinMutex<Option<GicV3<'static>>> = SpinMutex::new(None);
+static GIC: SpinLock<Option<GicV3<'static>>> = SpinLock::new(None);
 
 /// Generic counter now (ticks since reset).
 pub fn now() -> u64 {
@@ -37,26 +41,53 @@ pub fn init_global() {
     *GIC.lock() = Some(gic);
 }
 
-/// Per-core setup: the secure CPU interface and this core's timer PPI.
+/// Per-core setup: the secure CPU interface, this core's timer PPI and the
+/// RTOS's SGIs.
 pub fn init_core(core: usize) {
     GicCpuInterface::enable_system_register_el1();
     let mut guard = GIC.lock();
     let gic = guard.as_mut().expect("global setup done first");
-    gic.set_interrupt_priority(TIMER, Some(core), PRIORITY)
-        .expect("a PPI");
-    gic.enable_interrupt(TIMER, Some(core), true)
-        .expect("a PPI");
+    for intid in [TIMER, RESCHEDULE, DEMO] {
+        gic.set_interrupt_priority(intid, Some(core), PRIORITY)
+            .expect("a private interrupt");
+        gic.enable_interrupt(intid, Some(core), true)
+            .expect("a private interrupt");
+    }
     drop(guard);
     GicCpuInterface::enable_group1(true);
 }
 
-/// Arms the secure timer to fire at counter value `at`.
-pub fn set_timer(at: u64) {
+/// Arms the secure timer to fire at counter value `at`, or stops it.
+pub fn set_timer(at: Option<u64>) {
+    let (cval, ctl) = match at {
+        Some(t) => (t, 1u64),
+        None => (u64::MAX, 0),
+    };
     // SAFETY: the secure physical timer is the RTOS's (SCR_EL3.ST = 1).
     unsafe {
         core::arch::asm!("msr cntps_cval_el1, {}", "msr cntps_ctl_el1, {}", "isb",
-            in(reg) at, in(reg) 1u64, options(nomem, nostack))
+            in(reg) cval, in(reg) ctl, options(nomem, nostack))
     };
+}
+
+fn send(intid: IntId, core: usize) {
+    let target = SgiTarget::List {
+        affinity3: 0,
+        affinity2: 0,
+        affinity1: 0,
+        target_list: 1 << core,
+    };
+    GicCpuInterface::send_sgi(intid, target, SgiTargetGroup::CurrentGroup1).expect("an SGI");
+}
+
+/// Asks `core` to run its scheduler (the kernel changed what should run there).
+pub fn send_reschedule(core: usize) {
+    send(RESCHEDULE, core);
+}
+
+/// Raises the demo interrupt on `core`.
+pub fn send_demo_interrupt(core: usize) {
+    send(DEMO, core);
 }
 
 /// The highest-priority pending RTOS interrupt, acknowledged.
@@ -78,6 +109,21 @@ pub fn yield_to_linux() {
         core::arch::asm!("smc #0", inout("x0") u64::from(tos::YIELD) => _,
             out("x1") _, out("x2") _, out("x3") _, options(nostack))
     };
+}
+
+/// Runs `f` with IRQs masked on this core, restoring the previous mask after.
+/// Every lock an interrupt handler may take is taken this way, or a handler
+/// could spin forever on a lock its own core holds.
+pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
+    let daif: u64;
+    // SAFETY: reading and setting the interrupt mask of this core only.
+    unsafe {
+        core::arch::asm!("mrs {}, daif", "msr daifset, #2", out(reg) daif, options(nomem, nostack))
+    };
+    let r = f();
+    // SAFETY: restores the mask read above.
+    unsafe { core::arch::asm!("msr daif, {}", in(reg) daif, options(nomem, nostack)) };
+    r
 }
 
 /// Lets pending interrupts in, then masks them again.

@@ -1,35 +1,22 @@
 //! Tandem's secure-world RTOS on QEMU virt. It runs first on every core it
-//! owns: each core takes its interrupts at S-EL1 and, whenever it has nothing
-//! to do, yields the core to Linux through the monitor (SafeG's scheme).
+//! owns: tasks and handlers run at S-EL1 under the scheduler of
+//! `tandem-rtos-kernel`, and whenever a core has nothing to run its idle loop
+//! yields the core to Linux through the monitor (SafeG's scheme).
 #![no_std]
 #![no_main]
 
+mod app;
 mod console;
 mod entry;
 mod hw;
+mod sched;
+mod stats;
+mod syscall;
 
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use entry::{Frame, MAX_CORES};
-use tandem_board::BOARD;
+use core::sync::atomic::{AtomicU32, Ordering};
+use entry::Frame;
 
-/// Tick period: 1 ms.
-const TICK: u64 = BOARD.counter_hz / 1000;
-
-/// Per-core counters.
-struct CoreStats {
-    ticks: AtomicU64,
-    busy: AtomicU64,
-}
-
-static STATS: [CoreStats; MAX_CORES] = [const {
-    CoreStats {
-        ticks: AtomicU64::new(0),
-        busy: AtomicU64::new(0),
-    }
-}; MAX_CORES];
-static NEXT_TICK: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
-/// The core that prints the status line (the first RTOS core).
-static REPORTER: AtomicUsize = AtomicUsize::new(usize::MAX);
+static GLOBAL_READY: AtomicU32 = AtomicU32::new(0);
 
 fn core_index() -> usize {
     let mpidr: u64;
@@ -38,48 +25,46 @@ fn core_index() -> usize {
     (mpidr & 0xFF) as usize
 }
 
-/// Each core's start, from `_start`; `first` is true on the core that set
-/// up memory.
-extern "C" fn rtos_main(core: usize, _shared: u64, first: u64) -> ! {
+/// Each core's start, from `_start`: x0 = core, x1 = shared region, x2 = the
+/// cores running the RTOS, x3 = 1 on the core that set up memory.
+extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: u64) -> ! {
     if first != 0 {
         console::init();
         hw::init_global();
-        REPORTER.store(core, Ordering::SeqCst);
-        log!(core, "Tandem RTOS {} up", env!("CARGO_PKG_VERSION"));
-        GLOBAL_READY.store(1, Ordering::SeqCst);
+        sched::init(hw::now());
+        stats::set_cores(mask);
+        app::place(mask);
+        log!(
+            core,
+            "Tandem RTOS {} up on cores {mask:#x}",
+            env!("CARGO_PKG_VERSION")
+        );
+        GLOBAL_READY.store(1, Ordering::Release);
     } else {
-        while GLOBAL_READY.load(Ordering::SeqCst) == 0 {
+        while GLOBAL_READY.load(Ordering::Acquire) == 0 {
             core::hint::spin_loop();
         }
     }
     hw::init_core(core);
-    let first_tick = hw::now() + TICK;
-    NEXT_TICK[core].store(first_tick, Ordering::Relaxed);
-    hw::set_timer(first_tick);
-    log!(
-        core,
-        "core ready, tick {} us",
-        TICK * 1_000_000 / BOARD.counter_hz
-    );
+    // Run the scheduler once at start: autostart tasks, first timer.
+    hw::send_reschedule(core);
     idle(core)
 }
 
-static GLOBAL_READY: AtomicU64 = AtomicU64::new(0);
-
-/// Nothing to run: give the core to Linux; when an interrupt brings it back,
-/// take the interrupt, account the busy time, and give it back again.
+/// This core's idle loop, and the frame it is resumed in when no task is
+/// ready. Takes pending interrupts (running whatever they make ready), then
+/// gives the core to Linux until the next RTOS interrupt.
 fn idle(core: usize) -> ! {
     loop {
-        hw::yield_to_linux();
         let back = hw::now();
         hw::take_interrupts();
-        STATS[core]
-            .busy
-            .fetch_add(hw::now() - back, Ordering::Relaxed);
+        stats::busy(core, hw::now() - back);
+        hw::yield_to_linux();
     }
 }
 
-/// IRQ at S-EL1: RTOS interrupts only.
+/// IRQ at S-EL1: RTOS interrupts only. Handles every pending one, then lets
+/// the scheduler pick the frame to resume.
 extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
     let core = core_index();
     while let Some(intid) = hw::acknowledge() {
@@ -87,79 +72,28 @@ extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
             break;
         }
         if intid == hw::TIMER {
-            tick(core);
-        } else {
+            sched::timer(core, hw::now());
+        } else if intid == hw::DEMO {
+            app::demo_interrupt();
+        } else if intid != hw::RESCHEDULE {
             log!(core, "unexpected interrupt {intid:?}");
         }
         hw::end(intid);
     }
-    frame
+    sched::after_interrupt(core, frame)
 }
 
-fn tick(core: usize) {
-    let next = NEXT_TICK[core].load(Ordering::Relaxed) + TICK;
-    NEXT_TICK[core].store(next, Ordering::Relaxed);
-    hw::set_timer(next);
-    let ticks = STATS[core].ticks.fetch_add(1, Ordering::Relaxed) + 1;
-    if core == REPORTER.load(Ordering::Relaxed) && ticks.is_multiple_of(1000) {
-        status(core, ticks / 1000);
-    }
-}
+/// ESR exception class of an SVC from AArch64.
+const EC_SVC64: u64 = 0x15;
 
-fn status(core: usize, seconds: u64) {
-    let mut line = heapless_line::Line::new();
-    for (c, s) in STATS.iter().enumerate().take(4) {
-        let ticks = s.ticks.load(Ordering::Relaxed);
-        if ticks == 0 {
-            continue;
-        }
-        let busy_us = s.busy.load(Ordering::Relaxed) * 1_000_000 / BOARD.counter_hz;
-        line.push(format_args!(" | core{c}: {ticks} ticks, busy {busy_us} us"));
-    }
-    log!(core, "{seconds} s{}", line.as_str());
-}
-
-mod heapless_line {
-    //! A fixed-size line buffer for the status line.
-    use core::fmt::{self, Write};
-
-    pub struct Line {
-        buf: [u8; 256],
-        len: usize,
-    }
-
-    impl Line {
-        pub const fn new() -> Self {
-            Self {
-                buf: [0; 256],
-                len: 0,
-            }
-        }
-
-        pub fn push(&mut self, args: fmt::Arguments) {
-            let _ = self.write_fmt(args);
-        }
-
-        pub fn as_str(&self) -> &str {
-            core::str::from_utf8(&self.buf[..self.len]).unwrap_or("?")
-        }
-    }
-
-    impl Write for Line {
-        fn write_str(&mut self, s: &str) -> fmt::Result {
-            let n = s.len().min(self.buf.len() - self.len);
-            self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-            self.len += n;
-            Ok(())
-        }
-    }
-}
-
-/// Synchronous exception at S-EL1: a bug in the RTOS.
+/// Synchronous exception at S-EL1: a system call, or a bug in the RTOS.
 extern "C" fn sync_handler(frame: *mut Frame) -> *mut Frame {
     let esr: u64;
     // SAFETY: reading ESR has no side effects.
     unsafe { core::arch::asm!("mrs {}, esr_el1", out(reg) esr, options(nomem, nostack)) };
+    if esr >> 26 == EC_SVC64 {
+        return sched::system_call(core_index(), frame);
+    }
     // SAFETY: the frame was just saved by the vector code on this stack.
     let elr = unsafe { (*frame).elr };
     panic!("synchronous exception ESR {esr:#x} at {elr:#x}");
@@ -172,7 +106,7 @@ extern "C" fn fault(esr: u64, elr: u64, far: u64) -> ! {
 
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
-    log!(core_index(), "PANIC: {info}");
+    console::print_emergency(core_index(), format_args!("PANIC: {info}"));
     loop {
         // SAFETY: waiting has no memory effects.
         unsafe { core::arch::asm!("wfe", options(nomem, nostack)) };

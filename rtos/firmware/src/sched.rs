@@ -1,0 +1,188 @@
+//! Where the pure kernel (`tandem-rtos-kernel`) meets registers and stacks.
+//!
+//! Every switch between tasks happens on the way out of an exception: the
+//! vector code saves the interrupted context as a [`Frame`] on its own stack,
+//! and [`switch`] returns the frame to resume, of a task or of the core's
+//! idle loop. Tasks call the kernel with `svc` ([`crate::syscall`]); interrupt
+//! handlers call it directly. One spin lock guards the kernel and the task
+//! frames (FMP's giant lock); cross-core dispatch goes by an SGI.
+
+use crate::entry::{Frame, MAX_CORES};
+use crate::{app, hw};
+use tandem_lock::SpinLock;
+use tandem_rtos_kernel::{CyclicId, Done, Error, Kernel, MAX_CYCLICS, TaskId, WaitResult};
+
+/// Stack bytes per task.
+pub const TASK_STACK: usize = 8 * 1024;
+
+#[unsafe(link_section = ".stacks")]
+static mut TASK_STACKS: [[u8; TASK_STACK]; app::TASKS.len()] = [[0; TASK_STACK]; app::TASKS.len()];
+
+/// PSTATE of a task: EL1h, IRQs on, FIQs (Linux's interrupts) and aborts masked.
+const SPSR_TASK: u64 = 0x345;
+
+struct Sched {
+    kernel: Kernel,
+    /// Saved frame of each task while it does not run.
+    frames: [usize; app::TASKS.len()],
+    /// The task must start from its entry point when next dispatched.
+    fresh: [bool; app::TASKS.len()],
+    /// The task blocked in a system call; its result is due when it resumes.
+    awaiting: [bool; app::TASKS.len()],
+    /// Saved frame of each core's idle loop while a task runs there.
+    idle_frames: [usize; MAX_CORES],
+    /// What runs on each core.
+    current: [Option<TaskId>; MAX_CORES],
+}
+
+static SCHED: SpinLock<Option<Sched>> = SpinLock::new(None);
+
+/// Builds the kernel from the application's configuration. Once, by the first
+/// core in, before any core takes interrupts.
+pub fn init(now: u64) {
+    let kernel = Kernel::new(&app::CONFIG, now).expect("configuration checked at build time");
+    *SCHED.lock() = Some(Sched {
+        kernel,
+        frames: [0; app::TASKS.len()],
+        fresh: [true; app::TASKS.len()],
+        awaiting: [false; app::TASKS.len()],
+        idle_frames: [0; MAX_CORES],
+        current: [None; MAX_CORES],
+    });
+}
+
+/// Runs `f` on the kernel under the lock, IRQs masked (callable from tasks,
+/// handlers and start-up alike).
+pub fn with_kernel<R>(f: impl FnOnce(&mut Kernel) -> R) -> R {
+    hw::without_interrupts(|| f(&mut SCHED.lock().as_mut().expect("scheduler initialised").kernel))
+}
+
+/// First instruction of every task.
+extern "C" fn task_entry(task: usize) -> ! {
+    (app::TASKS[task].body)();
+    crate::syscall::exit()
+}
+
+/// A frame that starts `task` from its entry point, at the top of its stack.
+fn fresh_frame(task: usize) -> usize {
+    // SAFETY: only the address of this task's stack is taken; the frame is
+    // written below and the task does not run while we do it.
+    let top = unsafe { core::ptr::addr_of_mut!(TASK_STACKS[task]) } as usize + TASK_STACK;
+    let frame = (top - core::mem::size_of::<Frame>()) as *mut Frame;
+    let mut x = [0u64; 31];
+    x[0] = task as u64;
+    // SAFETY: the frame lies inside this task's own stack, which nothing uses
+    // while the task is not running.
+    unsafe {
+        frame.write(Frame {
+            x,
+            pad: 0,
+            elr: task_entry as *const () as u64,
+            spsr: SPSR_TASK,
+        })
+    };
+    frame as usize
+}
+
+fn encode(frame: *mut Frame, result: Result<WaitResult, Error>) {
+    let (code, value) = match result {
+        Ok(WaitResult::Ok) => (0, 0),
+        Ok(WaitResult::Value(v)) => (0, v as u64),
+        Ok(WaitResult::Flags(f)) => (0, u64::from(f)),
+        Err(e) => (e.code() as i64 as u64, 0),
+    };
+    // SAFETY: `frame` is the saved frame of a task that is not running.
+    unsafe {
+        (*frame).x[0] = code;
+        (*frame).x[1] = value;
+    }
+}
+
+/// Saves `frame` as what was running on `core`, lets the kernel pick what
+/// runs next, signals other cores with dispatch requests, re-arms this core's
+/// timer, and returns the frame to resume.
+fn switch(s: &mut Sched, core: usize, frame: *mut Frame) -> *mut Frame {
+    match s.current[core] {
+        Some(t) => s.frames[t.0 as usize] = frame as usize,
+        None => s.idle_frames[core] = frame as usize,
+    }
+    let next = s.kernel.dispatch(core as u8);
+    s.current[core] = next;
+    let requests = s.kernel.take_dispatch_requests() & !(1 << core);
+    for other in 0..MAX_CORES {
+        if requests & (1 << other) != 0 {
+            hw::send_reschedule(other);
+        }
+    }
+    hw::set_timer(s.kernel.next_event(core as u8));
+    let Some(t) = next else {
+        return s.idle_frames[core] as *mut Frame;
+    };
+    let i = t.0 as usize;
+    if s.fresh[i] {
+        s.fresh[i] = false;
+        s.frames[i] = fresh_frame(i);
+    }
+    let resumed = s.frames[i] as *mut Frame;
+    if s.awaiting[i] {
+        s.awaiting[i] = false;
+        encode(resumed, s.kernel.take_wait_result(t));
+    }
+    resumed
+}
+
+/// Timer interrupt: expire this core's timeouts and run its due cyclic
+/// handlers (outside the lock: they call the kernel themselves).
+pub fn timer(core: usize, now: u64) {
+    let mut fired = [CyclicId(0); MAX_CYCLICS];
+    let n = with_kernel(|k| {
+        let n = k.advance(core as u8, now, &mut fired);
+        // The timer is level-triggered: move it before its interrupt ends.
+        hw::set_timer(k.next_event(core as u8));
+        n
+    });
+    for &c in &fired[..n] {
+        app::cyclic(core, c);
+    }
+}
+
+/// End of every interrupt: run whatever should run now.
+pub fn after_interrupt(core: usize, frame: *mut Frame) -> *mut Frame {
+    let mut guard = SCHED.lock();
+    let s = guard.as_mut().expect("scheduler initialised");
+    switch(s, core, frame)
+}
+
+/// A system call from the task running on `core` (`svc #0`, number in x8).
+pub fn system_call(core: usize, frame: *mut Frame) -> *mut Frame {
+    let mut guard = SCHED.lock();
+    let s = guard.as_mut().expect("scheduler initialised");
+    let Some(caller) = s.current[core] else {
+        panic!("system call from the idle loop on core {core}");
+    };
+    // SAFETY: the vector code just saved this frame on the caller's stack.
+    let regs = unsafe { &mut *frame };
+    let now = hw::now();
+    let result = crate::syscall::serve(&mut s.kernel, caller, &regs.x, now);
+    match &result {
+        Ok(Done::Now(v)) => encode(frame, Ok(*v)),
+        Ok(Done::Blocked) => s.awaiting[caller.0 as usize] = true,
+        Err(e) => encode(frame, Err(*e)),
+    }
+    // After ext_tsk the task's context is dead, even if a queued activation
+    // made it Ready again at once: it restarts from its entry point.
+    if crate::syscall::is_exit(&regs.x) && result.is_ok() {
+        s.fresh[caller.0 as usize] = true;
+    }
+    switch(s, core, frame)
+}
+
+/// Activates a task from a handler (act_tsk in interrupt context).
+pub fn activate(task: TaskId) -> Result<(), Error> {
+    with_kernel(|k| k.activate(task))
+}
+
+/// Wakes a task from a handler (iwup_tsk).
+pub fn wakeup(task: TaskId) -> Result<(), Error> {
+    with_kernel(|k| k.wakeup(task))
+}

@@ -1,0 +1,112 @@
+//! The RTOS's per-core statistics: busy time (measured by the idle loop),
+//! job releases, deadline misses, and the PING/PONG hand-offs; published to
+//! the shared region for Linux and printed once a second.
+
+use crate::{app, entry::MAX_CORES};
+use core::fmt::Write;
+use core::ptr::addr_of_mut;
+use core::sync::atomic::{AtomicU64, Ordering};
+use tandem_abi::shm::{CoreRecord, core_record_offset};
+use tandem_board::BOARD;
+
+static BUSY: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
+static RELEASES: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
+static HANDOFFS: AtomicU64 = AtomicU64::new(0);
+static HANDOFF_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
+static MASK: AtomicU64 = AtomicU64::new(0);
+
+/// Remembers which cores run the RTOS.
+pub fn set_cores(mask: u64) {
+    MASK.store(mask, Ordering::Relaxed);
+}
+
+/// Adds counter ticks the RTOS kept `core` busy.
+pub fn busy(core: usize, ticks: u64) {
+    BUSY[core].fetch_add(ticks, Ordering::Relaxed);
+}
+
+/// A job was released on `core`.
+pub fn released(core: usize) {
+    RELEASES[core].fetch_add(1, Ordering::Relaxed);
+}
+
+/// A PING/PONG round ended (in time or not).
+pub fn handoff(in_time: bool) {
+    if in_time {
+        &HANDOFFS
+    } else {
+        &HANDOFF_TIMEOUTS
+    }
+    .fetch_add(1, Ordering::Relaxed);
+}
+
+fn cores() -> impl Iterator<Item = usize> {
+    let mask = MASK.load(Ordering::Relaxed);
+    (0..MAX_CORES).filter(move |c| mask & (1 << c) != 0)
+}
+
+/// Writes every RTOS core's record in the shared region. Only the RTOS writes
+/// these fields; it never reads them back.
+pub fn publish() {
+    let base = BOARD.shared.base as usize;
+    for c in cores() {
+        let misses = if c < app::DEMO_CORES {
+            app::misses(c)
+        } else {
+            0
+        };
+        let record = (base + core_record_offset(c)) as *mut CoreRecord;
+        // SAFETY: the offset comes from the ABI's constants for a core the
+        // board has, inside the reserved shared region; the fields are
+        // naturally aligned u64s.
+        unsafe {
+            addr_of_mut!((*record).rtos_busy).write_volatile(BUSY[c].load(Ordering::Relaxed));
+            addr_of_mut!((*record).rtos_releases)
+                .write_volatile(RELEASES[c].load(Ordering::Relaxed));
+            addr_of_mut!((*record).deadline_misses).write_volatile(misses);
+        }
+    }
+}
+
+struct Buf {
+    bytes: [u8; 320],
+    len: usize,
+}
+
+impl Write for Buf {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let n = s.len().min(self.bytes.len() - self.len);
+        self.bytes[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// The status line: per core, jobs released, deadline misses, RTOS load.
+pub fn print_status(core: usize, seconds: u64) {
+    let mut b = Buf {
+        bytes: [0; 320],
+        len: 0,
+    };
+    let _ = write!(b, "{seconds} s");
+    for c in cores() {
+        let misses = if c < app::DEMO_CORES {
+            app::misses(c)
+        } else {
+            0
+        };
+        let busy_us = BUSY[c].load(Ordering::Relaxed) * 1_000_000 / BOARD.counter_hz;
+        let _ = write!(
+            b,
+            " | core{c}: {} jobs, {misses} missed, busy {busy_us} us",
+            RELEASES[c].load(Ordering::Relaxed)
+        );
+    }
+    let _ = write!(
+        b,
+        " | handoffs {} ({} late)",
+        HANDOFFS.load(Ordering::Relaxed),
+        HANDOFF_TIMEOUTS.load(Ordering::Relaxed)
+    );
+    app::say(core, core::str::from_utf8(&b.bytes[..b.len]).unwrap_or("?"));
+}
