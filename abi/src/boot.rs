@@ -107,6 +107,11 @@ impl Policies {
         }
     }
 
+    /// Cores the configuration describes (the machine's cores).
+    pub const fn cores(&self) -> usize {
+        self.cores
+    }
+
     /// Whether any core runs the RTOS.
     pub fn any_rtos(&self) -> bool {
         self.policy[..self.cores].iter().any(|p| p.has_rtos())

@@ -209,6 +209,10 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
         value: MAGIC as i64,
     },
     CConstant {
+        name: "SHM_MAX_CORES",
+        value: crate::boot::MAX_CORES as i64,
+    },
+    CConstant {
         name: "SHM_HEADER_SIZE",
         value: HEADER_SIZE as i64,
     },

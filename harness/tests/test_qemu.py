@@ -137,7 +137,7 @@ def test_driver_shows_the_shared_region_header() -> None:
         "0x10000",
         f"0x{board.shared.base:016x}",
         str(board.shared.size),
-        str(board.max_cores),
+        "4",
         "1",
     ]
 
@@ -239,3 +239,26 @@ def test_linux_only_runs_no_rtos() -> None:
     secure = r.secure_log.read_text()
     assert "core policies: [Linux, Linux, Linux, Linux]" in secure
     assert "rtos/" not in secure
+
+
+def test_linux_sees_rtos_statistics_in_sysfs_and_tandem_top() -> None:
+    script = """
+sleep 2
+cd /sys/bus/platform/devices/tandem
+for d in core?; do echo "$d"; done
+for f in policy rtos_releases deadline_misses switches_to_rtos switches_to_linux rtos_busy_us; do
+    echo "$f $(cat core1/$f)"
+done
+tandem-top -n 1
+"""
+    r = run(script, timing="virtual")
+    assert r.lines[:4] == ["core0", "core1", "core2", "core3"]
+    values = dict(line.split() for line in r.lines[4:10])
+    assert values["policy"] == "shared"
+    assert int(values["rtos_releases"]) >= 1900 and int(values["deadline_misses"]) == 0
+    assert int(values["switches_to_rtos"]) >= 1000 and int(values["switches_to_linux"]) >= 1000
+    assert 0 < int(values["rtos_busy_us"]) < 1_000_000
+    top = r.lines[10:]
+    assert top[0].split()[:3] == ["core", "policy", "rtos-load"]
+    assert len(top) == 5 and all(row.split()[1] == "shared" for row in top[1:])
+    assert all(990 <= float(row.split()[3]) <= 1010 for row in top[1:]), top

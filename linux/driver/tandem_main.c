@@ -13,6 +13,8 @@
 #include <linux/fs.h>
 #include <linux/io.h>
 #include <linux/kernel.h>
+#include <linux/kobject.h>
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/of.h>
@@ -23,12 +25,24 @@
 
 #include "tandem_abi.h"
 
+struct tandem;
+
+/* One /sys/.../tandem/coreN directory: a core's record in the region. */
+struct tandem_core {
+	struct kobject kobj;
+	struct tandem *t;
+	unsigned int index;
+};
+
 struct tandem {
 	struct device *dev;
 	void *shm;
 	phys_addr_t shm_base;
 	size_t shm_size;
 	struct dentry *debugfs;
+	u32 counter_hz;
+	unsigned int core_count;
+	struct tandem_core *cores[TANDEM_SHM_MAX_CORES];
 };
 
 static u32 shm_read32(struct tandem *t, unsigned int offset)
@@ -59,11 +73,18 @@ static int tandem_check_header(struct tandem *t)
 	}
 	if (region != t->shm_size || header != TANDEM_SHM_HEADER_SIZE ||
 	    rec_size != TANDEM_SHM_CORE_RECORD_SIZE || rec_off < header ||
+	    count > TANDEM_SHM_MAX_CORES ||
 	    (u64)rec_off + (u64)count * rec_size > t->shm_size) {
 		dev_err(t->dev, "shared region: inconsistent layout (size %u, header %u, %u records of %u at %u)\n",
 			region, header, count, rec_size, rec_off);
 		return -EINVAL;
 	}
+	t->counter_hz = shm_read32(t, TANDEM_SHM_OFF_COUNTER_HZ);
+	if (!t->counter_hz) {
+		dev_err(t->dev, "shared region: counter frequency is 0\n");
+		return -EINVAL;
+	}
+	t->core_count = count;
 	return 0;
 }
 
@@ -102,6 +123,118 @@ static struct attribute *tandem_attrs[] = {
 	NULL,
 };
 ATTRIBUTE_GROUPS(tandem);
+
+static u64 core_read64(struct tandem_core *c, unsigned int field)
+{
+	struct tandem *t = c->t;
+	unsigned int off = shm_read32(t, TANDEM_SHM_OFF_CORE_RECORDS_OFFSET) +
+			   c->index * TANDEM_SHM_CORE_RECORD_SIZE + field;
+
+	return le64_to_cpu(READ_ONCE(*(__le64 *)(t->shm + off)));
+}
+
+#define TANDEM_CORE_ATTR(name, field)					\
+static ssize_t name##_show(struct kobject *kobj,			\
+			   struct kobj_attribute *attr, char *buf)	\
+{									\
+	struct tandem_core *c = container_of(kobj, struct tandem_core, kobj); \
+									\
+	return sysfs_emit(buf, "%llu\n", core_read64(c, field));	\
+}									\
+static struct kobj_attribute core_attr_##name = __ATTR_RO(name)
+
+TANDEM_CORE_ATTR(rtos_releases, TANDEM_CORE_OFF_RTOS_RELEASES);
+TANDEM_CORE_ATTR(deadline_misses, TANDEM_CORE_OFF_DEADLINE_MISSES);
+TANDEM_CORE_ATTR(switches_to_rtos, TANDEM_CORE_OFF_SWITCHES_TO_RTOS);
+TANDEM_CORE_ATTR(switches_to_linux, TANDEM_CORE_OFF_SWITCHES_TO_LINUX);
+
+/* RTOS busy time, converted from counter ticks to microseconds. */
+static ssize_t rtos_busy_us_show(struct kobject *kobj,
+				 struct kobj_attribute *attr, char *buf)
+{
+	struct tandem_core *c = container_of(kobj, struct tandem_core, kobj);
+	u64 ticks = core_read64(c, TANDEM_CORE_OFF_RTOS_BUSY);
+
+	return sysfs_emit(buf, "%llu\n",
+			  mul_u64_u32_div(ticks, 1000000, c->t->counter_hz));
+}
+static struct kobj_attribute core_attr_rtos_busy_us = __ATTR_RO(rtos_busy_us);
+
+static ssize_t policy_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	static const char * const names[] = { "shared", "rtos", "linux" };
+	struct tandem_core *c = container_of(kobj, struct tandem_core, kobj);
+	struct tandem *t = c->t;
+	unsigned int off = shm_read32(t, TANDEM_SHM_OFF_CORE_RECORDS_OFFSET) +
+			   c->index * TANDEM_SHM_CORE_RECORD_SIZE +
+			   TANDEM_CORE_OFF_POLICY;
+	u32 policy = shm_read32(t, off);
+
+	if (policy >= ARRAY_SIZE(names))
+		return sysfs_emit(buf, "invalid (%u)\n", policy);
+	return sysfs_emit(buf, "%s\n", names[policy]);
+}
+static struct kobj_attribute core_attr_policy = __ATTR_RO(policy);
+
+static struct attribute *tandem_core_attrs[] = {
+	&core_attr_policy.attr,
+	&core_attr_rtos_busy_us.attr,
+	&core_attr_rtos_releases.attr,
+	&core_attr_deadline_misses.attr,
+	&core_attr_switches_to_rtos.attr,
+	&core_attr_switches_to_linux.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(tandem_core);
+
+static void tandem_core_release(struct kobject *kobj)
+{
+	kfree(container_of(kobj, struct tandem_core, kobj));
+}
+
+static const struct kobj_type tandem_core_ktype = {
+	.release = tandem_core_release,
+	.sysfs_ops = &kobj_sysfs_ops,
+	.default_groups = tandem_core_groups,
+};
+
+static void tandem_remove_cores(struct tandem *t)
+{
+	unsigned int i;
+
+	for (i = 0; i < t->core_count; i++) {
+		if (t->cores[i])
+			kobject_put(&t->cores[i]->kobj);
+		t->cores[i] = NULL;
+	}
+}
+
+static int tandem_add_cores(struct tandem *t)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < t->core_count; i++) {
+		struct tandem_core *c = kzalloc(sizeof(*c), GFP_KERNEL);
+
+		if (!c) {
+			tandem_remove_cores(t);
+			return -ENOMEM;
+		}
+		c->t = t;
+		c->index = i;
+		ret = kobject_init_and_add(&c->kobj, &tandem_core_ktype,
+					   &t->dev->kobj, "core%u", i);
+		if (ret) {
+			kobject_put(&c->kobj);
+			tandem_remove_cores(t);
+			return ret;
+		}
+		t->cores[i] = c;
+	}
+	return 0;
+}
 
 /*
  * debugfs "smc": write "FID [ARG1 .. ARG7]" (any base strtoull accepts), read
@@ -247,6 +380,9 @@ static int tandem_probe(struct platform_device *pdev)
 		return ret;
 
 	platform_set_drvdata(pdev, t);
+	ret = tandem_add_cores(t);
+	if (ret)
+		return ret;
 	t->debugfs = debugfs_create_dir("tandem", NULL);
 	debugfs_create_file("smc", 0600, t->debugfs, t, &smc_fops);
 	dev_info(dev, "shared region %pa+%#zx, ABI %#x, boot %u\n", &t->shm_base,
@@ -260,6 +396,7 @@ static int tandem_remove(struct platform_device *pdev)
 	struct tandem *t = platform_get_drvdata(pdev);
 
 	debugfs_remove_recursive(t->debugfs);
+	tandem_remove_cores(t);
 	return 0;
 }
 

@@ -141,7 +141,7 @@ extern "C" fn primary_main(core: usize) -> ! {
     trap::POLICIES.call_once(|| policies);
     gic::init_distributor();
     gic::init_this_core(core);
-    shm::init(BOARD.max_cores as u32, &policies);
+    shm::init(policies.cores() as u32, &policies);
     check_in(core, true);
     entry::BOOT_READY.store(entry::BOOT_READY_MAGIC, Ordering::SeqCst);
     // SAFETY: barrier and event signal only; secondaries wait for BOOT_READY.
