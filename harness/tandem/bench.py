@@ -52,7 +52,7 @@ def boot(options: BootOptions, runs: int, out_root: Path = RESULTS) -> Path:
         "poweroff_median_s": round(statistics.median(offs), 3),
         "poweroff_max_s": max(offs),
     }
-    out = out_root / "boot" / time.strftime("%Y%m%d-%H%M%S")
+    out = out_root / "boot" / options.config / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     (out / "samples.json").write_text(json.dumps([asdict(s) for s in samples], indent=2) + "\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -224,10 +224,16 @@ def test_rtos_keeps_its_deadlines_after_linux_panics() -> None:
 
 
 def test_heteroos_gives_linux_three_cores_and_the_rtos_core_3() -> None:
-    r = run(
-        "sleep 1; nproc; cat /sys/devices/system/cpu/online", config="heteroos", timing="virtual"
-    )
-    assert r.lines == ["3", "0-2"]
+    script = """
+sleep 1
+nproc
+cat /sys/devices/system/cpu/online
+cd /sys/bus/platform/devices/tandem/core3
+cat policy switches_to_linux rtos_releases
+"""
+    r = run(script, config="heteroos", timing="virtual")
+    assert r.lines[:4] == ["3", "0-2", "rtos", "0"], "core 3 never ran Linux"
+    assert int(r.lines[4]) >= 900
     secure = r.secure_log.read_text()
     assert "core policies: [Linux, Linux, Linux, Rtos]" in secure
     assert list(rtos_status(secure)[-1][1]) == [3]

@@ -106,12 +106,18 @@ pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
 /// What runs after the RTOS yields: Linux as it was, Linux starting (a
 /// pending CPU_ON, or the first boot), or nothing (idle until there is work).
 fn next_normal(core: usize, state: &'static mut CoreState) -> *mut WorldContext {
-    let pending = MONITOR.lock().psci.take_pending(core);
+    let (pending, linux_on) = {
+        let mut monitor = MONITOR.lock();
+        let pending = monitor.psci.take_pending(core);
+        (
+            pending,
+            monitor.psci.state(core) == tandem_monitor_core::psci::CoreState::On,
+        )
+    };
     if let Some((entry, arg)) = pending {
         state.switches.record(core, TRACE_TO_LINUX, now());
         return fresh_normal(core, state, entry, arg);
     }
-    let linux_on = MONITOR.lock().psci.state(core) == tandem_monitor_core::psci::CoreState::On;
     if linux_on {
         state.switches.record(core, TRACE_TO_LINUX, now());
         // SAFETY: Linux's own registers, saved when it last left.

@@ -8,7 +8,7 @@
 use crate::{hw, log, sched, stats, syscall};
 use tandem_board::BOARD;
 use tandem_rtos_kernel::{
-    Config, CyclicConfig, CyclicId, SemaphoreConfig, SemaphoreId, TaskConfig, TaskId,
+    Config, CyclicConfig, CyclicId, Kernel, SemaphoreConfig, SemaphoreId, TaskConfig, TaskId,
 };
 
 /// Cores the demo spreads over.
@@ -44,12 +44,15 @@ const fn job(core: u8) -> TaskConfig {
     }
 }
 
+/// Each core's releases are offset by a quarter period from the previous
+/// core's, so the cores do not all enter the kernel at the same instant.
 const fn release(core: u8) -> CyclicConfig {
+    let phase = PERIOD + core as u64 * PERIOD / DEMO_CORES as u64;
     CyclicConfig {
         name: "release",
         core,
         period: PERIOD,
-        phase: PERIOD,
+        phase,
         start: true,
     }
 }
@@ -135,17 +138,17 @@ pub fn place(mask: u64) {
     });
 }
 
-/// A cyclic handler fired on `core` (interrupt context).
-pub fn cyclic(core: usize, c: CyclicId) {
+/// A cyclic handler fired on `core` (interrupt context, kernel locked).
+pub fn cyclic(k: &mut Kernel, core: usize, c: CyclicId) {
     stats::released(core);
     // A job still running at its next release is a deadline miss; the
     // kernel counts it (overrun) and the request queues or is refused.
-    let _ = sched::activate(TaskId(c.0));
+    let _ = k.activate(TaskId(c.0));
 }
 
 /// Interrupt handler of the demo SGI: the interrupt-to-task path.
-pub fn demo_interrupt() {
-    let _ = sched::wakeup(PONG);
+pub fn demo_interrupt(k: &mut Kernel) {
+    let _ = k.wakeup(PONG);
 }
 
 fn run_job() {

@@ -67,20 +67,24 @@ fn idle(core: usize) -> ! {
 /// the scheduler pick the frame to resume.
 extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
     let core = core_index();
+    let mut events = sched::Events::default();
     while let Some(intid) = hw::acknowledge() {
         if intid.raw_value() >= 1020 {
             break;
         }
         if intid == hw::TIMER {
-            sched::timer(core, hw::now());
+            // Level-triggered: silence it before it ends; the scheduler
+            // re-arms it for the next event.
+            hw::set_timer(None);
+            events.timer = true;
         } else if intid == hw::DEMO {
-            app::demo_interrupt();
+            events.demo = true;
         } else if intid != hw::RESCHEDULE {
             log!(core, "unexpected interrupt {intid:?}");
         }
         hw::end(intid);
     }
-    sched::after_interrupt(core, frame)
+    sched::after_interrupt(core, frame, events)
 }
 
 /// ESR exception class of an SVC from AArch64.

@@ -131,25 +131,30 @@ fn switch(s: &mut Sched, core: usize, frame: *mut Frame) -> *mut Frame {
     resumed
 }
 
-/// Timer interrupt: expire this core's timeouts and run its due cyclic
-/// handlers (outside the lock: they call the kernel themselves).
-pub fn timer(core: usize, now: u64) {
-    let mut fired = [CyclicId(0); MAX_CYCLICS];
-    let n = with_kernel(|k| {
-        let n = k.advance(core as u8, now, &mut fired);
-        // The timer is level-triggered: move it before its interrupt ends.
-        hw::set_timer(k.next_event(core as u8));
-        n
-    });
-    for &c in &fired[..n] {
-        app::cyclic(core, c);
-    }
+/// What an interrupt asked of the scheduler.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Events {
+    /// The core's timer fired: expire timeouts, run due cyclic handlers.
+    pub timer: bool,
+    /// The demo interrupt arrived.
+    pub demo: bool,
 }
 
-/// End of every interrupt: run whatever should run now.
-pub fn after_interrupt(core: usize, frame: *mut Frame) -> *mut Frame {
+/// End of every interrupt, in one pass under the lock: the timer's work, the
+/// handlers, then whatever should run now.
+pub fn after_interrupt(core: usize, frame: *mut Frame, events: Events) -> *mut Frame {
     let mut guard = SCHED.lock();
     let s = guard.as_mut().expect("scheduler initialised");
+    if events.timer {
+        let mut fired = [CyclicId(0); MAX_CYCLICS];
+        let n = s.kernel.advance(core as u8, hw::now(), &mut fired);
+        for &c in &fired[..n] {
+            app::cyclic(&mut s.kernel, core, c);
+        }
+    }
+    if events.demo {
+        app::demo_interrupt(&mut s.kernel);
+    }
     switch(s, core, frame)
 }
 
@@ -175,14 +180,4 @@ pub fn system_call(core: usize, frame: *mut Frame) -> *mut Frame {
         s.fresh[caller.0 as usize] = true;
     }
     switch(s, core, frame)
-}
-
-/// Activates a task from a handler (act_tsk in interrupt context).
-pub fn activate(task: TaskId) -> Result<(), Error> {
-    with_kernel(|k| k.activate(task))
-}
-
-/// Wakes a task from a handler (iwup_tsk).
-pub fn wakeup(task: TaskId) -> Result<(), Error> {
-    with_kernel(|k| k.wakeup(task))
 }
