@@ -8,6 +8,7 @@
 //! 0x0000  Header (64 B)
 //! 0x0040  CoreRecord x 8 (64 B each: one cache line, one writer per field)
 //! 0x1000  TraceRing x 8 (64 B header + 1024 x 16 B entries each)
+//! 0x40000 latency histogram x cores (16384 u32 buckets of one counter tick)
 //! ```
 
 use crate::CConstant;
@@ -114,9 +115,23 @@ pub const fn trace_entry_offset(core: usize, n: u64) -> usize {
         + (n % TRACE_ENTRIES as u64) as usize * core::mem::size_of::<TraceEntry>()
 }
 
+/// Where the interrupt-latency histograms start (after 8 trace rings).
+pub const LATENCY_OFFSET: u32 = 0x4_0000;
+/// Buckets per core: bucket `n` counts latencies of `n` counter ticks; the
+/// last one counts everything at or beyond it.
+pub const LATENCY_BUCKETS: u32 = 16384;
+
+const _: () = assert!(trace_ring_offset(crate::boot::MAX_CORES) <= LATENCY_OFFSET as usize);
+
+/// Offset of `core`'s latency histogram (`LATENCY_BUCKETS` u32 counters,
+/// written by the RTOS on that core only).
+pub const fn latency_offset(core: usize) -> usize {
+    LATENCY_OFFSET as usize + core * LATENCY_BUCKETS as usize * 4
+}
+
 /// Bytes the layout needs for `cores` cores.
 pub const fn region_bytes(cores: usize) -> usize {
-    trace_ring_offset(cores)
+    latency_offset(cores)
 }
 
 /// Size of [`Header`] in bytes.
@@ -238,6 +253,14 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     record!("CORE_OFF_SWITCHES_TO_RTOS", switches_to_rtos),
     record!("CORE_OFF_SWITCHES_TO_LINUX", switches_to_linux),
     record!("CORE_OFF_POLICY", policy),
+    CConstant {
+        name: "LATENCY_OFFSET",
+        value: LATENCY_OFFSET as i64,
+    },
+    CConstant {
+        name: "LATENCY_BUCKETS",
+        value: LATENCY_BUCKETS as i64,
+    },
     CConstant {
         name: "TRACE_RING_HEADER",
         value: TRACE_RING_HEADER as i64,

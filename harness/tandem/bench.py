@@ -1,4 +1,4 @@
-"""Benchmarks that need only a boot: `tandem bench boot`."""
+"""Benchmarks: `tandem bench boot` and `tandem bench latency`."""
 
 from __future__ import annotations
 
@@ -61,4 +61,89 @@ def boot(options: BootOptions, runs: int, out_root: Path = RESULTS) -> Path:
         latest.unlink()
     latest.symlink_to(out.name)
     print(json.dumps(summary, indent=2))
+    return out
+
+
+LATENCY_SCRIPT = """
+set -e
+tandem-lat save /tmp/lat0
+sleep {idle_s}
+tandem-lat save /tmp/lat1
+hackbench -g 8 -l {loops} > /dev/null
+tandem-lat save /tmp/lat2
+tandem-lat report /tmp/lat0 /tmp/lat1
+tandem-lat report /tmp/lat1 /tmp/lat2
+"""
+
+
+def _phase(load: str, report: dict[str, object]) -> dict[str, object]:
+    def us(key: str) -> float:
+        value = report[key]
+        assert isinstance(value, int | float)
+        return round(value / 1000, 3)
+
+    return {
+        "load": load,
+        "samples": report["samples"],
+        "min_us": us("min_ns"),
+        "avg_us": us("avg_ns"),
+        "max_us": us("max_ns"),
+        "beyond_histogram": report["overflow"],
+        "per_core": report["cores"],
+    }
+
+
+def latency(
+    options: BootOptions,
+    idle_s: int,
+    loops: int,
+    min_samples: int,
+    out_root: Path = RESULTS,
+) -> Path:
+    """RTOS timer-interrupt latency (secure timer compare value to the third
+    instruction of the RTOS's IRQ handler) with Linux idle, then with Linux
+    running hackbench on every core. Writes the histograms and a summary."""
+    print(f"bench latency: booting ({options.timing} timing, {options.smp} cores)", file=sys.stderr)
+    result = run_exec(options, LATENCY_SCRIPT.format(idle_s=idle_s, loops=loops), timeout_s=1200)
+    if result.status != 0 or len(result.lines) < 2:
+        raise SystemExit(f"bench latency: run failed (console: {result.console_log})")
+    idle, loaded = (json.loads(line) for line in result.lines[-2:])
+    phases = [_phase("idle", idle), _phase("hackbench", loaded)]
+    for phase in phases:
+        samples = phase["samples"]
+        assert isinstance(samples, int)
+        if samples < min_samples:
+            raise SystemExit(
+                f"bench latency: only {samples} samples with Linux {phase['load']} "
+                f"(want {min_samples}); raise --idle-seconds or --hackbench-loops"
+            )
+    summary = {
+        "benchmark": "latency",
+        "timing": options.timing,
+        "measured": "secure timer compare value to the 3rd instruction of the RTOS IRQ handler",
+        "resolution_ns": idle["tick_ns"],
+        "histogram_limit_us": round(float(idle["tick_ns"]) * 16384 / 1000, 1),
+        "smp": options.smp,
+        "config": options.config,
+        "phases": phases,
+    }
+    out = out_root / "latency" / time.strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "histograms.csv").open("w") as f:
+        f.write("load,latency_ns,count\n")
+        for name, report in (("idle", idle), ("hackbench", loaded)):
+            for ns, count in report["histogram"]:
+                f.write(f"{name},{ns},{count}\n")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    latest = out.parent / "latest"
+    if latest.is_symlink() or latest.exists():
+        latest.unlink()
+    latest.symlink_to(out.name)
+    for p in phases:
+        print(
+            f"{p['load']:>9}: {p['samples']} samples, min {p['min_us']} us, "
+            f"avg {p['avg_us']} us, max {p['max_us']} us"
+            + (f" ({p['beyond_histogram']} beyond the histogram)" if p["beyond_histogram"] else "")
+        )
+    print(f"results: {out}")
     return out

@@ -61,6 +61,16 @@ def parser() -> argparse.ArgumentParser:
     boot = bsub.add_parser("boot", help="host wall time from QEMU start to a Linux shell")
     _boot_options(boot)
     boot.add_argument("--runs", type=int, default=5, help="boots to time (default 5)")
+    lat = bsub.add_parser(
+        "latency",
+        help="RTOS timer-interrupt latency, Linux idle and running hackbench",
+        description="Timer compare value to the RTOS handler, in virtual timing by default.",
+    )
+    _boot_options(lat)
+    lat.set_defaults(timing="virtual")
+    lat.add_argument("--idle-seconds", type=int, default=3, help="idle phase (default 3)")
+    lat.add_argument("--hackbench-loops", type=int, default=300, help="hackbench -l (default 300)")
+    lat.add_argument("--min-samples", type=int, default=10_000, help="per phase (default 10000)")
     return p
 
 
@@ -83,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
                 echo=lambda line: print(line, flush=True),
             )
             return result.status
+        if args.command == "bench" and args.bench == "latency":
+            if args.idle_seconds < 1 or args.hackbench_loops < 1:
+                raise TandemError("--idle-seconds and --hackbench-loops must be at least 1")
+            bench.latency(_options(args), args.idle_seconds, args.hackbench_loops, args.min_samples)
+            return 0
         if args.command == "bench" and args.bench == "boot":
             if args.runs < 1:
                 raise TandemError("--runs must be at least 1")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from pathlib import Path
 
 import pytest
 
+from tandem import bench
 from tandem.board import load_board
 from tandem.console import PROMPT, Console
 from tandem.qemu import BootOptions, ExecResult, run_exec
@@ -268,3 +271,22 @@ tandem-top -n 1
     assert top[0].split()[:3] == ["core", "policy", "rtos-load"]
     assert len(top) == 5 and all(row.split()[1] == "shared" for row in top[1:])
     assert all(990 <= float(row.split()[3]) <= 1010 for row in top[1:]), top
+
+
+def test_bench_latency_single_core_is_the_bare_path(tmp_path: Path) -> None:
+    """One core, virtual timing: Linux idle or busy, the RTOS's timer
+    interrupt reaches its handler in the same few hundred instructions."""
+    out = bench.latency(
+        BootOptions(timing="virtual", smp=1), idle_s=1, loops=60, min_samples=500, out_root=tmp_path
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["benchmark"] == "latency" and summary["timing"] == "virtual"
+    idle, loaded = summary["phases"]
+    assert (idle["load"], loaded["load"]) == ("idle", "hackbench")
+    for phase in (idle, loaded):
+        assert phase["samples"] >= 500
+        assert 0 < phase["min_us"] <= phase["avg_us"] <= phase["max_us"] <= 5.0
+        assert phase["beyond_histogram"] == 0
+    assert loaded["max_us"] <= 2 * idle["max_us"]
+    rows = (out / "histograms.csv").read_text().splitlines()
+    assert rows[0] == "load,latency_ns,count" and len(rows) >= 3

@@ -332,6 +332,25 @@ static const struct file_operations smc_fops = {
 	.llseek = no_llseek,
 };
 
+/*
+ * debugfs "region": the whole shared region, read-only, for tools that read
+ * the RTOS's histograms and the world-switch trace rings.
+ */
+static ssize_t region_read(struct file *file, char __user *ubuf, size_t len,
+			   loff_t *ppos)
+{
+	struct tandem *t = file->private_data;
+
+	return simple_read_from_buffer(ubuf, len, ppos, t->shm, t->shm_size);
+}
+
+static const struct file_operations region_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = region_read,
+	.llseek = default_llseek,
+};
+
 static int tandem_probe(struct platform_device *pdev)
 {
 	struct device *dev = &pdev->dev;
@@ -385,6 +404,7 @@ static int tandem_probe(struct platform_device *pdev)
 		return ret;
 	t->debugfs = debugfs_create_dir("tandem", NULL);
 	debugfs_create_file("smc", 0600, t->debugfs, t, &smc_fops);
+	debugfs_create_file("region", 0400, t->debugfs, t, &region_fops);
 	dev_info(dev, "shared region %pa+%#zx, ABI %#x, boot %u\n", &t->shm_base,
 		 t->shm_size, shm_read32(t, TANDEM_SHM_OFF_ABI_VERSION),
 		 shm_read32(t, TANDEM_SHM_OFF_BOOT_COUNT));

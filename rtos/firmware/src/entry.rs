@@ -26,8 +26,9 @@ pub static INIT_STATE: core::sync::atomic::AtomicU32 = core::sync::atomic::Atomi
 pub struct Frame {
     /// x0..x30.
     pub x: [u64; 31],
-    /// Padding for 16-byte alignment.
-    pub pad: u64,
+    /// Counter value at the third instruction of an IRQ (0 for other
+    /// exceptions): what interrupt latency is measured to.
+    pub entered: u64,
     /// Where to resume.
     pub elr: u64,
     /// PSTATE to resume with.
@@ -98,6 +99,12 @@ _start:
     .macro  save_frame
     sub     sp, sp, #{frame_size}
     stp     x0, x1, [sp, #0x00]
+    str     xzr, [sp, #0xf8]
+    save_frame_from_x2
+    .endm
+
+    /* Everything but x0, x1 and `entered`. */
+    .macro  save_frame_from_x2
     stp     x2, x3, [sp, #0x10]
     stp     x4, x5, [sp, #0x20]
     stp     x6, x7, [sp, #0x30]
@@ -114,13 +121,17 @@ _start:
     stp     x28, x29, [sp, #0xe0]
     mrs     x0, elr_el1
     mrs     x1, spsr_el1
-    stp     x30, xzr, [sp, #0xf0]
+    str     x30, [sp, #0xf0]
     stp     x0, x1, [sp, #0x100]
     mov     x0, sp
     .endm
 
 irq_entry:
-    save_frame
+    sub     sp, sp, #{frame_size}
+    stp     x0, x1, [sp, #0x00]
+    mrs     x0, cntpct_el0
+    str     x0, [sp, #0xf8]
+    save_frame_from_x2
     bl      {irq_handler}
     b       restore_frame
 

@@ -70,6 +70,14 @@ pub fn set_timer(at: Option<u64>) {
     };
 }
 
+/// The secure timer's compare value (when its interrupt was due).
+pub fn timer_compare() -> u64 {
+    let cval: u64;
+    // SAFETY: reading the RTOS's own timer register has no side effects.
+    unsafe { core::arch::asm!("mrs {}, cntps_cval_el1", out(reg) cval, options(nomem, nostack)) };
+    cval
+}
+
 fn send(intid: IntId, core: usize) {
     let target = SgiTarget::List {
         affinity3: 0,

@@ -73,6 +73,9 @@ extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
             break;
         }
         if intid == hw::TIMER {
+            // SAFETY: the vector code just saved this frame.
+            let entered = unsafe { (*frame).entered };
+            stats::latency(core, entered.saturating_sub(hw::timer_compare()));
             // Level-triggered: silence it before it ends; the scheduler
             // re-arms it for the next event.
             hw::set_timer(None);

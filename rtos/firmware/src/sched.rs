@@ -76,7 +76,7 @@ fn fresh_frame(task: usize) -> usize {
     unsafe {
         frame.write(Frame {
             x,
-            pad: 0,
+            entered: 0,
             elr: task_entry as *const () as u64,
             spsr: SPSR_TASK,
         })

@@ -6,7 +6,7 @@ use crate::{app, entry::MAX_CORES};
 use core::fmt::Write;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicU64, Ordering};
-use tandem_abi::shm::{CoreRecord, core_record_offset};
+use tandem_abi::shm::{CoreRecord, LATENCY_BUCKETS, core_record_offset, latency_offset};
 use tandem_board::BOARD;
 
 static BUSY: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
@@ -43,6 +43,18 @@ pub fn handoff(in_time: bool) {
 fn cores() -> impl Iterator<Item = usize> {
     let mask = MASK.load(Ordering::Relaxed);
     (0..MAX_CORES).filter(move |c| mask & (1 << c) != 0)
+}
+
+/// Counts one timer-interrupt latency of `ticks` counter ticks on `core`, in
+/// the core's histogram in the shared region (written by this core only).
+pub fn latency(core: usize, ticks: u64) {
+    let bucket = ticks.min(u64::from(LATENCY_BUCKETS) - 1) as usize;
+    let counter = (BOARD.shared.base as usize + latency_offset(core) + bucket * 4) as *mut u32;
+    // SAFETY: the offset comes from the ABI's constants for a core the board
+    // has and a bucket below LATENCY_BUCKETS, inside the reserved region;
+    // only this core writes its histogram. A value Linux scribbled there
+    // only spoils the statistic.
+    unsafe { counter.write_volatile(counter.read_volatile().wrapping_add(1)) };
 }
 
 /// Writes every RTOS core's record in the shared region. Only the RTOS writes
