@@ -1,4 +1,4 @@
-"""Benchmarks: `tandem bench boot` and `tandem bench latency`."""
+"""Benchmarks: `tandem bench boot`, `latency` and `switch`."""
 
 from __future__ import annotations
 
@@ -145,5 +145,80 @@ def latency(
             f"avg {p['avg_us']} us, max {p['max_us']} us"
             + (f" ({p['beyond_histogram']} beyond the histogram)" if p["beyond_histogram"] else "")
         )
+    print(f"results: {out}")
+    return out
+
+
+def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path:
+    """World-switch cost in instructions, each way, with where they go, from
+    QEMU's execution log of the monitor and the RTOS (see switchcost.py)."""
+    from tandem import switchcost
+    from tandem.paths import ROOT
+
+    elves = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release"
+    monitor_elf, rtos_elf = elves / "tandem-monitor", elves / "tandem-rtos"
+    for elf in (monitor_elf, rtos_elf):
+        if not elf.exists():
+            raise SystemExit(f"bench switch: {elf} missing (run `make build`)")
+    logged = BootOptions(
+        config=options.config,
+        timing=options.timing,
+        smp=options.smp,
+        extra_qemu_args=(
+            "-d",
+            "in_asm,exec,nochain",
+            "-dfilter",
+            "0x0..0xfffff,0xe100000..0xe1fffff",
+            "-D",
+            "{run_dir}/exec.log",
+        ),
+    )
+    print(
+        f"bench switch: booting with QEMU's execution log ({options.timing} timing)",
+        file=sys.stderr,
+    )
+    result = run_exec(logged, f"sleep {seconds}", timeout_s=600)
+    if result.status != 0:
+        raise SystemExit(f"bench switch: run failed (console: {result.console_log})")
+    log_path = result.console_log.parent / "exec.log"
+    with log_path.open() as f:
+        log = switchcost.parse(f)
+    log_path.unlink()
+    symbols = switchcost.Symbols.load([monitor_elf, rtos_elf])
+    monitor_vectors = switchcost.Symbols.load([monitor_elf]).address("vectors")
+    rtos_vectors = switchcost.Symbols.load([rtos_elf]).address("vectors")
+    measured = switchcost.measure(log, symbols, monitor_vectors, rtos_vectors)
+    summary = {
+        "benchmark": "switch",
+        "timing": options.timing,
+        "unit": "instructions (virtual timing: 1 instruction = 1 ns)",
+        "measured": {
+            "linux_to_rtos": "monitor FIQ vector to the RTOS's IRQ vector",
+            "rtos_to_linux": "RTOS YIELD smc to the monitor's eret into Linux",
+        },
+        "smp": options.smp,
+        "config": options.config,
+        **measured,
+    }
+    out = out_root / "switch" / time.strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    latest = out.parent / "latest"
+    if latest.is_symlink() or latest.exists():
+        latest.unlink()
+    latest.symlink_to(out.name)
+    for direction in ("linux_to_rtos", "rtos_to_linux"):
+        d = measured[direction]
+        assert isinstance(d, dict)
+        if not d.get("samples"):
+            raise SystemExit(f"bench switch: no {direction} switch in the log")
+        print(
+            f"{direction}: median {d['median_instructions']} instructions "
+            f"(min {d['min_instructions']}, max {d['max_instructions']}, {d['samples']} switches)"
+        )
+        path = d["median_path"]
+        assert isinstance(path, dict)
+        for name, n in path.items():
+            print(f"    {n:5d}  {name}")
     print(f"results: {out}")
     return out

@@ -71,6 +71,14 @@ def parser() -> argparse.ArgumentParser:
     lat.add_argument("--idle-seconds", type=int, default=3, help="idle phase (default 3)")
     lat.add_argument("--hackbench-loops", type=int, default=300, help="hackbench -l (default 300)")
     lat.add_argument("--min-samples", type=int, default=10_000, help="per phase (default 10000)")
+    sw = bsub.add_parser(
+        "switch",
+        help="world-switch cost in instructions each way, and where they go",
+        description="Counted from QEMU's execution log; virtual timing and 1 core by default.",
+    )
+    _boot_options(sw)
+    sw.set_defaults(timing="virtual", smp=1)
+    sw.add_argument("--seconds", type=int, default=1, help="Linux idles this long (default 1)")
     return p
 
 
@@ -97,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.idle_seconds < 1 or args.hackbench_loops < 1:
                 raise TandemError("--idle-seconds and --hackbench-loops must be at least 1")
             bench.latency(_options(args), args.idle_seconds, args.hackbench_loops, args.min_samples)
+            return 0
+        if args.command == "bench" and args.bench == "switch":
+            if args.seconds < 1:
+                raise TandemError("--seconds must be at least 1")
+            bench.switch(_options(args), args.seconds)
             return 0
         if args.command == "bench" and args.bench == "boot":
             if args.runs < 1:

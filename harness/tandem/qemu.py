@@ -42,6 +42,8 @@ class BootOptions:
     timing: str = "host"
     smp: int = 4
     extra_bootargs: str = ""
+    # Appended to QEMU's command line (e.g. logging for measurements).
+    extra_qemu_args: tuple[str, ...] = ()
 
 
 @dataclass
@@ -134,6 +136,7 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     else:
         argv += ["-serial", "stdio"]
     argv += ["-serial", f"file:{secure_log}"]
+    argv += [arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args]
     return Prepared(argv, secure_log, run_dir / "console.log", run_dir)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tandem import cli, cpio, dtb
+from tandem import cli, cpio, dtb, switchcost
 from tandem.board import load_board
 from tandem.configs import load_config
 from tandem.errors import TandemError
@@ -137,3 +137,56 @@ def test_cli_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert "give the commands" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["run", "--timing", "sundial"])
+
+
+SWITCH_LOG = """\
+IN:
+0x00000500:  14000100  b        #0x900
+
+IN:
+0x00000900:  a9000400  stp      x0, x1, [sp]
+0x00000904:  d69f03e0  eret
+
+IN:
+0x0e100100:  d4000003  smc      #0
+
+IN:
+0x00000400:  14000100  b        #0x800
+
+IN:
+0x00000800:  a9000400  stp      x0, x1, [sp]
+0x00000804:  d503201f  nop
+0x00000808:  d69f03e0  eret
+
+IN:
+0x0e100280:  14000000  b        #0
+
+Trace 0: 0x7f0000000100 [00000000/0000000000000500/00000471/ff022200]
+Trace 0: 0x7f0000000200 [00000000/0000000000000900/00000471/ff022200]
+Trace 0: 0x7f0000000300 [00000000/000000000e100280/00000471/ff022200]
+Trace 0: 0x7f0000000400 [00000000/000000000e100100/00000471/ff022200]
+Trace 0: 0x7f0000000500 [00000000/0000000000000400/00000471/ff022200]
+Trace 0: 0x7f0000000600 [00000000/0000000000000800/00000471/ff022200]
+"""
+
+
+def test_switch_cost_replays_qemus_execution_log() -> None:
+    log = switchcost.parse(SWITCH_LOG.splitlines())
+    assert len(log.blocks) == 6 and len(log.executed) == 6
+    symbols = switchcost.Symbols(
+        [0x0, 0x800, 0x900, 0x0E10_0000],
+        ["vectors", "lower_sync", "lower_fiq", "rtos::vectors"],
+    )
+    measured = switchcost.measure(log, symbols, 0x0, 0x0E10_0000)
+    to_rtos = measured["linux_to_rtos"]
+    to_linux = measured["rtos_to_linux"]
+    assert isinstance(to_rtos, dict) and isinstance(to_linux, dict)
+    # FIQ vector (1) + lower_fiq (2) before the RTOS's IRQ vector.
+    assert to_rtos["median_instructions"] == 3 and to_rtos["samples"] == 1
+    # The smc (1) + sync vector (1) + lower_sync up to its eret (3).
+    assert to_linux["median_instructions"] == 5
+    assert to_linux["median_path"] == {
+        "lower_sync": 3,
+        "vectors": 1,
+        "hw::yield_to_linux (smc)": 1,
+    }

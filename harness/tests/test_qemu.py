@@ -290,3 +290,13 @@ def test_bench_latency_single_core_is_the_bare_path(tmp_path: Path) -> None:
     assert loaded["max_us"] <= 2 * idle["max_us"]
     rows = (out / "histograms.csv").read_text().splitlines()
     assert rows[0] == "load,latency_ns,count" and len(rows) >= 3
+
+
+def test_bench_switch_counts_both_directions_within_300_instructions(tmp_path: Path) -> None:
+    out = bench.switch(BootOptions(timing="virtual", smp=1), seconds=1, out_root=tmp_path)
+    summary = json.loads((out / "summary.json").read_text())
+    for direction in ("linux_to_rtos", "rtos_to_linux"):
+        d = summary[direction]
+        assert d["samples"] >= 500, d
+        assert 50 <= d["median_instructions"] <= 300, d
+        assert sum(d["median_path"].values()) == d["median_instructions"]

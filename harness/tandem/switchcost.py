@@ -1,0 +1,191 @@
+"""World-switch cost in instructions, from QEMU's own execution log.
+
+QEMU (`-d in_asm,exec,nochain`, filtered to the monitor's and the RTOS's code)
+logs every translated block with its instructions and every block executed.
+Replaying the executed blocks gives the exact instructions on each path, and
+the firmware's symbols say where they go:
+
+- Linux -> RTOS: from the monitor's lower-EL FIQ vector (an RTOS interrupt
+  trapped while Linux ran) to the first instruction of the RTOS's IRQ vector.
+- RTOS -> Linux: from the RTOS's YIELD `smc` through the monitor's
+  lower-EL synchronous vector to the `eret` that resumes Linux.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import statistics
+import subprocess
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+TRACE = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
+INSN = re.compile(r"^0x([0-9a-f]+):\s+[0-9a-f]+\s+(\S+)")
+
+# Offsets in an AArch64 vector table.
+LOWER_SYNC = 0x400
+LOWER_FIQ = 0x500
+CURRENT_IRQ = 0x280
+
+
+@dataclass
+class Log:
+    """What QEMU logged: each block's instructions, and the blocks run."""
+
+    blocks: dict[int, list[tuple[int, str]]]
+    executed: list[int]
+
+
+def parse(lines: Iterable[str]) -> Log:
+    """Reads an `in_asm,exec,nochain` log."""
+    blocks: dict[int, list[tuple[int, str]]] = {}
+    executed: list[int] = []
+    current: list[tuple[int, str]] | None = None
+    for line in lines:
+        if line.startswith("IN:"):
+            current = []
+            continue
+        if current is not None:
+            m = INSN.match(line)
+            if m:
+                current.append((int(m.group(1), 16), m.group(2)))
+                continue
+            if current:
+                blocks[current[0][0]] = current
+            current = None
+        m = TRACE.match(line)
+        if m:
+            executed.append(int(m.group(1), 16))
+    if current:
+        blocks[current[0][0]] = current
+    return Log(blocks, executed)
+
+
+@dataclass(frozen=True)
+class Symbols:
+    """Addresses to function names, from `nm -n` of the firmware ELFs."""
+
+    addresses: list[int]
+    names: list[str]
+
+    @staticmethod
+    def load(elves: list[Path]) -> Symbols:
+        """Text symbols of `elves`, sorted by address."""
+        pairs: list[tuple[int, str]] = []
+        for elf in elves:
+            out = subprocess.run(
+                ["aarch64-linux-gnu-nm", "-n", "-C", str(elf)],
+                capture_output=True,
+                check=True,
+                text=True,
+            ).stdout
+            for line in out.splitlines():
+                parts = line.split(maxsplit=2)
+                if len(parts) == 3 and parts[1] in "tT":
+                    pairs.append((int(parts[0], 16), parts[2]))
+        pairs.sort()
+        return Symbols([a for a, _ in pairs], [n for _, n in pairs])
+
+    def address(self, name: str) -> int:
+        """The address of the first symbol called `name`."""
+        return self.addresses[self.names.index(name)]
+
+    def name(self, address: int) -> str:
+        """The function containing `address`."""
+        i = bisect.bisect_right(self.addresses, address) - 1
+        return self.names[i] if i >= 0 else f"{address:#x}"
+
+
+def _short(name: str) -> str:
+    """`tandem_monitor::trap::lower_fiq` -> `trap::lower_fiq`."""
+    parts = re.sub(r"::h[0-9a-f]{16}$", "", name).split("::")
+    return "::".join(parts[-2:])
+
+
+@dataclass
+class Traversal:
+    """One traversal of a switch path: instructions, and where they went."""
+
+    instructions: int
+    by_function: Counter[str]
+
+
+def _walk(log: Log, symbols: Symbols, start: int, stop: int, until_eret: bool) -> list[Traversal]:
+    """Every run of executed blocks from `start` up to (not including)
+    `stop`, or, with `until_eret`, up to and including the block whose last
+    instruction is an `eret` leaving the monitor (`stop` then bounds it)."""
+    found: list[Traversal] = []
+    i = 0
+    executed = log.executed
+    while i < len(executed):
+        if executed[i] != start:
+            i += 1
+            continue
+        count: Counter[str] = Counter()
+        total = 0
+        j = i
+        done = False
+        while j < len(executed):
+            pc = executed[j]
+            if pc == stop and not until_eret:
+                done = True
+                break
+            block = log.blocks.get(pc)
+            if block is None:
+                break
+            for address, _ in block:
+                count[_short(symbols.name(address))] += 1
+            total += len(block)
+            j += 1
+            if until_eret and block[-1][1] == "eret":
+                done = True
+                break
+        if done:
+            found.append(Traversal(total, count))
+        i = j + 1
+    return found
+
+
+def measure(
+    log: Log, symbols: Symbols, monitor_vectors: int, rtos_vectors: int
+) -> dict[str, object]:
+    """Both directions: samples, median/min/max instructions, and the median
+    traversal's instructions per function."""
+    to_rtos = _walk(log, symbols, monitor_vectors + LOWER_FIQ, rtos_vectors + CURRENT_IRQ, False)
+    # RTOS -> Linux begins with the RTOS's smc; the monitor's side starts at
+    # the synchronous vector, which Linux's own SMCs use too: keep only those
+    # entered right after a block of the RTOS's that ends in smc.
+    to_linux: list[Traversal] = []
+    sync = monitor_vectors + LOWER_SYNC
+    for k in range(1, len(log.executed)):
+        if log.executed[k] != sync:
+            continue
+        before = log.blocks.get(log.executed[k - 1])
+        if not before or before[-1][1] != "smc" or before[-1][0] < rtos_vectors & ~0xFFFFF:
+            continue
+        sub = Log(log.blocks, log.executed[k : k + 400])
+        paths = _walk(sub, symbols, sync, -1, True)
+        if paths:
+            first = paths[0]
+            first.instructions += 1
+            first.by_function["hw::yield_to_linux (smc)"] += 1
+            to_linux.append(first)
+
+    def summary(paths: list[Traversal]) -> dict[str, object]:
+        if not paths:
+            return {"samples": 0}
+        counts = sorted(p.instructions for p in paths)
+        median = statistics.median_low(counts)
+        typical = next(p for p in paths if p.instructions == median)
+        return {
+            "samples": len(paths),
+            "median_instructions": median,
+            "min_instructions": counts[0],
+            "max_instructions": counts[-1],
+            "median_path": dict(typical.by_function.most_common()),
+        }
+
+    return {"linux_to_rtos": summary(to_rtos), "rtos_to_linux": summary(to_linux)}
