@@ -13,6 +13,21 @@ from tandem.paths import RESULTS
 from tandem.qemu import BootOptions, run_exec
 
 
+def _run_dir(parent: Path) -> Path:
+    """A new results directory for one run: PARENT/<date-time>."""
+    out = parent / time.strftime("%Y%m%d-%H%M%S")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _mark_latest(out: Path) -> None:
+    """Points PARENT/latest at `out`, once its files are complete."""
+    latest = out.parent / "latest"
+    if latest.is_symlink() or latest.exists():
+        latest.unlink()
+    latest.symlink_to(out.name)
+
+
 @dataclass(frozen=True)
 class BootSample:
     """One boot: host seconds to the first shell command, and to QEMU exit."""
@@ -52,14 +67,10 @@ def boot(options: BootOptions, runs: int, out_root: Path = RESULTS) -> Path:
         "poweroff_median_s": round(statistics.median(offs), 3),
         "poweroff_max_s": max(offs),
     }
-    out = out_root / "boot" / options.config / time.strftime("%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
+    out = _run_dir(out_root / "boot" / options.config)
     (out / "samples.json").write_text(json.dumps([asdict(s) for s in samples], indent=2) + "\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    latest = out.parent / "latest"
-    if latest.is_symlink() or latest.exists():
-        latest.unlink()
-    latest.symlink_to(out.name)
+    _mark_latest(out)
     print(json.dumps(summary, indent=2))
     return out
 
@@ -127,18 +138,14 @@ def latency(
         "config": options.config,
         "phases": phases,
     }
-    out = out_root / "latency" / time.strftime("%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
+    out = _run_dir(out_root / "latency")
     with (out / "histograms.csv").open("w") as f:
         f.write("load,latency_ns,count\n")
         for name, report in (("idle", idle), ("hackbench", loaded)):
             for ns, count in report["histogram"]:
                 f.write(f"{name},{ns},{count}\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    latest = out.parent / "latest"
-    if latest.is_symlink() or latest.exists():
-        latest.unlink()
-    latest.symlink_to(out.name)
+    _mark_latest(out)
     for p in phases:
         print(
             f"{p['load']:>9}: {p['samples']} samples, min {p['min_us']} us, "
@@ -200,13 +207,9 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
         "config": options.config,
         **measured,
     }
-    out = out_root / "switch" / time.strftime("%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
+    out = _run_dir(out_root / "switch")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    latest = out.parent / "latest"
-    if latest.is_symlink() or latest.exists():
-        latest.unlink()
-    latest.symlink_to(out.name)
+    _mark_latest(out)
     for direction in ("linux_to_rtos", "rtos_to_linux"):
         d = measured[direction]
         assert isinstance(d, dict)

@@ -10,7 +10,6 @@ as text (build/dtb/*.dts). A real board would ship its DTB the same way.
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -140,8 +139,3 @@ def build_dtb(
     source.write_text(dts)
     _run(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", str(out), str(source)], "dtc")
     return out
-
-
-def have_tools() -> bool:
-    """Whether dtc and QEMU are installed."""
-    return shutil.which("dtc") is not None and shutil.which("qemu-system-aarch64") is not None

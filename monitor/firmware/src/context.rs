@@ -175,6 +175,8 @@ pub struct CoreState {
     pub secure_el1: El1Regs,
     /// World switches here, published to the shared region.
     pub switches: SwitchLog,
+    /// The RTOS runs on this core (its policy, cached off the switch path).
+    pub rtos: bool,
 }
 
 /// One [`CoreState`] per core; each core touches only its own.
@@ -193,6 +195,7 @@ pub static CORES: PerCore = PerCore(UnsafeCell::new(
             normal_el1: El1Regs::RESET,
             secure_el1: El1Regs::RESET,
             switches: SwitchLog::ZERO,
+            rtos: false,
         }
     }; MAX_CORES],
 ));

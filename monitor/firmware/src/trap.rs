@@ -139,11 +139,14 @@ pub extern "C" fn lower_fiq(ctx: &mut WorldContext) -> *mut WorldContext {
     if gic::take_doorbell() {
         return ctx;
     }
-    let core = console::core_index();
-    if world_of(ctx) != World::NonSecure || !has_rtos(core) {
+    if world_of(ctx) != World::NonSecure {
         return ctx;
     }
+    let core = console::core_index();
     let state = this_core(core);
+    if !state.rtos {
+        return &mut state.normal;
+    }
     state.normal_el1.save();
     // SAFETY: the RTOS's registers, saved when it yielded.
     unsafe { state.secure_el1.restore() };
@@ -170,7 +173,7 @@ pub fn idle(core: usize) -> ! {
     // SAFETY: EL3 runs the same with either SCR value; it is rewritten on
     // every return to a lower EL.
     unsafe { write_scr_el3(ScrEl3::from_bits_retain(SCR_SECURE_WORLD)) };
-    let rtos = has_rtos(core);
+    let rtos = this_core(core).rtos;
     this_core(core).switches.record(core, TRACE_TO_IDLE, now());
     loop {
         gic::take_doorbell();
@@ -244,7 +247,8 @@ pub fn fresh_secure(core: usize) -> *mut WorldContext {
 /// Starts this core's first world after cold boot: the RTOS if the core has
 /// one (it always runs first), else Linux if it may start here, else idle.
 pub fn start_core(core: usize) -> ! {
-    if has_rtos(core) {
+    this_core(core).rtos = has_rtos(core);
+    if this_core(core).rtos {
         this_core(core).switches.record(core, TRACE_TO_RTOS, now());
         // SAFETY: a fresh context for this core.
         unsafe { entry::resume_world(fresh_secure(core)) }
