@@ -3,32 +3,42 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from tandem import bench
 from tandem.board import load_board
 from tandem.configs import available
 from tandem.errors import TandemError
-from tandem.qemu import TIMINGS, BootOptions, run_exec, run_interactive
+from tandem.qemu import TIMINGS, BootOptions, choose_timing, run_exec, run_interactive
 
 
-def _boot_options(parser: argparse.ArgumentParser) -> None:
+def _boot_options(
+    parser: argparse.ArgumentParser, timing: str = "host", smp: int = 4, auto: bool = False
+) -> None:
     parser.add_argument(
         "--config",
         default="tandem",
         help=f"platform configuration (configs/NAME.toml; available: {', '.join(available())})",
     )
+    choices = (*TIMINGS, "auto") if auto else TIMINGS
+    auto_help = (
+        "; auto: host if this machine has a host core per emulated core, else virtual"
+        if auto
+        else ""
+    )
     parser.add_argument(
         "--timing",
-        default="host",
-        choices=TIMINGS,
-        help="host: real time, multi-threaded; virtual: 1 instruction = 1 ns (default: host)",
+        default=timing,
+        choices=choices,
+        help=f"host: real time, multi-threaded; virtual: 1 instruction = 1 ns{auto_help} "
+        f"(default: {timing})",
     )
     parser.add_argument(
         "--smp",
         type=int,
-        default=4,
-        help=f"number of cores (1..{load_board().max_cores}, default 4)",
+        default=smp,
+        help=f"number of cores (1..{load_board().max_cores}, default {smp})",
     )
 
 
@@ -45,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="boot with the Linux console on this terminal")
-    _boot_options(run)
+    _boot_options(run, timing="auto", auto=True)
 
     ex = sub.add_parser(
         "exec",
@@ -66,8 +76,7 @@ def parser() -> argparse.ArgumentParser:
         help="RTOS timer-interrupt latency, Linux idle and running hackbench",
         description="Timer compare value to the RTOS handler, in virtual timing by default.",
     )
-    _boot_options(lat)
-    lat.set_defaults(timing="virtual")
+    _boot_options(lat, timing="virtual")
     lat.add_argument("--idle-seconds", type=int, default=3, help="idle phase (default 3)")
     lat.add_argument("--hackbench-loops", type=int, default=300, help="hackbench -l (default 300)")
     lat.add_argument("--min-samples", type=int, default=10_000, help="per phase (default 10000)")
@@ -76,8 +85,7 @@ def parser() -> argparse.ArgumentParser:
         help="world-switch cost in instructions each way, and where they go",
         description="Counted from QEMU's execution log; virtual timing and 1 core by default.",
     )
-    _boot_options(sw)
-    sw.set_defaults(timing="virtual", smp=1)
+    _boot_options(sw, timing="virtual", smp=1)
     sw.add_argument("--seconds", type=int, default=1, help="Linux idles this long (default 1)")
     return p
 
@@ -87,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "run":
+            timing, why = choose_timing(args.timing, args.smp, os.cpu_count() or 1)
+            print(f"tandem: {timing} timing ({why})", file=sys.stderr)
+            args.timing = timing
             return run_interactive(_options(args))
         if args.command == "exec":
             commands = args.commands

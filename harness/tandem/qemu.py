@@ -56,6 +56,24 @@ class Prepared:
     run_dir: Path
 
 
+def choose_timing(requested: str, smp: int, host_cores: int) -> tuple[str, str]:
+    """The timing mode for `requested` ("auto" or one of TIMINGS), with why.
+
+    Host timing needs a host core per emulated core: with fewer, the host
+    deschedules vCPU threads for milliseconds and the RTOS misses releases
+    that it would meet on hardware. Auto picks virtual timing then, and says so.
+    """
+    if requested != "auto":
+        return requested, "as asked"
+    if host_cores >= smp:
+        return "host", f"auto: {host_cores} host cores for {smp} emulated"
+    return "virtual", (
+        f"auto: only {host_cores} host cores for {smp} emulated, so host timing would "
+        "miss RTOS releases; virtual time runs ahead while every core idles; "
+        "--timing host overrides"
+    )
+
+
 def _check(options: BootOptions, board: Board) -> None:
     if options.timing not in TIMINGS:
         raise TandemError(f"--timing must be one of {', '.join(TIMINGS)}, got '{options.timing}'")

@@ -12,6 +12,7 @@ from tandem import cli, cpio, dtb, switchcost
 from tandem.board import load_board
 from tandem.configs import load_config
 from tandem.errors import TandemError
+from tandem.qemu import choose_timing
 
 BASE_DTS = """/dts-v1/;
 / {
@@ -137,6 +138,15 @@ def test_cli_rejects_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
     assert "give the commands" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["run", "--timing", "sundial"])
+
+
+def test_auto_timing_needs_a_host_core_per_emulated_core() -> None:
+    assert choose_timing("auto", 4, 8)[0] == "host"
+    assert choose_timing("auto", 4, 4)[0] == "host"
+    timing, why = choose_timing("auto", 4, 2)
+    assert timing == "virtual" and "2 host cores for 4" in why
+    assert choose_timing("host", 4, 2) == ("host", "as asked")
+    assert choose_timing("virtual", 1, 8) == ("virtual", "as asked")
 
 
 SWITCH_LOG = """\
