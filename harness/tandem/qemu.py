@@ -30,6 +30,8 @@ END = re.compile(r"@@TANDEM-EXEC-END status=(\d+)@@")
 RESTART = re.compile(r"^\[\s*\d+\.\d+\] reboot: Restarting system$")
 # Seconds QEMU may take to exit once the commands are done (poweroff).
 POWEROFF_GRACE_S = 10.0
+# The blank disk BootOptions.disk_mib asks for, in the boot's log directory.
+DISK_NAME = "disk.img"
 # Boot log directories kept under build/logs (oldest removed first).
 KEEP_LOGS = 100
 
@@ -44,6 +46,9 @@ class BootOptions:
     extra_bootargs: str = ""
     # Appended to QEMU's command line (e.g. logging for measurements).
     extra_qemu_args: tuple[str, ...] = ()
+    # A blank virtio-blk disk of this many MiB (a sparse host file in the
+    # boot's log directory, removed afterwards), /dev/vda in Linux; 0: none.
+    disk_mib: int = 0
 
 
 @dataclass
@@ -79,6 +84,8 @@ def _check(options: BootOptions, board: Board) -> None:
         raise TandemError(f"--timing must be one of {', '.join(TIMINGS)}, got '{options.timing}'")
     if not 1 <= options.smp <= board.max_cores:
         raise TandemError(f"--smp must be 1..{board.max_cores}, got {options.smp}")
+    if not 0 <= options.disk_mib <= 65536:
+        raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
     missing = missing_artifacts()
     if missing:
         names = ", ".join(str(p.relative_to(BUILD.parent)) for p in missing)
@@ -154,6 +161,16 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     else:
         argv += ["-serial", "stdio"]
     argv += ["-serial", f"file:{secure_log}"]
+    if options.disk_mib:
+        disk = run_dir / DISK_NAME
+        with disk.open("wb") as f:
+            f.truncate(options.disk_mib << 20)
+        argv += [
+            "-drive",
+            f"file={disk},if=none,format=raw,id=disk0",
+            "-device",
+            "virtio-blk-device,drive=disk0",
+        ]
     argv += [arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args]
     return Prepared(argv, secure_log, run_dir / "console.log", run_dir)
 
@@ -264,6 +281,7 @@ def run_exec(
         # The per-boot initramfs is a copy of build/rootfs plus the script:
         # not worth keeping (exec.sh beside the logs has the script).
         (prepared.run_dir / "initramfs.cpio").unlink(missing_ok=True)
+        (prepared.run_dir / DISK_NAME).unlink(missing_ok=True)
     if timed_out.is_set():
         raise TandemError(
             f"timed out after {timeout_s:.0f} s (console: {prepared.console_log}, "

@@ -5,7 +5,10 @@
  * the shared region through the tandem driver's debugfs.
  *
  *   tandem-lat save FILE      snapshot every core's histogram
- *   tandem-lat report A B     what happened between two snapshots, as JSON
+ *   tandem-lat report A B [CORE]
+ *                             what happened between two snapshots, as JSON;
+ *                             the histogram and totals for every core, or
+ *                             for CORE alone
  */
 #include <errno.h>
 #include <stdint.h>
@@ -88,7 +91,7 @@ static int save(const char *path)
 	return fclose(f) ? 1 : 0;
 }
 
-static int report(const char *before, const char *after)
+static int report(const char *before, const char *after, long only)
 {
 	static struct snapshot a, b;
 	static uint64_t total[BUCKETS];
@@ -100,6 +103,10 @@ static int report(const char *before, const char *after)
 		return 1;
 	if (a.cores != b.cores || a.counter_hz != b.counter_hz) {
 		fprintf(stderr, "tandem-lat: snapshots of different machines\n");
+		return 1;
+	}
+	if (only >= (long)b.cores) {
+		fprintf(stderr, "tandem-lat: no core %ld (the machine has %u)\n", only, b.cores);
 		return 1;
 	}
 	ns = 1e9 / b.counter_hz;
@@ -115,7 +122,8 @@ static int report(const char *before, const char *after)
 				continue;
 			n += d;
 			s += (uint64_t)d * i;
-			total[i] += d;
+			if (only < 0 || only == (long)c)
+				total[i] += d;
 			cmax = i;
 		}
 		printf("%s{\"core\": %u, \"samples\": %llu, \"avg_ns\": %.1f, \"max_ns\": %.1f}",
@@ -147,7 +155,17 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "save"))
 		return save(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "report"))
-		return report(argv[2], argv[3]);
-	fprintf(stderr, "usage: tandem-lat save FILE | tandem-lat report BEFORE AFTER\n");
+		return report(argv[2], argv[3], -1);
+	if (argc == 5 && !strcmp(argv[1], "report")) {
+		char *end;
+		long core = strtol(argv[4], &end, 10);
+
+		if (*argv[4] && !*end && core >= 0 && core < TANDEM_SHM_MAX_CORES)
+			return report(argv[2], argv[3], core);
+		fprintf(stderr, "tandem-lat: CORE must be 0..%d, got '%s'\n",
+			TANDEM_SHM_MAX_CORES - 1, argv[4]);
+		return 2;
+	}
+	fprintf(stderr, "usage: tandem-lat save FILE | tandem-lat report BEFORE AFTER [CORE]\n");
 	return 2;
 }
