@@ -5,27 +5,12 @@ from __future__ import annotations
 import json
 import statistics
 import sys
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tandem.paths import RESULTS
 from tandem.qemu import BootOptions, run_exec
-
-
-def _run_dir(parent: Path) -> Path:
-    """A new results directory for one run: PARENT/<date-time>."""
-    out = parent / time.strftime("%Y%m%d-%H%M%S")
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
-def _mark_latest(out: Path) -> None:
-    """Points PARENT/latest at `out`, once its files are complete."""
-    latest = out.parent / "latest"
-    if latest.is_symlink() or latest.exists():
-        latest.unlink()
-    latest.symlink_to(out.name)
+from tandem.results import mark_latest, new_run_dir
 
 
 @dataclass(frozen=True)
@@ -67,10 +52,10 @@ def boot(options: BootOptions, runs: int, out_root: Path = RESULTS) -> Path:
         "poweroff_median_s": round(statistics.median(offs), 3),
         "poweroff_max_s": max(offs),
     }
-    out = _run_dir(out_root / "boot" / options.config)
+    out = new_run_dir(out_root / "boot" / options.config)
     (out / "samples.json").write_text(json.dumps([asdict(s) for s in samples], indent=2) + "\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    _mark_latest(out)
+    mark_latest(out)
     print(json.dumps(summary, indent=2))
     return out
 
@@ -138,14 +123,14 @@ def latency(
         "config": options.config,
         "phases": phases,
     }
-    out = _run_dir(out_root / "latency")
+    out = new_run_dir(out_root / "latency")
     with (out / "histograms.csv").open("w") as f:
         f.write("load,latency_ns,count\n")
         for name, report in (("idle", idle), ("hackbench", loaded)):
             for ns, count in report["histogram"]:
                 f.write(f"{name},{ns},{count}\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    _mark_latest(out)
+    mark_latest(out)
     for p in phases:
         print(
             f"{p['load']:>9}: {p['samples']} samples, min {p['min_us']} us, "
@@ -207,9 +192,9 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
         "config": options.config,
         **measured,
     }
-    out = _run_dir(out_root / "switch")
+    out = new_run_dir(out_root / "switch")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    _mark_latest(out)
+    mark_latest(out)
     for direction in ("linux_to_rtos", "rtos_to_linux"):
         d = measured[direction]
         assert isinstance(d, dict)
