@@ -26,7 +26,8 @@ FIRMWARE    := $(BUILD)/firmware/tandem-firmware.bin
 IMAGE       := $(KOUT)/arch/arm64/boot/Image
 ABI_HEADER  := $(BUILD)/include/tandem_abi.h
 MODULE      := $(BUILD)/driver/tandem.ko
-TOOLS       := $(BUILD)/tools/tandem-smc $(BUILD)/tools/tandem-top $(BUILD)/tools/tandem-lat
+TOOLS       := $(BUILD)/tools/tandem-smc $(BUILD)/tools/tandem-top $(BUILD)/tools/tandem-lat \
+               $(BUILD)/tools/tandem-trace
 INITRAMFS   := $(BUILD)/rootfs/initramfs.cpio
 
 .PHONY: help setup build run test lint host-test qemu-test bench clean distclean FORCE

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tandem-trace: every core's world-switch trace ring, read from the shared
+ * region through the tandem driver's debugfs, as text for the harness:
+ *
+ *   # counter_hz H cores C
+ *   # now TICKS                 the counter once every ring had been read
+ *   # core N written W          switches the monitor recorded on core N
+ *   N TICKS EVENT               1: to the RTOS, 2: to Linux, 3: to idle
+ *
+ * Each core's entries follow its "# core" line, oldest first. Only entries
+ * the monitor cannot have overwritten while we copied them are printed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tandem_abi.h"
+
+#define REGION "/sys/kernel/debug/tandem/region"
+
+/* abi/src/shm.rs has it, but the generated header does not export it yet. */
+#ifndef TANDEM_TRACE_TO_IDLE
+#define TANDEM_TRACE_TO_IDLE 3
+#endif
+
+/* Far beyond the 1024 the monitor uses; bounds what a bad header makes us allocate. */
+#define MAX_ENTRIES (1u << 16)
+
+struct trace_entry {
+	uint64_t time;
+	uint64_t event;
+};
+
+struct ring {
+	uint64_t written;
+	uint64_t first;		/* index of the oldest trustworthy entry */
+	struct trace_entry *entries;	/* entries[i]: index first + i */
+};
+
+struct layout {
+	uint32_t cores;
+	uint32_t counter_hz;
+	uint32_t trace_offset;
+	uint32_t ring_size;
+	uint32_t entries;
+};
+
+static int read_at(int fd, off_t offset, void *buf, size_t len)
+{
+	ssize_t got = pread(fd, buf, len, offset);
+
+	if (got < 0) {
+		fprintf(stderr, "tandem-trace: %s: %s\n", REGION, strerror(errno));
+		return -1;
+	}
+	if ((size_t)got != len) {
+		fprintf(stderr, "tandem-trace: %s ends before offset %#llx\n", REGION,
+			(unsigned long long)offset + len);
+		return -1;
+	}
+	return 0;
+}
+
+static uint32_t field32(const uint8_t *header, int offset)
+{
+	uint32_t v;
+
+	memcpy(&v, header + offset, sizeof(v));
+	return v;
+}
+
+/*
+ * Linux can write to the region too (a bug, a bad module), so nothing in it
+ * is trusted: a bad header is reported, never followed out of bounds.
+ */
+static int read_layout(int fd, struct layout *l)
+{
+	uint8_t h[TANDEM_SHM_HEADER_SIZE];
+	uint32_t magic, version, region, header;
+	uint64_t end;
+
+	if (read_at(fd, 0, h, sizeof(h)))
+		return -1;
+	magic = field32(h, TANDEM_SHM_OFF_MAGIC);
+	version = field32(h, TANDEM_SHM_OFF_ABI_VERSION);
+	region = field32(h, TANDEM_SHM_OFF_REGION_SIZE);
+	header = field32(h, TANDEM_SHM_OFF_HEADER_SIZE);
+	l->cores = field32(h, TANDEM_SHM_OFF_CORE_COUNT);
+	l->counter_hz = field32(h, TANDEM_SHM_OFF_COUNTER_HZ);
+	l->trace_offset = field32(h, TANDEM_SHM_OFF_TRACE_OFFSET);
+	l->ring_size = field32(h, TANDEM_SHM_OFF_TRACE_RING_SIZE);
+	l->entries = field32(h, TANDEM_SHM_OFF_TRACE_ENTRIES);
+
+	if (magic != TANDEM_SHM_MAGIC) {
+		fprintf(stderr, "tandem-trace: bad magic %#x in the region\n", magic);
+		return -1;
+	}
+	if (version >> 16 != TANDEM_ABI_VERSION >> 16) {
+		fprintf(stderr, "tandem-trace: region has ABI %#x, this tool speaks %#x\n",
+			version, TANDEM_ABI_VERSION);
+		return -1;
+	}
+	if (header != TANDEM_SHM_HEADER_SIZE || !l->counter_hz) {
+		fprintf(stderr, "tandem-trace: bad header (size %u, counter %u Hz)\n",
+			header, l->counter_hz);
+		return -1;
+	}
+	if (!l->cores || l->cores > TANDEM_SHM_MAX_CORES) {
+		fprintf(stderr, "tandem-trace: %u cores in the header (1..%d allowed)\n",
+			l->cores, TANDEM_SHM_MAX_CORES);
+		return -1;
+	}
+	end = (uint64_t)l->trace_offset + (uint64_t)l->cores * l->ring_size;
+	/* The writer indexes the ring modulo its size: a power of two. */
+	if (!l->entries || l->entries > MAX_ENTRIES || (l->entries & (l->entries - 1)) ||
+	    l->ring_size != TANDEM_TRACE_RING_HEADER + l->entries * sizeof(struct trace_entry) ||
+	    l->trace_offset < header || end > region) {
+		fprintf(stderr, "tandem-trace: bad trace layout (%u rings of %u entries, %u bytes each at %#x, region %u bytes)\n",
+			l->cores, l->entries, l->ring_size, l->trace_offset, region);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The monitor writes entry n, then sets written = n + 1, without waiting for
+ * readers. Entries below `written` as read before the copy were complete;
+ * while we copied, the writer may have been in slot `written` as read after
+ * the copy, which overwrote the oldest entry: everything older than that
+ * slot's previous occupant is safe.
+ */
+static int read_ring(int fd, const struct layout *l, uint32_t core, struct ring *r)
+{
+	off_t base = l->trace_offset + (off_t)core * l->ring_size;
+	size_t bytes = (size_t)l->entries * sizeof(struct trace_entry);
+	struct trace_entry *copy = malloc(bytes);
+	uint64_t before, after, n;
+	int tries = 0;
+
+	if (!copy) {
+		fprintf(stderr, "tandem-trace: out of memory\n");
+		return -1;
+	}
+	/* A copy the writer lapped holds nothing usable; it is rare, so retry. */
+	do {
+		if (read_at(fd, base, &before, sizeof(before)) ||
+		    read_at(fd, base + TANDEM_TRACE_RING_HEADER, copy, bytes) ||
+		    read_at(fd, base, &after, sizeof(after))) {
+			free(copy);
+			return -1;
+		}
+		if (after < before) {
+			fprintf(stderr, "tandem-trace: core %u: written went back from %llu to %llu\n",
+				core, (unsigned long long)before, (unsigned long long)after);
+			free(copy);
+			return -1;
+		}
+		r->first = after >= l->entries - 1 ? after - (l->entries - 1) : 0;
+	} while (before && r->first >= before && ++tries < 3);
+	r->written = before;
+	if (r->first > before)
+		r->first = before;
+	/* + 1: malloc(0) may return NULL, which is not a failure here. */
+	r->entries = malloc((before - r->first) * sizeof(struct trace_entry) + 1);
+	if (!r->entries) {
+		fprintf(stderr, "tandem-trace: out of memory\n");
+		free(copy);
+		return -1;
+	}
+	for (n = r->first; n < before; n++) {
+		const struct trace_entry *e = &copy[n & (l->entries - 1)];
+
+		if (e->event != TANDEM_TRACE_TO_RTOS && e->event != TANDEM_TRACE_TO_LINUX &&
+		    e->event != TANDEM_TRACE_TO_IDLE) {
+			fprintf(stderr, "tandem-trace: core %u, entry %llu: unknown event %llu\n",
+				core, (unsigned long long)n, (unsigned long long)e->event);
+			free(copy);
+			return -1;
+		}
+		if (n > r->first && e->time < r->entries[n - r->first - 1].time) {
+			fprintf(stderr, "tandem-trace: core %u, entry %llu: time %llu before the previous entry's\n",
+				core, (unsigned long long)n, (unsigned long long)e->time);
+			free(copy);
+			return -1;
+		}
+		r->entries[n - r->first] = *e;
+	}
+	free(copy);
+	return 0;
+}
+
+/*
+ * Linux's virtual counter: without EL2 (our QEMU machine) it is the physical
+ * counter the monitor stamps entries with, and EL0 may read it.
+ */
+static uint64_t counter_now(void)
+{
+	uint64_t t;
+
+	asm volatile("isb\n\tmrs %0, cntvct_el0" : "=r" (t) : : "memory");
+	return t;
+}
+
+int main(int argc, char **argv)
+{
+	static struct ring rings[TANDEM_SHM_MAX_CORES];
+	struct layout l;
+	uint64_t now;
+	uint32_t c;
+	int fd;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: tandem-trace (prints every core's world-switch trace)\n");
+		return 2;
+	}
+	fd = open(REGION, O_RDONLY);
+	if (fd < 0) {
+		fprintf(stderr, "tandem-trace: %s: %s (driver loaded? root?)\n", REGION,
+			strerror(errno));
+		return 1;
+	}
+	if (read_layout(fd, &l)) {
+		close(fd);
+		return 1;
+	}
+	for (c = 0; c < l.cores; c++) {
+		if (read_ring(fd, &l, c, &rings[c])) {
+			close(fd);
+			return 1;
+		}
+	}
+	now = counter_now();
+	close(fd);
+
+	printf("# counter_hz %u cores %u\n", l.counter_hz, l.cores);
+	printf("# now %llu\n", (unsigned long long)now);
+	for (c = 0; c < l.cores; c++) {
+		const struct ring *r = &rings[c];
+		uint64_t i, kept = r->written - r->first;
+
+		if (kept && r->entries[kept - 1].time > now) {
+			fprintf(stderr, "tandem-trace: core %u's last switch is after now (%llu > %llu)\n",
+				c, (unsigned long long)r->entries[kept - 1].time,
+				(unsigned long long)now);
+			return 1;
+		}
+		printf("# core %u written %llu\n", c, (unsigned long long)r->written);
+		for (i = 0; i < kept; i++)
+			printf("%u %llu %llu\n", c, (unsigned long long)r->entries[i].time,
+			       (unsigned long long)r->entries[i].event);
+	}
+	return fflush(stdout) ? 1 : 0;
+}
