@@ -273,6 +273,10 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
         name: "TRACE_TO_LINUX",
         value: TRACE_TO_LINUX as i64,
     },
+    CConstant {
+        name: "TRACE_TO_IDLE",
+        value: TRACE_TO_IDLE as i64,
+    },
 ];
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from tandem import bench
+from tandem import bench, trace
 from tandem.board import load_board
 from tandem.configs import available
 from tandem.errors import TandemError
@@ -87,7 +87,61 @@ def parser() -> argparse.ArgumentParser:
     )
     _boot_options(sw, timing="virtual", smp=1)
     sw.add_argument("--seconds", type=int, default=1, help="Linux idles this long (default 1)")
+    tr = sub.add_parser(
+        "trace",
+        help="which world ran on each core over a window (PNG timeline)",
+        description="From the monitor's trace rings; virtual timing by default.",
+    )
+    _boot_options(tr, timing="virtual")
+    trace.add_arguments(tr)
+
+    e = sub.add_parser("exp", help="experiments of the papers (experiments/NAME.toml)")
+    esub = e.add_subparsers(dest="exp", required=True, metavar="ACTION")
+    esub.add_parser("list", help="the experiments and what they measure")
+    er = esub.add_parser(
+        "run",
+        help="run one; results in results/NAME/<run-id>/",
+        description="Runs experiments/NAME.toml and writes results/NAME/<run-id>/ "
+        "(raw data, summary.json/.csv, PNG plots, report.md) and results/NAME/latest.",
+    )
+    er.add_argument("name", help="experiment (see `tandem exp list`)")
+    er.add_argument("--quick", action="store_true", help="the file's [quick] settings")
+    er.add_argument("--timing", choices=TIMINGS, help="override the file's timing mode")
+    er.add_argument("--reps", type=int, help="override the file's repetitions")
+    er.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help='override any key of the file (VALUE in TOML: 64, true, [1, 2], "x")',
+    )
+    erep = esub.add_parser("report", help="redraw a run's plots and report, print the report")
+    erep.add_argument("name", help="experiment")
+    erep.add_argument("--run", help="run id (default: the latest)")
     return p
+
+
+def _exp(args: argparse.Namespace) -> int:
+    from tandem import exp, scenario
+
+    if args.exp == "list":
+        for name, about in exp.listing():
+            print(f"{name:10} {about}")
+        return 0
+    if args.exp == "report":
+        run_dir, text = exp.report(args.name, args.run)
+        print(text, end="")
+        print(f"(report: {run_dir / 'report.md'})", file=sys.stderr)
+        return 0
+    overrides: dict[str, object] = dict(scenario.parse_override(o) for o in args.set)
+    if args.timing is not None:
+        overrides["timing"] = args.timing
+    if args.reps is not None:
+        overrides["reps"] = args.reps
+    out = exp.run(args.name, args.quick, overrides)
+    print((out / "report.md").read_text(), end="")
+    print(f"results: {out}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise TandemError("--seconds must be at least 1")
             bench.switch(_options(args), args.seconds)
             return 0
+        if args.command == "trace":
+            return trace.main(args, _options(args))
+        if args.command == "exp":
+            return _exp(args)
         if args.command == "bench" and args.bench == "boot":
             if args.runs < 1:
                 raise TandemError("--runs must be at least 1")

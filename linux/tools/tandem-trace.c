@@ -23,11 +23,6 @@
 
 #define REGION "/sys/kernel/debug/tandem/region"
 
-/* abi/src/shm.rs has it, but the generated header does not export it yet. */
-#ifndef TANDEM_TRACE_TO_IDLE
-#define TANDEM_TRACE_TO_IDLE 3
-#endif
-
 /* Far beyond the 1024 the monitor uses; bounds what a bad header makes us allocate. */
 #define MAX_ENTRIES (1u << 16)
 

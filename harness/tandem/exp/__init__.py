@@ -1,0 +1,121 @@
+"""`tandem exp`: experiments from scenario files, each writing
+results/NAME/<run-id>/ (raw data, summary.json/.csv, plots, report.md)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tandem import scenario
+from tandem.errors import TandemError
+from tandem.exp import domains, linux_rt
+from tandem.exp.common import read_summary
+from tandem.paths import RESULTS
+from tandem.results import PARTIAL, PartialRun, write_atomic
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """An experiment: its scenario schema, how to run it, how to report it."""
+
+    name: str
+    schema: Mapping[str, scenario.Key]
+    run: Callable[[scenario.Scenario, Path], dict[str, object]]
+    finish: Callable[[Path, dict[str, object], str], None]
+    report: Callable[[Path, str], str]
+
+
+REGISTRY = {
+    m.NAME: Experiment(m.NAME, m.SCHEMA, m.run, m.finish, m.report) for m in (domains, linux_rt)
+}
+
+
+def get(name: str) -> Experiment:
+    if name not in REGISTRY:
+        raise TandemError(f"no experiment '{name}'; available: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name]
+
+
+def listing(directory: Path = scenario.EXPERIMENTS) -> list[tuple[str, str]]:
+    """(name, description) of every experiment with a scenario file."""
+    out = []
+    for name in sorted(REGISTRY):
+        s = scenario.load(name, REGISTRY[name].schema, directory=directory)
+        out.append(
+            (name, f"paper {s.text('paper')}, {s.text('timing')} timing: {s.text('description')}")
+        )
+    return out
+
+
+def command_line(name: str, quick: bool, overrides: Mapping[str, object]) -> str:
+    """The command that reproduces a run, for its report."""
+    parts = ["./tandem", "exp", "run", name]
+    if quick:
+        parts.append("--quick")
+    for key, value in overrides.items():
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        parts += ["--set", f"{key}={text}"]
+    return shlex.join(parts)
+
+
+def run(
+    name: str,
+    quick: bool,
+    overrides: Mapping[str, object],
+    out_root: Path = RESULTS,
+    directory: Path = scenario.EXPERIMENTS,
+) -> Path:
+    """Runs experiment `name`; returns its finished results directory.
+
+    The run is measured into results/NAME/<id>.partial and only renamed to
+    results/NAME/<id> (and linked as `latest`) when summary, plots and report
+    are all written: an interrupted run leaves raw data, never a summary."""
+    exp = get(name)
+    s = scenario.load(name, exp.schema, quick=quick, overrides=overrides, directory=directory)
+    partial = PartialRun(out_root / name)
+    print(f"exp {name}: measuring into {partial.dir}", file=sys.stderr)
+    command = command_line(name, quick, s.overrides)
+    try:
+        summary = exp.run(s, partial.dir)
+        summary["command"] = command
+        write_atomic(partial.dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+        exp.finish(partial.dir, summary, command)
+    except BaseException:
+        for leftover in ("summary.json", "summary.csv"):
+            (partial.dir / leftover).unlink(missing_ok=True)
+        print(f"exp {name}: stopped; what was measured is in {partial.dir}", file=sys.stderr)
+        raise
+    return partial.finish()
+
+
+def resolve_run(name: str, run_id: str | None, out_root: Path = RESULTS) -> Path:
+    """results/NAME/<run_id>, or the latest finished run."""
+    get(name)
+    base = out_root / name
+    run_dir = base / (run_id or "latest")
+    if run_id and run_id.endswith(PARTIAL):
+        raise TandemError(f"{run_dir} is an unfinished run: it has no summary to report")
+    if not run_dir.exists():
+        runs = (
+            sorted(p.name for p in base.glob("*") if p.is_dir() and not p.is_symlink())
+            if base.exists()
+            else []
+        )
+        raise TandemError(
+            f"no run {run_dir}"
+            + (f"; runs: {', '.join(runs)}" if runs else f"; run `./tandem exp run {name}` first")
+        )
+    return run_dir.resolve()
+
+
+def report(name: str, run_id: str | None, out_root: Path = RESULTS) -> tuple[Path, str]:
+    """Redraws a run's plots and report from its saved data; returns report.md's text."""
+    exp = get(name)
+    run_dir = resolve_run(name, run_id, out_root)
+    summary = read_summary(run_dir, name)
+    exp.finish(run_dir, summary, str(summary.get("command", f"./tandem exp run {name}")))
+    return run_dir, (run_dir / "report.md").read_text()

@@ -1,0 +1,143 @@
+"""What every experiment shares: booting one cell's script with progress
+output, keeping the raw data, and writing summaries and reports whole."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tandem.errors import TandemError
+from tandem.measure import PHASE, Latency, parse_results
+from tandem.qemu import BootOptions, run_exec
+from tandem.results import write_atomic
+
+# What QEMU does and does not model, for every report.
+QEMU_CAVEATS = {
+    "virtual": (
+        "Virtual timing (`-icount shift=0,sleep=off`): one guest instruction is one "
+        "nanosecond and all vCPUs take turns in one host thread. Path lengths are exact "
+        "and repeatable; but a core whose interrupt fires waits until the round robin "
+        "reaches its vCPU, so with several busy cores the response times include QEMU's "
+        "scheduling slices (tens to hundreds of µs), which real hardware does not have. "
+        "QEMU models no caches and no memory bus: a memory load costs no more than any "
+        "other instructions."
+    ),
+    "host": (
+        "Host timing (multi-threaded TCG, real time): each vCPU is a host thread. On a "
+        "host with fewer cores than vCPUs the host's scheduler preempts vCPUs for "
+        "milliseconds, which shows up as latency. QEMU models no caches and no memory "
+        "bus, so memory load only competes for host CPU time."
+    ),
+}
+
+
+class Progress:
+    """One line per step on stderr, with elapsed time."""
+
+    def __init__(self, name: str, steps: int) -> None:
+        self.name = name
+        self.steps = steps
+        self.step = 0
+        self.start = time.monotonic()
+
+    def elapsed(self) -> str:
+        s = int(time.monotonic() - self.start)
+        return f"{s // 60}:{s % 60:02d}"
+
+    def next(self, what: str) -> None:
+        self.step += 1
+        print(f"[{self.elapsed()}] {self.name} {self.step}/{self.steps}: {what}", file=sys.stderr)
+
+    def note(self, what: str) -> None:
+        print(f"[{self.elapsed()}]     {what}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Boot:
+    """One boot of an experiment: options, script, and a label for files."""
+
+    label: str
+    options: BootOptions
+    script: str
+    # Host seconds before giving up on the boot.
+    timeout_s: float = 3600
+
+
+def run_boot(boot: Boot, raw_dir: Path, progress: Progress) -> dict[str, Latency]:
+    """Boots, runs the script (printing phase progress), keeps the console
+    log and the script under raw/, returns the phases' measurements."""
+
+    def echo(line: str) -> None:
+        m = PHASE.match(line.strip())
+        if m:
+            progress.note(f"measuring {m.group(1)}")
+
+    result = run_exec(boot.options, boot.script, timeout_s=boot.timeout_s, echo=echo)
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(result.console_log, raw_dir / f"{boot.label}.console.log")
+    (raw_dir / f"{boot.label}.sh").write_text(boot.script)
+    where = f"{boot.label} (console: {result.console_log})"
+    if result.status != 0:
+        tail = "\n".join(result.lines[-5:])
+        raise TandemError(f"{where}: the script exited with {result.status}:\n{tail}")
+    return parse_results(result.lines, where)
+
+
+def write_histograms(
+    path: Path, header: Sequence[str], rows: list[tuple[list[object], Latency]]
+) -> None:
+    """The raw distributions: one line per (cell, bucket) with its count."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow([*header, "instrument", "resolution_us", "latency_us", "count"])
+        for cell, lat in rows:
+            for us in sorted(lat.histogram):
+                w.writerow([*cell, lat.instrument, lat.resolution_us, us, lat.histogram[us]])
+    tmp.replace(path)
+
+
+def write_summary(out: Path, summary: dict[str, object], columns: Sequence[str]) -> None:
+    """summary.json, and summary.csv with `columns` of its rows."""
+    rows = summary.get("rows", [])
+    assert isinstance(rows, list)
+    write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    tmp = out / "summary.csv.tmp"
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(columns), extrasaction="ignore")
+        w.writeheader()
+        for row in rows:
+            w.writerow(row)
+    tmp.replace(out / "summary.csv")
+
+
+def read_summary(run_dir: Path, experiment: str) -> dict[str, object]:
+    """A run's summary.json, checked to be of `experiment`."""
+    path = run_dir / "summary.json"
+    if not path.is_file():
+        raise TandemError(f"{run_dir}: no summary.json (an interrupted or failed run?)")
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict) or data.get("experiment") != experiment:
+        raise TandemError(f"{path}: not a summary of experiment '{experiment}'")
+    return data
+
+
+def num(row: Mapping[str, object], key: str) -> float:
+    """A number from a summary row (rows come from JSON: typed as object)."""
+    value = row[key]
+    if not isinstance(value, int | float):
+        raise TandemError(f"summary row {row!r}: '{key}' is not a number")
+    return float(value)
+
+
+def fmt_us(value: object) -> str:
+    """A latency for a Markdown table."""
+    if not isinstance(value, int | float):
+        return "-"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"

@@ -1,0 +1,273 @@
+"""Latency measurements inside a booted Tandem, for the experiments.
+
+The harness writes one shell script per boot from the pieces here; the script
+starts and stops loads and measures, and prints each result as a marker line
+followed by one JSON line. Two instruments:
+
+- `rtos`: the RTOS's own timer-interrupt latency histograms (compare value to
+  the handler, one bucket per 16 ns counter tick), snapshotted by `tandem-lat`
+  before and after a phase; the measured core's difference is the result.
+- `cyclictest`: where only Linux runs, rt-tests' cyclictest, one SCHED_FIFO 99
+  thread waking every period (1 µs histogram buckets; exact min/avg/max).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tandem.errors import TandemError
+
+PHASE = re.compile(r"^@@PHASE (\S+)@@$")
+RESULT = re.compile(r"^@@RESULT (\S+) (rtos|cyclictest)@@$")
+# Histogram range of cyclictest, µs: anything later is counted as overflow.
+CYCLICTEST_HIST_US = 10000
+# Settling time after a load starts, before measuring (virtual seconds in
+# virtual timing: short, because every virtual second costs ~10 host seconds
+# with four busy vCPUs in one host thread).
+SETTLE_S = 0.3
+
+# The shell functions every experiment script starts with.
+PRELUDE = rf"""
+set -u
+LOADS=""
+fail() {{ echo "@@FAIL $*@@"; exit 1; }}
+# load_start KIND WORKERS CPUS: KIND memory|scheduling|kernel|io; CPUS a
+# taskset list or "any".
+load_start() {{
+	pin=""
+	[ "$3" = any ] || pin="--taskset $3"
+	case $1 in
+	memory) stress-ng --memrate "$2" --memrate-bytes "$MEMORY_BYTES" $pin -q >/dev/null 2>&1 & ;;
+	scheduling) stress-ng --mutex 1 --mutex-procs "$SCHED_THREADS" $pin -q >/dev/null 2>&1 & ;;
+	# --timer-freq: stress-ng's default of 1 MHz per worker would leave no
+	# time for anything else; 10 kHz is a busy but sane timer load.
+	kernel) stress-ng --shm "$2" --switch "$2" --timer "$2" --timer-freq 10000 \
+		--memrate "$2" --memrate-bytes "$MEMORY_BYTES" $pin -q >/dev/null 2>&1 & ;;
+	io) stress-ng --hdd "$2" --hdd-bytes "$HDD_BYTES" --temp-path /mnt/disk $pin -q \
+		>/dev/null 2>&1 & ;;
+	*) fail "unknown load $1" ;;
+	esac
+	LOADS="$LOADS $!"
+}}
+load_stop() {{
+	[ -n "$LOADS" ] && kill $LOADS 2>/dev/null
+	for p in $LOADS; do wait "$p" 2>/dev/null; done
+	LOADS=""
+	# stress-ng's workers outlive a killed parent for a moment
+	while pidof stress-ng >/dev/null; do killall -q stress-ng; sleep 0.1; done
+}}
+disk_setup() {{
+	mke2fs -q /dev/vda >/dev/null 2>&1 || fail "mke2fs /dev/vda"
+	mkdir -p /mnt/disk && mount -t ext2 /dev/vda /mnt/disk || fail "mount /dev/vda"
+}}
+# isolate_core CORE: a cpuset partition holding CORE alone, so that nothing
+# else is scheduled there; cyclictest is then started inside it.
+isolate_core() {{
+	echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control || fail "cpuset controller"
+	mkdir -p /sys/fs/cgroup/rt
+	echo "$1" > /sys/fs/cgroup/rt/cpuset.cpus || fail "cpuset.cpus $1"
+	echo root > /sys/fs/cgroup/rt/cpuset.cpus.partition
+	[ "$(cat /sys/fs/cgroup/rt/cpuset.cpus.partition)" = root ] || fail "cpuset partition"
+}}
+# measure_rtos ID SAMPLES CORE: the RTOS's latency on CORE over SAMPLES
+# periods. Stops the loads before reporting: under load, working through the
+# results would cost many times as long.
+measure_rtos() {{
+	echo "@@PHASE $1@@"
+	sleep {SETTLE_S}
+	tandem-lat save /tmp/lat.a || fail "tandem-lat save"
+	sleep "$(awk "BEGIN {{ print $2 * $PERIOD_US / 1000000 }}")"
+	tandem-lat save /tmp/lat.b || fail "tandem-lat save"
+	load_stop
+	echo "@@RESULT $1 rtos@@"
+	tandem-lat report /tmp/lat.a /tmp/lat.b "$3" || fail "tandem-lat report"
+}}
+# measure_cyclictest ID SAMPLES CORE|any ISOLATED(yes|no); stops the loads
+# before reporting, as measure_rtos.
+measure_cyclictest() {{
+	echo "@@PHASE $1@@"
+	sleep {SETTLE_S}
+	pin=""
+	[ "$3" = any ] || pin="-a $3"
+	cmd="cyclictest -m -p 99 -i $PERIOD_US -l $2 -t 1 $pin -q"
+	cmd="$cmd -h {CYCLICTEST_HIST_US} --histfile=/tmp/ct.hist"
+	if [ "$4" = yes ]; then
+		sh -c "echo \$\$ > /sys/fs/cgroup/rt/cgroup.procs && exec $cmd" >/dev/null 2>&1
+	else
+		$cmd >/dev/null 2>&1
+	fi || fail "cyclictest"
+	load_stop
+	echo "@@RESULT $1 cyclictest@@"
+	# cyclictest pads with zeros; busybox awk reads 0-led numbers as octal
+	awk '
+		function dec(s) {{ sub(/^0+/, "", s); return s == "" ? 0 : s + 0 }}
+		/^# Min Latencies:/ {{ min = dec($4) }}
+		/^# Avg Latencies:/ {{ avg = dec($4) }}
+		/^# Max Latencies:/ {{ max = dec($4) }}
+		/^# Histogram Overflows:/ {{ over = dec($4) }}
+		/^[0-9]/ && dec($2) > 0 {{
+			h = h sep "[" dec($1) ", " dec($2) "]"; sep = ", "; n += dec($2)
+		}}
+		END {{
+			printf "{{\"min_us\": %d, \"avg_us\": %d, \"max_us\": %d, ", min, avg, max
+			printf "\"overflow\": %d, \"in_histogram\": %d, ", over, n
+			printf "\"histogram\": [%s]}}\n", h
+		}}
+	' /tmp/ct.hist
+}}
+"""
+
+
+def script_header(period_us: int, memory_bytes: str, sched_threads: int, hdd_bytes: str) -> str:
+    """The variables PRELUDE's functions read, then PRELUDE."""
+    return (
+        f"PERIOD_US={period_us}\nMEMORY_BYTES={memory_bytes}\n"
+        f"SCHED_THREADS={sched_threads}\nHDD_BYTES={hdd_bytes}\n" + PRELUDE
+    )
+
+
+@dataclass
+class Latency:
+    """One measured distribution: a histogram (bucket start in µs -> count)
+    at the instrument's resolution, with exact extremes where it gives them."""
+
+    instrument: str
+    resolution_us: float
+    histogram: dict[float, int]
+    min_us: float
+    max_us: float
+    sum_us: float  # of all samples (avg = sum / samples)
+    samples: int
+    # Samples beyond the histogram's range (counted in samples, max_us exact).
+    overflow: int = 0
+
+    @property
+    def avg_us(self) -> float:
+        return self.sum_us / self.samples if self.samples else 0.0
+
+    def percentile(self, p: float) -> float:
+        """The latency below which `p` % of the samples lie (bucket start);
+        max_us when it falls among the overflow."""
+        if not self.samples:
+            return 0.0
+        want = self.samples * p / 100
+        seen = 0
+        for us in sorted(self.histogram):
+            seen += self.histogram[us]
+            if seen >= want:
+                return us
+        return self.max_us
+
+    def merge(self, other: Latency) -> Latency:
+        """Both measurements as one (repetitions of one cell)."""
+        if other.instrument != self.instrument:
+            raise ValueError("cannot merge measurements of different instruments")
+        hist = dict(self.histogram)
+        for us, n in other.histogram.items():
+            hist[us] = hist.get(us, 0) + n
+        return Latency(
+            self.instrument,
+            self.resolution_us,
+            hist,
+            min(self.min_us, other.min_us),
+            max(self.max_us, other.max_us),
+            self.sum_us + other.sum_us,
+            self.samples + other.samples,
+            self.overflow + other.overflow,
+        )
+
+
+def _number(obj: dict[str, object], key: str, where: str) -> float:
+    value = obj.get(key)
+    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        raise TandemError(f"{where}: '{key}' missing or not a number")
+    return float(value)
+
+
+def _pairs(obj: dict[str, object], where: str) -> list[tuple[float, int]]:
+    raw = obj.get("histogram")
+    if not isinstance(raw, list):
+        raise TandemError(f"{where}: no histogram")
+    pairs: list[tuple[float, int]] = []
+    for item in raw:
+        if (
+            not isinstance(item, list)
+            or len(item) != 2
+            or not all(isinstance(x, int | float) for x in item)
+            or item[1] < 0
+        ):
+            raise TandemError(f"{where}: bad histogram entry {item!r}")
+        pairs.append((float(item[0]), int(item[1])))
+    return pairs
+
+
+def from_rtos(obj: dict[str, object], where: str) -> Latency:
+    """A `tandem-lat report A B CORE` line (ns, 16 ns buckets)."""
+    tick_ns = _number(obj, "tick_ns", where)
+    pairs = _pairs(obj, where)
+    samples = int(_number(obj, "samples", where))
+    if sum(n for _, n in pairs) != samples:
+        raise TandemError(f"{where}: histogram does not add up to {samples} samples")
+    hist = {round(ns / 1000, 4): n for ns, n in pairs}
+    return Latency(
+        "rtos",
+        tick_ns / 1000,
+        hist,
+        _number(obj, "min_ns", where) / 1000,
+        _number(obj, "max_ns", where) / 1000,
+        sum(us * n for us, n in hist.items()),
+        samples,
+        int(_number(obj, "overflow", where)),
+    )
+
+
+def from_cyclictest(obj: dict[str, object], where: str) -> Latency:
+    """Our awk summary of cyclictest's histogram file (µs buckets)."""
+    pairs = _pairs(obj, where)
+    in_hist = int(_number(obj, "in_histogram", where))
+    overflow = int(_number(obj, "overflow", where))
+    if sum(n for _, n in pairs) != in_hist:
+        raise TandemError(f"{where}: histogram does not add up")
+    samples = in_hist + overflow
+    avg = _number(obj, "avg_us", where)
+    return Latency(
+        "cyclictest",
+        1.0,
+        {us: n for us, n in pairs},
+        _number(obj, "min_us", where),
+        _number(obj, "max_us", where),
+        avg * samples,
+        samples,
+        overflow,
+    )
+
+
+def parse_results(lines: Iterable[str], where: str) -> dict[str, Latency]:
+    """Phase id -> measurement, from a boot's command output."""
+    out: dict[str, Latency] = {}
+    pending: tuple[str, str] | None = None
+    for line in lines:
+        line = line.strip()
+        if line.startswith("@@FAIL"):
+            raise TandemError(f"{where}: the guest script failed: {line.strip('@')}")
+        m = RESULT.match(line)
+        if m:
+            pending = (m.group(1), m.group(2))
+            continue
+        if pending is not None and line.startswith("{"):
+            phase, instrument = pending
+            pending = None
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise TandemError(f"{where}: phase {phase}: bad JSON ({e})") from None
+            if not isinstance(obj, dict):
+                raise TandemError(f"{where}: phase {phase}: not a JSON object")
+            parse = from_rtos if instrument == "rtos" else from_cyclictest
+            out[phase] = parse(obj, f"{where}: phase {phase}")
+    if pending is not None:
+        raise TandemError(f"{where}: phase {pending[0]} printed no result")
+    return out

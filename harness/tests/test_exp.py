@@ -1,0 +1,271 @@
+"""Tests of the experiment harness: scenario checking, result parsing,
+summaries and reports (host), and both experiments end to end on a tiny
+setting (QEMU)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tandem import exp, scenario
+from tandem.errors import TandemError
+from tandem.exp import domains, linux_rt
+from tandem.measure import Latency, parse_results
+from tandem.results import PARTIAL
+
+DOMAINS_ROW = {
+    "env": str,
+    "load": str,
+    "loaded_cores": int,
+    "samples": int,
+    "min_us": float,
+    "avg_us": float,
+    "max_us": float,
+}
+LINUX_RT_ROW = {
+    "cores": int,
+    "affinity": bool,
+    "io_load": bool,
+    "samples": int,
+    "min_us": float,
+    "avg_us": float,
+    "p99_us": float,
+    "max_us": float,
+}
+
+
+def check_schema(summary: dict[str, object], name: str, row_schema: dict[str, type]) -> None:
+    """summary.json as the issue specifies it."""
+    assert summary["experiment"] == name
+    assert summary["timing"] in ("virtual", "host")
+    rows = summary["rows"]
+    assert isinstance(rows, list) and rows
+    for row in rows:
+        for key, kind in row_schema.items():
+            value = row[key]
+            if kind is float:
+                assert isinstance(value, int | float) and not isinstance(value, bool), (key, row)
+            else:
+                assert type(value) is kind, (key, row)
+        assert row["min_us"] <= row["avg_us"] <= row["max_us"], row
+        assert row["samples"] > 0
+
+
+def write(tmp: Path, name: str, text: str) -> Path:
+    (tmp / f"{name}.toml").write_text(text)
+    return tmp
+
+
+GOOD_DOMAINS = (Path(__file__).resolve().parents[2] / "experiments" / "domains.toml").read_text()
+
+
+def test_shipped_scenarios_load() -> None:
+    for name, experiment in exp.REGISTRY.items():
+        s = scenario.load(name, experiment.schema)
+        q = scenario.load(name, experiment.schema, quick=True)
+        assert q.integer("samples") < s.integer("samples")
+    assert [n for n, _ in exp.listing()] == sorted(exp.REGISTRY)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("samples = 4096", "samples = 4096\nsampels = 3"), "unknown key sampels"),
+        (("samples = 4096", "samples = 3"), "samples = 3 is not allowed; want int in 16..100000"),
+        (('timing = "virtual"', 'timing = "fast"'), "want str from 'host', 'virtual'"),
+        (('envs = ["smp", ', 'envs = ["smp", "smp", '), "no repeats"),
+        (('envs = ["smp", ', 'envs = ["dualunix", '), "'smp', 'affinity', 'heteroos', 'tandem'"),
+        (("reps = 1", "reps = true"), "reps = True is not allowed"),
+        (("reps = 1\n", ""), "missing key reps"),
+        (('experiment = "domains"', 'experiment = "other"'), "must be the file's name"),
+        (("[quick]\nsamples = 512", "[quick]\nsamples = -1"), "quick.samples = -1"),
+        (("samples = 4096", "samples = [4096"), "not valid TOML"),
+    ],
+)
+def test_scenario_errors_name_file_key_and_allowed(
+    tmp_path: Path, edit: tuple[str, str], message: str
+) -> None:
+    old, new = edit
+    assert old in GOOD_DOMAINS
+    directory = write(tmp_path, "domains", GOOD_DOMAINS.replace(old, new, 1))
+    with pytest.raises(TandemError) as e:
+        scenario.load("domains", domains.SCHEMA, directory=directory)
+    assert message in str(e.value)
+    assert str(tmp_path / "domains.toml") in str(e.value)
+
+
+def test_quick_and_overrides(tmp_path: Path) -> None:
+    directory = write(tmp_path, "domains", GOOD_DOMAINS)
+    s = scenario.load(
+        "domains",
+        domains.SCHEMA,
+        quick=True,
+        overrides=dict(
+            scenario.parse_override(o) for o in ("envs=['heteroos']", "reps=2", "timing=host")
+        ),
+        directory=directory,
+    )
+    assert s.integer("samples") == 512 and s.texts("envs") == ["heteroos"]
+    assert s.integer("reps") == 2 and s.text("timing") == "host"
+    with pytest.raises(TandemError, match="not a key"):
+        scenario.load("domains", domains.SCHEMA, overrides={"nope": 1}, directory=directory)
+    with pytest.raises(TandemError, match="KEY=VALUE"):
+        scenario.parse_override("samples")
+
+
+def test_domains_phases_and_script() -> None:
+    s = scenario.load("domains", domains.SCHEMA)
+    assert domains.phases(s) == [
+        ("none", 0),
+        ("memory", 1),
+        ("memory", 2),
+        ("memory", 3),
+        ("scheduling", 3),
+    ]
+    affinity = domains.script(domains.ENVS["affinity"], s)
+    assert "isolate_core 3" in affinity
+    assert "load_start memory 1 2" in affinity and "load_start memory 1 3" not in affinity
+    assert "measure_cyclictest memory-2 4096 3 yes" in affinity
+    smp = domains.script(domains.ENVS["smp"], s)
+    assert "load_start memory 2 any" in smp and "\nisolate_core 3" not in smp
+    assert "measure_rtos scheduling-3 4096 3" in domains.script(domains.ENVS["heteroos"], s)
+
+
+def test_linux_rt_cells_skip_affinity_on_one_core() -> None:
+    s = scenario.load("linux-rt", linux_rt.SCHEMA)
+    assert linux_rt.cells(s, 1) == [(False, False), (False, True)]
+    assert len(linux_rt.cells(s, 4)) == 4
+    two = linux_rt.script(s, 2)
+    assert "isolate_core 1" in two and "load_start kernel 2 0\n" in two
+    assert "disk_setup" in two and "load_start io 2 any" in two
+
+
+RTOS_LINE = json.dumps(
+    {
+        "tick_ns": 16.0,
+        "cores": [],
+        "histogram": [[192.0, 10], [1024.0, 2]],
+        "samples": 12,
+        "min_ns": 192.0,
+        "avg_ns": 330.7,
+        "max_ns": 1024.0,
+        "overflow": 0,
+    }
+)
+CT_LINE = (
+    '{"min_us": 3, "avg_us": 5, "max_us": 40, "overflow": 1, "in_histogram": 9, '
+    '"histogram": [[3, 5], [4, 4]]}'
+)
+
+
+def test_parse_results_and_statistics() -> None:
+    lines = [
+        "@@PHASE a@@",
+        "@@RESULT a rtos@@",
+        RTOS_LINE,
+        "@@RESULT b cyclictest@@",
+        CT_LINE,
+    ]
+    got = parse_results(lines, "test")
+    a, b = got["a"], got["b"]
+    assert a.samples == 12 and a.min_us == pytest.approx(0.192) and a.max_us == pytest.approx(1.024)
+    assert a.avg_us == pytest.approx((0.192 * 10 + 1.024 * 2) / 12)
+    assert a.percentile(50) == pytest.approx(0.192) and a.percentile(99) == pytest.approx(1.024)
+    # cyclictest: the overflowed sample counts, and the exact max stays
+    assert b.samples == 10 and b.max_us == 40 and b.avg_us == 5
+    assert b.percentile(99) == 40
+    both = b.merge(b)
+    assert both.samples == 20 and both.histogram[3] == 10
+    with pytest.raises(ValueError):
+        a.merge(b)
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (["@@FAIL cyclictest@@"], "guest script failed"),
+        (["@@RESULT a rtos@@"], "printed no result"),
+        (["@@RESULT a rtos@@", "{bad"], "bad JSON"),
+        (["@@RESULT a rtos@@", RTOS_LINE.replace('"samples": 12', '"samples": 13')], "add up"),
+        (["@@RESULT a cyclictest@@", CT_LINE.replace("[4, 4]", "[4, -4]")], "bad histogram"),
+    ],
+)
+def test_parse_results_rejects_bad_output(lines: list[str], message: str) -> None:
+    with pytest.raises(TandemError, match=message):
+        parse_results(lines, "test")
+
+
+def _latency(max_us: float) -> Latency:
+    return Latency("rtos", 0.016, {0.2: 9, max_us: 1}, 0.2, max_us, 1.8 + max_us, 10)
+
+
+def test_domains_report_checks_the_papers_ordering(tmp_path: Path) -> None:
+    rows = []
+    for env, worst in (("smp", 300.0), ("affinity", 200.0), ("heteroos", 20.0), ("tandem", 60.0)):
+        for load, k in (("none", 0), ("memory", 3), ("scheduling", 3)):
+            lat = _latency(worst if load != "none" else 1.0)
+            rows.append(domains._row(env, load, k, lat, [lat.max_us]))
+    summary: dict[str, object] = {
+        "experiment": "domains",
+        "timing": "virtual",
+        "quick": False,
+        "reps": 1,
+        "measured_core": 3,
+        "period_us": 1000,
+        "rows": rows,
+    }
+    check_schema(summary, "domains", DOMAINS_ROW)
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    domains.finish(tmp_path, summary, "./tandem exp run domains")
+    text = (tmp_path / "report.md").read_text()
+    assert "heteroos worst 20.0 µs below smp 300.0 µs: yes; affinity 200.0 µs: yes" in text
+    assert "virtual timing" in text and "QEMU models no caches" in text
+    assert (tmp_path / "response_by_load.png").stat().st_size > 10_000
+    assert (tmp_path / "worst_vs_loaded_cores.png").stat().st_size > 10_000
+
+
+def test_report_refuses_unfinished_runs(tmp_path: Path) -> None:
+    (tmp_path / "domains" / f"x{PARTIAL}").mkdir(parents=True)
+    with pytest.raises(TandemError, match="unfinished"):
+        exp.resolve_run("domains", f"x{PARTIAL}", tmp_path)
+    with pytest.raises(TandemError, match=r"run `\./tandem exp run domains` first"):
+        exp.resolve_run("domains", None, tmp_path / "empty")
+    with pytest.raises(TandemError, match="no experiment"):
+        exp.resolve_run("nope", None, tmp_path)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize(
+    ("name", "overrides", "row_schema", "files"),
+    [
+        (
+            "domains",
+            {"samples": 64},
+            DOMAINS_ROW,
+            ("response_by_load.png", "worst_vs_loaded_cores.png"),
+        ),
+        (
+            "linux-rt",
+            {"samples": 64, "cores": [1, 2]},
+            LINUX_RT_ROW,
+            ("distributions.png", "worst_vs_cores.png"),
+        ),
+    ],
+)
+def test_experiment_runs_tiny(
+    tmp_path: Path,
+    name: str,
+    overrides: dict[str, object],
+    row_schema: dict[str, type],
+    files: tuple[str, ...],
+) -> None:
+    out = exp.run(name, quick=True, overrides=overrides, out_root=tmp_path)
+    assert out.parent == tmp_path / name and (tmp_path / name / "latest").resolve() == out
+    summary = json.loads((out / "summary.json").read_text())
+    check_schema(summary, name, row_schema)
+    for f in ("summary.csv", "histograms.csv", "report.md", *files):
+        assert (out / f).stat().st_size > 0, f
+    assert (out / "raw").is_dir()
+    assert "timing" in (out / "report.md").read_text()
