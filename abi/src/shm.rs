@@ -8,7 +8,9 @@
 //! 0x0000  Header (64 B)
 //! 0x0040  CoreRecord x 8 (64 B each: one cache line, one writer per field)
 //! 0x1000  TraceRing x 8 (64 B header + 1024 x 16 B entries each)
-//! 0x40000 latency histogram x cores (16384 u32 buckets of one counter tick)
+//! 0x40000 latency histogram x 8 (16384 u32 buckets of one counter tick)
+//! 0xC0000 Linux spin-wait histogram x 8 (4096 u32 buckets of 64 ticks)
+//! 0xE0000 RTOS dispatch histogram x cores (4096 u32 buckets of one tick)
 //! ```
 
 use crate::CConstant;
@@ -49,7 +51,9 @@ pub struct Header {
     pub counter_hz: u32,
 }
 
-/// Per-core record (one cache line). Written by the secure side only.
+/// Per-core record (one cache line). Written by the secure side, except the
+/// two Linux lock-state words, which Linux on that core writes (and the RTOS
+/// reads as untrusted input).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CoreRecord {
@@ -66,7 +70,13 @@ pub struct CoreRecord {
     /// The core's policy (`boot::Policy` as u32; monitor).
     pub policy: u32,
     /// Padding to a cache line.
-    pub reserved: [u32; 5],
+    /// Raw spin locks and rwlocks Linux holds on this core (nesting count;
+    /// Linux, when booted with `tandem_lockstate=on`).
+    pub linux_lock_held: u32,
+    /// Lock acquisitions Linux is spinning on here (Linux, as above).
+    pub linux_lock_waiting: u32,
+    /// Padding to a cache line.
+    pub reserved: [u32; 3],
 }
 
 /// One world switch in a trace ring.
@@ -129,9 +139,39 @@ pub const fn latency_offset(core: usize) -> usize {
     LATENCY_OFFSET as usize + core * LATENCY_BUCKETS as usize * 4
 }
 
+/// Where Linux's spin-wait histograms start (after 8 latency histograms).
+pub const SPIN_OFFSET: u32 = 0xC_0000;
+/// Buckets per core of the spin-wait histogram; the last counts everything
+/// at or beyond it.
+pub const SPIN_BUCKETS: u32 = 4096;
+/// A spin wait of `t` counter ticks is counted in bucket `t >> SPIN_SHIFT`
+/// (64 ticks, 1.024 µs at 62.5 MHz; a shift keeps division out of the lock path).
+pub const SPIN_SHIFT: u32 = 6;
+
+const _: () = assert!(latency_offset(crate::boot::MAX_CORES) <= SPIN_OFFSET as usize);
+
+/// Offset of `core`'s spin-wait histogram (written by Linux on that core,
+/// when booted with `tandem_spinstat=on`).
+pub const fn spin_offset(core: usize) -> usize {
+    SPIN_OFFSET as usize + core * SPIN_BUCKETS as usize * 4
+}
+
+/// Where the RTOS's dispatch-latency histograms start (after 8 spin histograms).
+pub const DISPATCH_OFFSET: u32 = 0xE_0000;
+/// Buckets per core: bucket `n` counts dispatches taking `n` counter ticks
+/// from the activation request to the task's first instruction.
+pub const DISPATCH_BUCKETS: u32 = 4096;
+
+const _: () = assert!(spin_offset(crate::boot::MAX_CORES) <= DISPATCH_OFFSET as usize);
+
+/// Offset of `core`'s dispatch histogram (counted on the core the task starts on).
+pub const fn dispatch_offset(core: usize) -> usize {
+    DISPATCH_OFFSET as usize + core * DISPATCH_BUCKETS as usize * 4
+}
+
 /// Bytes the layout needs for `cores` cores.
 pub const fn region_bytes(cores: usize) -> usize {
-    latency_offset(cores)
+    dispatch_offset(cores)
 }
 
 /// Size of [`Header`] in bytes.
@@ -253,6 +293,8 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     record!("CORE_OFF_SWITCHES_TO_RTOS", switches_to_rtos),
     record!("CORE_OFF_SWITCHES_TO_LINUX", switches_to_linux),
     record!("CORE_OFF_POLICY", policy),
+    record!("CORE_OFF_LINUX_LOCK_HELD", linux_lock_held),
+    record!("CORE_OFF_LINUX_LOCK_WAITING", linux_lock_waiting),
     CConstant {
         name: "LATENCY_OFFSET",
         value: LATENCY_OFFSET as i64,
@@ -260,6 +302,26 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
         name: "LATENCY_BUCKETS",
         value: LATENCY_BUCKETS as i64,
+    },
+    CConstant {
+        name: "SPIN_OFFSET",
+        value: SPIN_OFFSET as i64,
+    },
+    CConstant {
+        name: "SPIN_BUCKETS",
+        value: SPIN_BUCKETS as i64,
+    },
+    CConstant {
+        name: "SPIN_SHIFT",
+        value: SPIN_SHIFT as i64,
+    },
+    CConstant {
+        name: "DISPATCH_OFFSET",
+        value: DISPATCH_OFFSET as i64,
+    },
+    CConstant {
+        name: "DISPATCH_BUCKETS",
+        value: DISPATCH_BUCKETS as i64,
     },
     CConstant {
         name: "TRACE_RING_HEADER",

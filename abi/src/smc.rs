@@ -80,7 +80,8 @@ pub const IMPLEMENTED: &[u32] = &[
 ];
 
 /// The Tandem ABI version (`major << 16 | minor`): major changes break callers.
-pub const ABI_VERSION: u32 = 1 << 16;
+/// 1.1 added the Linux lock-state words and the spin-wait and dispatch histograms.
+pub const ABI_VERSION: u32 = (1 << 16) | 1;
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
