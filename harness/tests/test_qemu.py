@@ -137,7 +137,7 @@ def test_driver_shows_the_shared_region_header() -> None:
     r = run(f"cd /sys/bus/platform/devices/tandem && cat {attrs}")
     assert r.lines == [
         "0x4d444e54",
-        "0x10000",
+        "0x10001",
         f"0x{board.shared.base:016x}",
         str(board.shared.size),
         "4",
