@@ -1,11 +1,12 @@
 //! The boot configuration the harness hands the monitor: which world owns each
-//! core (DESIGN.md "Per-core policy"). A small blob in normal RAM, read and
-//! validated once at cold boot, before Linux can touch it.
+//! core (DESIGN.md "Per-core policy"), and what the RTOS runs (its workload).
+//! A small blob in normal RAM, read and validated at cold boot by the monitor
+//! and by the RTOS, before Linux can touch it.
 
 /// `"TNDMBOOT"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TNDMBOOT");
 /// Layout version of [`BootConfig`].
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Most cores a configuration can describe.
 pub const MAX_CORES: usize = 8;
 
@@ -55,11 +56,83 @@ pub struct BootConfig {
     pub cores: u32,
     /// One [`Policy`] byte per core.
     pub policy: [u8; MAX_CORES],
+    /// What the RTOS runs.
+    pub workload: WorkloadConfig,
+}
+
+/// What the RTOS runs, as it lies in the blob.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkloadConfig {
+    /// [`WORKLOAD_DEMO`] or [`WORKLOAD_PERIODIC`].
+    pub kind: u32,
+    /// Periodic: the core its cyclic handler runs on.
+    pub core: u32,
+    /// Periodic: release period, µs.
+    pub period_us: u32,
+    /// Periodic: busy work per job, µs of counter time.
+    pub work_us: u32,
+    /// Periodic: [`DISPATCH_STATIC`] or [`DISPATCH_MIGRATE`].
+    pub dispatch: u32,
+    /// Periodic: work per job in alternate phases, µs (a load that changes).
+    pub alt_work_us: u32,
+    /// Periodic: switch between `work_us` and `alt_work_us` every this many
+    /// ms; 0: never (constant load).
+    pub alt_every_ms: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// The demo application (docs/rtos.md): a 1 ms job on every RTOS core,
+/// interrupt-to-task and cross-core hand-off.
+pub const WORKLOAD_DEMO: u32 = 0;
+/// One periodic task (paper 000's dummy task): a cyclic handler on one core
+/// releases a task that busy-loops for a set time.
+pub const WORKLOAD_PERIODIC: u32 = 1;
+/// The periodic task always starts on its handler's core.
+pub const DISPATCH_STATIC: u32 = 0;
+/// The periodic task starts on a core where Linux holds no spin lock
+/// (paper 000 §3): the last one if it is free, else the first free, else stay.
+pub const DISPATCH_MIGRATE: u32 = 1;
+/// Shortest period accepted, µs.
+pub const MIN_PERIOD_US: u32 = 100;
+/// Longest period accepted, µs.
+pub const MAX_PERIOD_US: u32 = 1_000_000;
+
+/// How a task is dispatched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dispatch {
+    /// On its handler's core.
+    Static,
+    /// Around Linux's lock holders.
+    Migrate,
+}
+
+/// A checked workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// The demo application.
+    Demo,
+    /// One periodic busy task.
+    Periodic {
+        /// Core of the cyclic handler (and the task's first core).
+        core: usize,
+        /// Release period, µs.
+        period_us: u32,
+        /// Work per job, µs.
+        work_us: u32,
+        /// How the task is dispatched.
+        dispatch: Dispatch,
+        /// Work per job in alternate phases, µs.
+        alt_work_us: u32,
+        /// Phase length, ms (0: constant load).
+        alt_every_ms: u32,
+    },
 }
 
 /// Size of the blob in bytes.
 pub const SIZE: usize = core::mem::size_of::<BootConfig>();
-const _: () = assert!(SIZE == 24);
+const _: () = assert!(SIZE == 56);
 
 /// Why a boot configuration was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +152,15 @@ pub enum BootConfigError {
     },
     /// No core runs Linux.
     NoLinuxCore,
+    /// A workload kind that does not exist.
+    WorkloadKind(u32),
+    /// The periodic task's core does not exist or runs no RTOS.
+    WorkloadCore(u32),
+    /// Period out of [`MIN_PERIOD_US`]..=[`MAX_PERIOD_US`], or work not
+    /// shorter than the period.
+    WorkloadTiming,
+    /// A dispatch policy that does not exist.
+    Dispatch(u32),
 }
 
 /// A checked configuration.
@@ -131,6 +213,7 @@ impl BootConfig {
             version: VERSION,
             cores: policies.len() as u32,
             policy,
+            workload: WorkloadConfig::default(),
         }
     }
 
@@ -155,6 +238,38 @@ impl BootConfig {
             return Err(BootConfigError::NoLinuxCore);
         }
         Ok(out)
+    }
+
+    /// Checks the workload against the (already checked) policies.
+    pub fn workload(&self, policies: &Policies) -> Result<Workload, BootConfigError> {
+        let w = &self.workload;
+        match w.kind {
+            WORKLOAD_DEMO => Ok(Workload::Demo),
+            WORKLOAD_PERIODIC => {
+                let core = w.core as usize;
+                if core >= policies.cores() || !policies.of(core).has_rtos() {
+                    return Err(BootConfigError::WorkloadCore(w.core));
+                }
+                let period_ok = (MIN_PERIOD_US..=MAX_PERIOD_US).contains(&w.period_us);
+                if !period_ok || w.work_us >= w.period_us || w.alt_work_us >= w.period_us {
+                    return Err(BootConfigError::WorkloadTiming);
+                }
+                let dispatch = match w.dispatch {
+                    DISPATCH_STATIC => Dispatch::Static,
+                    DISPATCH_MIGRATE => Dispatch::Migrate,
+                    other => return Err(BootConfigError::Dispatch(other)),
+                };
+                Ok(Workload::Periodic {
+                    core,
+                    period_us: w.period_us,
+                    work_us: w.work_us,
+                    dispatch,
+                    alt_work_us: w.alt_work_us,
+                    alt_every_ms: w.alt_every_ms,
+                })
+            }
+            other => Err(BootConfigError::WorkloadKind(other)),
+        }
     }
 }
 
@@ -185,8 +300,8 @@ mod tests {
         c.magic = 0;
         assert_eq!(c.validate(), Err(BootConfigError::Missing));
         c = good;
-        c.version = 2;
-        assert_eq!(c.validate(), Err(BootConfigError::Version(2)));
+        c.version = 1;
+        assert_eq!(c.validate(), Err(BootConfigError::Version(1)));
         c = good;
         c.cores = 9;
         assert_eq!(c.validate(), Err(BootConfigError::Cores(9)));
@@ -198,5 +313,69 @@ mod tests {
         );
         let all_rtos = BootConfig::encode(&[Policy::Rtos; 2]);
         assert_eq!(all_rtos.validate(), Err(BootConfigError::NoLinuxCore));
+    }
+
+    fn periodic(policies: &[Policy], w: WorkloadConfig) -> Result<Workload, BootConfigError> {
+        let mut c = BootConfig::encode(policies);
+        c.workload = w;
+        c.workload(&c.validate().unwrap())
+    }
+
+    #[test]
+    fn workloads_are_checked() {
+        let shared = [Policy::Shared; 4];
+        let good = WorkloadConfig {
+            kind: WORKLOAD_PERIODIC,
+            core: 1,
+            period_us: 1000,
+            work_us: 500,
+            dispatch: DISPATCH_MIGRATE,
+            ..Default::default()
+        };
+        assert_eq!(
+            periodic(&shared, good),
+            Ok(Workload::Periodic {
+                core: 1,
+                period_us: 1000,
+                work_us: 500,
+                dispatch: Dispatch::Migrate,
+                alt_work_us: 0,
+                alt_every_ms: 0,
+            })
+        );
+        assert_eq!(
+            periodic(&shared, WorkloadConfig::default()),
+            Ok(Workload::Demo)
+        );
+        let bad = |f: fn(&mut WorkloadConfig)| {
+            let mut w = good;
+            f(&mut w);
+            periodic(&shared, w)
+        };
+        assert_eq!(bad(|w| w.kind = 9), Err(BootConfigError::WorkloadKind(9)));
+        assert_eq!(bad(|w| w.core = 4), Err(BootConfigError::WorkloadCore(4)));
+        assert_eq!(
+            bad(|w| w.work_us = 1000),
+            Err(BootConfigError::WorkloadTiming)
+        );
+        assert_eq!(
+            bad(|w| w.period_us = 99),
+            Err(BootConfigError::WorkloadTiming)
+        );
+        assert_eq!(
+            bad(|w| w.alt_work_us = 2000),
+            Err(BootConfigError::WorkloadTiming)
+        );
+        assert_eq!(bad(|w| w.dispatch = 2), Err(BootConfigError::Dispatch(2)));
+        let linux_on_1 = [
+            Policy::Shared,
+            Policy::Linux,
+            Policy::Shared,
+            Policy::Shared,
+        ];
+        assert_eq!(
+            periodic(&linux_on_1, good),
+            Err(BootConfigError::WorkloadCore(1))
+        );
     }
 }

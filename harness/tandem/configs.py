@@ -13,10 +13,56 @@ from tandem.paths import CONFIGS
 POLICIES = ("shared", "rtos", "linux")
 # abi/src/boot.rs: magic "TNDMBOOT", layout version, policy codes.
 BOOT_MAGIC = int.from_bytes(b"TNDMBOOT", "little")
-BOOT_VERSION = 1
+BOOT_VERSION = 2
 BOOT_MAX_CORES = 8
 POLICY_CODES = {"shared": 0, "rtos": 1, "linux": 2}
 _KEYS = {"description", "default_policy", "cores"}
+# abi/src/boot.rs: workload kinds, dispatch policies, period limits.
+WORKLOAD_DEMO = 0
+WORKLOAD_PERIODIC = 1
+DISPATCH_CODES = {"static": 0, "migrate": 1}
+MIN_PERIOD_US = 100
+MAX_PERIOD_US = 1_000_000
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The RTOS's periodic workload (paper 000's dummy task): a cyclic handler
+    on `core` releases, every `period_us`, a task that busy-loops `work_us`;
+    with `alt_every_ms`, the work switches between `work_us` and
+    `alt_work_us` every that many ms. Without one the RTOS runs its demo."""
+
+    core: int
+    period_us: int
+    work_us: int
+    dispatch: str = "static"
+    alt_work_us: int = 0
+    alt_every_ms: int = 0
+
+    def check(self, config: PlatformConfig, smp: int) -> None:
+        """The monitor and the RTOS refuse a bad workload; say why before booting."""
+        if not 0 <= self.core < smp or config.policy(self.core) == "linux":
+            raise TandemError(
+                f"RTOS workload core {self.core}: must be a core running the RTOS "
+                f"(0..{smp - 1}, policy shared or rtos)"
+            )
+        if not MIN_PERIOD_US <= self.period_us <= MAX_PERIOD_US:
+            raise TandemError(
+                f"RTOS workload period {self.period_us} us: must be "
+                f"{MIN_PERIOD_US}..{MAX_PERIOD_US}"
+            )
+        for name, work in (("work", self.work_us), ("alternate work", self.alt_work_us)):
+            if not 0 <= work < self.period_us:
+                raise TandemError(
+                    f"RTOS workload {name} {work} us: must be 0..{self.period_us - 1} "
+                    "(shorter than the period)"
+                )
+        if self.dispatch not in DISPATCH_CODES:
+            raise TandemError(
+                f"RTOS workload dispatch '{self.dispatch}': one of {', '.join(DISPATCH_CODES)}"
+            )
+        if self.alt_every_ms < 0:
+            raise TandemError("RTOS workload alt_every_ms must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -36,11 +82,25 @@ class PlatformConfig:
         """Whether the RTOS runs anywhere when QEMU has `smp` cores."""
         return any(self.policy(c) != "linux" for c in range(smp))
 
-    def boot_blob(self, smp: int) -> bytes:
-        """The boot configuration the monitor reads (abi/src/boot.rs)."""
+    def boot_blob(self, smp: int, workload: Workload | None = None) -> bytes:
+        """The boot configuration the monitor and the RTOS read (abi/src/boot.rs)."""
         codes = [POLICY_CODES[self.policy(c)] for c in range(smp)]
         codes += [POLICY_CODES["linux"]] * (BOOT_MAX_CORES - smp)
-        return struct.pack("<QII8B", BOOT_MAGIC, BOOT_VERSION, smp, *codes)
+        head = struct.pack("<QII8B", BOOT_MAGIC, BOOT_VERSION, smp, *codes)
+        if workload is None:
+            return head + struct.pack("<8I", WORKLOAD_DEMO, *[0] * 7)
+        workload.check(self, smp)
+        return head + struct.pack(
+            "<8I",
+            WORKLOAD_PERIODIC,
+            workload.core,
+            workload.period_us,
+            workload.work_us,
+            DISPATCH_CODES[workload.dispatch],
+            workload.alt_work_us,
+            workload.alt_every_ms,
+            0,
+        )
 
     def linux_cores(self, smp: int) -> list[int]:
         """Cores Linux may use when QEMU has `smp` cores."""

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tandem import cpio, dtb
 from tandem.board import Board, load_board
-from tandem.configs import load_config
+from tandem.configs import Workload, load_config
 from tandem.errors import TandemError
 from tandem.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
 
@@ -49,6 +49,8 @@ class BootOptions:
     # A blank virtio-blk disk of this many MiB (a sparse host file in the
     # boot's log directory, removed afterwards), /dev/vda in Linux; 0: none.
     disk_mib: int = 0
+    # What the RTOS runs (None: its demo application).
+    workload: Workload | None = None
 
 
 @dataclass
@@ -132,7 +134,7 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     )
 
     boot_config = run_dir / "bootconfig.bin"
-    boot_config.write_bytes(config.boot_blob(options.smp))
+    boot_config.write_bytes(config.boot_blob(options.smp, options.workload))
 
     secure_log = run_dir / "secure.log"
     argv = ["qemu-system-aarch64", *dtb.qemu_machine_args(board, options.smp)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from tandem import cli, cpio, dtb, switchcost
 from tandem.board import load_board
-from tandem.configs import load_config
+from tandem.configs import Workload, load_config
 from tandem.errors import TandemError
 from tandem.qemu import choose_timing
 
@@ -117,10 +118,31 @@ def test_config_policies_and_boot_blob() -> None:
     assert hetero.has_rtos(4) and not hetero.has_rtos(3)
     assert not load_config("linux-only").has_rtos(4)
     blob = hetero.boot_blob(4)
-    assert len(blob) == 24
+    assert len(blob) == 56
     assert blob[:8] == b"TNDMBOOT"
-    assert blob[12:16] == (4).to_bytes(4, "little")
-    assert list(blob[16:]) == [2, 2, 2, 1, 2, 2, 2, 2]
+    assert blob[8:16] == struct.pack("<II", 2, 4)
+    assert list(blob[16:24]) == [2, 2, 2, 1, 2, 2, 2, 2]
+    assert blob[24:] == bytes(32), "no workload: the demo"
+    periodic = Workload(core=3, period_us=1000, work_us=500, dispatch="migrate")
+    blob = hetero.boot_blob(4, periodic)
+    assert struct.unpack("<8I", blob[24:]) == (1, 3, 1000, 500, 1, 0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("workload", "message"),
+    [
+        (Workload(core=1, period_us=1000, work_us=500), "must be a core running the RTOS"),
+        (Workload(core=4, period_us=1000, work_us=500), "must be a core running the RTOS"),
+        (Workload(core=3, period_us=50, work_us=10), "period 50 us"),
+        (Workload(core=3, period_us=1000, work_us=1000), "work 1000 us"),
+        (Workload(core=3, period_us=1000, work_us=1, alt_work_us=2000), "alternate work"),
+        (Workload(core=3, period_us=1000, work_us=1, dispatch="random"), "dispatch 'random'"),
+    ],
+)
+def test_bad_workloads_are_refused_before_boot(workload: Workload, message: str) -> None:
+    hetero = load_config("heteroos")
+    with pytest.raises(TandemError, match=message):
+        hetero.boot_blob(4, workload)
 
 
 def test_board_matches_design() -> None:

@@ -48,7 +48,11 @@ fn read_boot_config() -> Result<Policies, BootConfigError> {
     // has not run yet, so nothing else touches it. Any bit pattern is a valid
     // BootConfig (plain integers), and it is checked before use.
     let blob = unsafe { (BOARD.boot_config as *const BootConfig).read_volatile() };
-    blob.validate()
+    let policies = blob.validate()?;
+    // The RTOS reads the workload itself; refusing here too means a bad one
+    // stops the machine with a message before anything runs.
+    blob.workload(&policies)?;
+    Ok(policies)
 }
 
 /// Copies the RTOS image from secure flash to its RAM, after checking it.

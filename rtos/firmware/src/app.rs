@@ -4,11 +4,20 @@
 //! wakes PONG); a cross-core semaphore hand-off (PONG signals, PING waits);
 //! and a status task that prints one line per second and publishes per-core
 //! statistics to the shared region.
+//!
+//! Or, when the boot configuration asks for the periodic workload (paper
+//! 000's dummy task), the jobs' handlers stay stopped and one cyclic handler
+//! on a chosen core releases PERIODIC, which busy-waits a set time; with the
+//! `migrate` dispatch policy it starts on a core where Linux holds no lock.
 
 use crate::{hw, log, sched, stats, syscall};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use tandem_abi::boot::{Dispatch, Workload};
 use tandem_board::BOARD;
+use tandem_rtos_kernel::placement::pick_core;
 use tandem_rtos_kernel::{
     Config, CyclicConfig, CyclicId, Kernel, SemaphoreConfig, SemaphoreId, TaskConfig, TaskId,
+    TaskState,
 };
 
 /// Cores the demo spreads over.
@@ -26,6 +35,10 @@ pub const PING: TaskId = TaskId(4);
 pub const PONG: TaskId = TaskId(5);
 /// Prints the status line.
 pub const STATUS: TaskId = TaskId(6);
+/// The periodic workload's task.
+pub const PERIODIC: TaskId = TaskId(7);
+/// Its cyclic handler.
+pub const PERIODIC_RELEASE: CyclicId = CyclicId(DEMO_CORES as u8);
 /// PONG -> PING.
 pub const HANDOFF: SemaphoreId = SemaphoreId(0);
 
@@ -57,7 +70,7 @@ const fn release(core: u8) -> CyclicConfig {
     }
 }
 
-const TASK_CONFIG: [TaskConfig; 7] = [
+const TASK_CONFIG: [TaskConfig; 8] = [
     job(0),
     job(1),
     job(2),
@@ -80,10 +93,16 @@ const TASK_CONFIG: [TaskConfig; 7] = [
         priority: 15,
         autostart: true,
     },
+    TaskConfig {
+        name: "periodic",
+        core: 0,
+        priority: 3,
+        autostart: false,
+    },
 ];
 
 /// Task bodies, in `TASK_CONFIG` order.
-pub const TASKS: [TaskDef; 7] = [
+pub const TASKS: [TaskDef; 8] = [
     TaskDef { body: run_job },
     TaskDef { body: run_job },
     TaskDef { body: run_job },
@@ -91,9 +110,54 @@ pub const TASKS: [TaskDef; 7] = [
     TaskDef { body: ping },
     TaskDef { body: pong },
     TaskDef { body: status },
+    TaskDef { body: run_periodic },
 ];
 
-const CYCLICS: [CyclicConfig; DEMO_CORES] = [release(0), release(1), release(2), release(3)];
+const CYCLICS: [CyclicConfig; DEMO_CORES + 1] = [
+    release(0),
+    release(1),
+    release(2),
+    release(3),
+    // Set up at boot when the periodic workload is chosen.
+    CyclicConfig {
+        name: "periodic",
+        core: 0,
+        period: PERIOD,
+        phase: PERIOD,
+        start: false,
+    },
+];
+
+/// The periodic workload, once chosen (read by handlers and the task).
+struct Periodic {
+    on: AtomicBool,
+    migrate: AtomicBool,
+    /// Cores the task may start on (the RTOS's cores).
+    candidates: AtomicU64,
+    work: AtomicU64,
+    alt_work: AtomicU64,
+    /// 0: the work never changes.
+    alt_every: AtomicU64,
+    /// Counter when the workload started (alternation phases count from it).
+    epoch: AtomicU64,
+    /// Counter at the last activation request (for the dispatch histogram).
+    requested: AtomicU64,
+}
+
+static PERIODIC_STATE: Periodic = Periodic {
+    on: AtomicBool::new(false),
+    migrate: AtomicBool::new(false),
+    candidates: AtomicU64::new(0),
+    work: AtomicU64::new(0),
+    alt_work: AtomicU64::new(0),
+    alt_every: AtomicU64::new(0),
+    epoch: AtomicU64::new(0),
+    requested: AtomicU64::new(0),
+};
+
+const fn us_to_ticks(us: u32) -> u64 {
+    us as u64 * BOARD.counter_hz / 1_000_000
+}
 const SEMAPHORES: [SemaphoreConfig; 1] = [SemaphoreConfig { initial: 0, max: 1 }];
 
 /// The whole static configuration.
@@ -111,8 +175,9 @@ const _: () = assert!(TASKS.len() == TASK_CONFIG.len());
 
 /// Places the tasks on the cores the RTOS really has (`mask`) before any of
 /// them runs: jobs stay with their core, PING and STATUS go to the first
-/// RTOS core, PONG to the second (or the first, if it is alone).
-pub fn place(mask: u64) {
+/// RTOS core, PONG to the second (or the first, if it is alone). With the
+/// periodic workload, the jobs' handlers stay stopped and PERIODIC's starts.
+pub fn place(mask: u64, workload: Workload, now: u64) {
     let cores: [u8; 2] = {
         let first = mask.trailing_zeros() as u8;
         let rest = mask & !(1 << first);
@@ -130,10 +195,41 @@ pub fn place(mask: u64) {
             k.migrate(task, core)
                 .expect("tasks exist and cores are in range");
         }
+        let periodic = matches!(workload, Workload::Periodic { .. });
         for c in 0..DEMO_CORES {
-            if mask & (1 << c) == 0 {
+            if periodic || mask & (1 << c) == 0 {
                 k.stop_cyclic(CyclicId(c as u8)).expect("cyclic exists");
             }
+        }
+        if let Workload::Periodic {
+            core,
+            period_us,
+            work_us,
+            dispatch,
+            alt_work_us,
+            alt_every_ms,
+        } = workload
+        {
+            let period = us_to_ticks(period_us);
+            let p = &PERIODIC_STATE;
+            p.migrate
+                .store(dispatch == Dispatch::Migrate, Ordering::Relaxed);
+            p.candidates.store(mask, Ordering::Relaxed);
+            p.work.store(us_to_ticks(work_us), Ordering::Relaxed);
+            p.alt_work
+                .store(us_to_ticks(alt_work_us), Ordering::Relaxed);
+            p.alt_every.store(
+                u64::from(alt_every_ms) * BOARD.counter_hz / 1000,
+                Ordering::Relaxed,
+            );
+            p.epoch.store(now, Ordering::Relaxed);
+            p.on.store(true, Ordering::Release);
+            // The boot configuration was checked: the core runs the RTOS.
+            k.set_cyclic(PERIODIC_RELEASE, core as u8, period, period)
+                .expect("checked workload");
+            k.migrate(PERIODIC, core as u8).expect("checked workload");
+            k.start_cyclic(PERIODIC_RELEASE, now)
+                .expect("cyclic exists");
         }
     });
 }
@@ -141,9 +237,55 @@ pub fn place(mask: u64) {
 /// A cyclic handler fired on `core` (interrupt context, kernel locked).
 pub fn cyclic(k: &mut Kernel, core: usize, c: CyclicId) {
     stats::released(core);
+    if c == PERIODIC_RELEASE {
+        release_periodic(k);
+        return;
+    }
     // A job still running at its next release is a deadline miss; the
     // kernel counts it (overrun) and the request queues or is refused.
     let _ = k.activate(TaskId(c.0));
+}
+
+/// Releases PERIODIC: with `migrate`, first moves it (if it is not running
+/// still) to a core where Linux holds no lock. The handler itself never
+/// moves and never waits for Linux.
+fn release_periodic(k: &mut Kernel) {
+    let p = &PERIODIC_STATE;
+    if p.migrate.load(Ordering::Relaxed) && k.state(PERIODIC) == Ok(TaskState::Dormant) {
+        let last = k.task_core(PERIODIC).unwrap_or(0);
+        let target = pick_core(last, p.candidates.load(Ordering::Relaxed), |c| {
+            stats::linux_holds_lock(c as usize)
+        });
+        if target != last {
+            // A candidate core of the RTOS: migrate cannot fail.
+            let _ = k.migrate(PERIODIC, target);
+        }
+    }
+    p.requested.store(hw::now(), Ordering::Relaxed);
+    // Still running at its next release: an overrun (deadline miss), counted
+    // by the kernel.
+    let _ = k.activate(PERIODIC);
+}
+
+/// PERIODIC's body: counts its dispatch latency, then busy-waits its work.
+fn run_periodic() {
+    let start = hw::now();
+    let p = &PERIODIC_STATE;
+    let core = sched::with_kernel(|k| k.task_core(PERIODIC)).unwrap_or(0) as usize;
+    stats::dispatch(
+        core,
+        start.saturating_sub(p.requested.load(Ordering::Relaxed)),
+    );
+    let every = p.alt_every.load(Ordering::Relaxed);
+    let alternate = every != 0 && (start - p.epoch.load(Ordering::Relaxed)) / every % 2 == 1;
+    let work = if alternate {
+        p.alt_work.load(Ordering::Relaxed)
+    } else {
+        p.work.load(Ordering::Relaxed)
+    };
+    while hw::now().wrapping_sub(start) < work {
+        core::hint::spin_loop();
+    }
 }
 
 /// Interrupt handler of the demo SGI: the interrupt-to-task path.
@@ -190,12 +332,25 @@ fn status() {
     }
 }
 
-/// Deadline misses of core `c`'s job: releases that found it still busy,
-/// plus releases the timer skipped.
+/// Deadline misses of the job released on core `c`: releases that found it
+/// still busy, plus releases the timer skipped.
 pub fn misses(c: usize) -> u64 {
     sched::with_kernel(|k| {
-        let overruns = k.stats(TaskId(c as u8)).map(|s| s.overruns).unwrap_or(0);
-        overruns + k.cyclic_misses(CyclicId(c as u8)).unwrap_or(0)
+        let (task, cyclic) = if PERIODIC_STATE.on.load(Ordering::Acquire) {
+            let Ok(core) = k.cyclic_core(PERIODIC_RELEASE) else {
+                return 0;
+            };
+            if core as usize != c {
+                return 0;
+            }
+            (PERIODIC, PERIODIC_RELEASE)
+        } else if c < DEMO_CORES {
+            (TaskId(c as u8), CyclicId(c as u8))
+        } else {
+            return 0;
+        };
+        let overruns = k.stats(task).map(|s| s.overruns).unwrap_or(0);
+        overruns + k.cyclic_misses(cyclic).unwrap_or(0)
     })
 }
 

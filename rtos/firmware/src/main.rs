@@ -15,6 +15,8 @@ mod syscall;
 
 use core::sync::atomic::{AtomicU32, Ordering};
 use entry::Frame;
+use tandem_abi::boot::{BootConfig, Workload};
+use tandem_board::BOARD;
 
 static GLOBAL_READY: AtomicU32 = AtomicU32::new(0);
 
@@ -33,7 +35,7 @@ extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: u64) -> ! {
         hw::init_global();
         sched::init(hw::now());
         stats::set_cores(mask);
-        app::place(mask);
+        app::place(mask, read_workload(), hw::now());
         log!(
             core,
             "Tandem RTOS {} up on cores {mask:#x}",
@@ -49,6 +51,19 @@ extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: u64) -> ! {
     // Run the scheduler once at start: autostart tasks, first timer.
     hw::send_reschedule(core);
     idle(core)
+}
+
+/// What the boot configuration asks the RTOS to run. Read before Linux
+/// starts (this runs first on the boot core), and checked again although the
+/// monitor checked it: the RTOS trusts nothing in normal RAM.
+fn read_workload() -> Workload {
+    // SAFETY: the board reserves this page of normal RAM for the blob; Linux
+    // has not run yet; any bit pattern is a valid BootConfig (plain integers).
+    let blob = unsafe { (BOARD.boot_config as *const BootConfig).read_volatile() };
+    match blob.validate().and_then(|p| blob.workload(&p)) {
+        Ok(w) => w,
+        Err(e) => panic!("boot configuration refused: {e:?}"),
+    }
 }
 
 /// This core's idle loop, and the frame it is resumed in when no task is

@@ -6,7 +6,10 @@ use crate::{app, entry::MAX_CORES};
 use core::fmt::Write;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicU64, Ordering};
-use tandem_abi::shm::{CoreRecord, LATENCY_BUCKETS, core_record_offset, latency_offset};
+use tandem_abi::shm::{
+    CoreRecord, DISPATCH_BUCKETS, LATENCY_BUCKETS, core_record_offset, dispatch_offset,
+    latency_offset,
+};
 use tandem_board::BOARD;
 
 static BUSY: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
@@ -57,16 +60,41 @@ pub fn latency(core: usize, ticks: u64) {
     unsafe { counter.write_volatile(counter.read_volatile().wrapping_add(1)) };
 }
 
+/// Counts one dispatch latency (activation request to the task's first
+/// instruction) of `ticks` on `core`, the core the task started on.
+pub fn dispatch(core: usize, ticks: u64) {
+    if core >= MAX_CORES {
+        return;
+    }
+    let bucket = ticks.min(u64::from(DISPATCH_BUCKETS) - 1) as usize;
+    let counter = (BOARD.shared.base as usize + dispatch_offset(core) + bucket * 4) as *mut u32;
+    // SAFETY: as in `latency`: ABI offsets for a core below MAX_CORES and a
+    // bucket below DISPATCH_BUCKETS, inside the reserved region. Two cores
+    // never count for the same core at once: the task runs on one core.
+    unsafe { counter.write_volatile(counter.read_volatile().wrapping_add(1)) };
+}
+
+/// Whether Linux on `core` holds a spin lock, as it last published. Linux is
+/// not trusted: the word is read once, and any value but 0 counts as held,
+/// so the worst a scribbled word can do is keep the task off that core.
+pub fn linux_holds_lock(core: usize) -> bool {
+    if core >= MAX_CORES {
+        return true;
+    }
+    let record = (BOARD.shared.base as usize + core_record_offset(core)) as *const CoreRecord;
+    // SAFETY: the record lies inside the reserved shared region at an ABI
+    // offset for a core below MAX_CORES; the field is an aligned u32 that
+    // any bit pattern is valid for.
+    let held = unsafe { core::ptr::addr_of!((*record).linux_lock_held).read_volatile() };
+    held != 0
+}
+
 /// Writes every RTOS core's record in the shared region. Only the RTOS writes
 /// these fields; it never reads them back.
 pub fn publish() {
     let base = BOARD.shared.base as usize;
     for c in cores() {
-        let misses = if c < app::DEMO_CORES {
-            app::misses(c)
-        } else {
-            0
-        };
+        let misses = app::misses(c);
         let record = (base + core_record_offset(c)) as *mut CoreRecord;
         // SAFETY: the offset comes from the ABI's constants for a core the
         // board has, inside the reserved shared region; the fields are
@@ -102,11 +130,7 @@ pub fn print_status(core: usize, seconds: u64) {
     };
     let _ = write!(b, "{seconds} s");
     for c in cores() {
-        let misses = if c < app::DEMO_CORES {
-            app::misses(c)
-        } else {
-            0
-        };
+        let misses = app::misses(c);
         let busy_us = BUSY[c].load(Ordering::Relaxed) * 1_000_000 / BOARD.counter_hz;
         let _ = write!(
             b,

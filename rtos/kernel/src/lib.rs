@@ -38,6 +38,7 @@ extern crate std;
 
 mod config;
 mod kernel;
+pub mod placement;
 mod queue;
 mod sync;
 #[cfg(test)]

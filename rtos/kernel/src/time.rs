@@ -75,6 +75,36 @@ impl Kernel {
         Ok(())
     }
 
+    /// Sets the core, period and phase of a stopped cyclic handler (for
+    /// workloads chosen at boot). [`Error::Parameter`] for a zero period or
+    /// a core the kernel does not schedule; [`Error::Object`] if `c` is
+    /// started (stop it first: its grid would jump).
+    pub fn set_cyclic(
+        &mut self,
+        c: CyclicId,
+        core: u8,
+        period: Ticks,
+        phase: Ticks,
+    ) -> Result<(), Error> {
+        let i = self.cyclic(c)?;
+        if period == 0 || core as usize >= self.cores {
+            return Err(Error::Parameter);
+        }
+        let cyc = &mut self.cyclics[i];
+        if cyc.started {
+            return Err(Error::Object);
+        }
+        cyc.core = core;
+        cyc.period = period;
+        cyc.phase = phase;
+        Ok(())
+    }
+
+    /// The core cyclic handler `c` runs on.
+    pub fn cyclic_core(&self, c: CyclicId) -> Result<u8, Error> {
+        Ok(self.cyclics[self.cyclic(c)?].core)
+    }
+
     /// Releases of cyclic handler `c` skipped because `advance` ran a full
     /// period or more after them.
     pub fn cyclic_misses(&self, c: CyclicId) -> Result<u64, Error> {
@@ -202,6 +232,22 @@ mod tests {
         }
         assert_eq!(k.next_event(0), Some(10 + 10_000 * 100));
         assert_eq!(k.cyclic_misses(C0), Ok(0));
+    }
+
+    #[test]
+    fn set_cyclic_only_when_stopped() {
+        let mut k = kernel_with_at(&CONFIG, 0);
+        assert_eq!(k.set_cyclic(C0, 1, 50, 5), Ok(()));
+        k.start_cyclic(C0, 1000).unwrap();
+        assert_eq!(k.next_event(0), None, "moved to core 1");
+        assert_eq!(k.next_event(1), Some(1005), "C1 is not started: C0 alone");
+        assert_eq!(advance(&mut k, 1, 1005), [C0]);
+        assert_eq!(k.next_event(1), Some(1055));
+        assert_eq!(k.set_cyclic(C0, 1, 60, 0), Err(Error::Object));
+        k.stop_cyclic(C0).unwrap();
+        assert_eq!(k.set_cyclic(C0, 1, 0, 0), Err(Error::Parameter));
+        assert_eq!(k.set_cyclic(C0, 99, 10, 0), Err(Error::Parameter));
+        assert_eq!(k.set_cyclic(CyclicId(99), 0, 10, 0), Err(Error::Id));
     }
 
     #[test]
