@@ -40,10 +40,17 @@ def _boot_options(
         default=smp,
         help=f"number of cores (1..{load_board().max_cores}, default {smp})",
     )
+    parser.add_argument(
+        "--bootargs",
+        default="",
+        help="appended to Linux's command line (e.g. tandem_lockstate=on)",
+    )
 
 
 def _options(args: argparse.Namespace) -> BootOptions:
-    return BootOptions(config=args.config, timing=args.timing, smp=args.smp)
+    return BootOptions(
+        config=args.config, timing=args.timing, smp=args.smp, extra_bootargs=args.bootargs
+    )
 
 
 def parser() -> argparse.ArgumentParser:

@@ -65,7 +65,7 @@ def test_shipped_scenarios_load() -> None:
     for name, experiment in exp.REGISTRY.items():
         s = scenario.load(name, experiment.schema)
         q = scenario.load(name, experiment.schema, quick=True)
-        assert q.integer("samples") < s.integer("samples")
+        assert q.values != s.values, f"{name}: --quick changes nothing"
     assert [n for n, _ in exp.listing()] == sorted(exp.REGISTRY)
 
 

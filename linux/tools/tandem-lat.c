@@ -2,10 +2,12 @@
 /*
  * tandem-lat: the RTOS's timer-interrupt latency histograms (compare value to
  * the handler's third instruction, one bucket per counter tick), read from
- * the shared region through the tandem driver's debugfs.
+ * the shared region through the tandem driver's debugfs. With -d, the RTOS's
+ * dispatch-latency histograms instead (activation request to the task's
+ * first instruction, one bucket per tick, counted on the core it starts on).
  *
- *   tandem-lat save FILE      snapshot every core's histogram
- *   tandem-lat report A B [CORE]
+ *   tandem-lat [-d] save FILE snapshot every core's histogram
+ *   tandem-lat [-d] report A B [CORE]
  *                             what happened between two snapshots, as JSON;
  *                             the histogram and totals for every core, or
  *                             for CORE alone
@@ -24,8 +26,14 @@
 struct snapshot {
 	uint32_t cores;
 	uint32_t counter_hz;
+	uint32_t kind; /* 0: interrupt latency, 1: dispatch latency */
 	uint32_t hist[TANDEM_SHM_MAX_CORES][BUCKETS];
 };
+
+/* Which histograms: set by -d. */
+static uint32_t kind;
+static long hist_offset = TANDEM_LATENCY_OFFSET;
+static int buckets = TANDEM_LATENCY_BUCKETS;
 
 static int read_at(FILE *f, long offset, void *buf, size_t len)
 {
@@ -50,8 +58,9 @@ static int take(struct snapshot *s)
 	    s->cores > TANDEM_SHM_MAX_CORES || !s->counter_hz)
 		ret = -1;
 	for (uint32_t c = 0; !ret && c < s->cores; c++)
-		ret = read_at(f, TANDEM_LATENCY_OFFSET + (long)c * BUCKETS * 4,
-			      s->hist[c], BUCKETS * 4);
+		ret = read_at(f, hist_offset + (long)c * buckets * 4, s->hist[c],
+			      (size_t)buckets * 4);
+	s->kind = kind;
 	fclose(f);
 	if (ret)
 		fprintf(stderr, "tandem-lat: cannot read the histograms from %s\n", REGION);
@@ -69,7 +78,8 @@ static int load(const char *path, struct snapshot *s)
 	}
 	got = fread(s, 1, sizeof(*s), f);
 	fclose(f);
-	if (got != sizeof(*s) || s->cores > TANDEM_SHM_MAX_CORES || !s->counter_hz) {
+	if (got != sizeof(*s) || s->cores > TANDEM_SHM_MAX_CORES || !s->counter_hz ||
+	    s->kind != kind) {
 		fprintf(stderr, "tandem-lat: %s is not a snapshot\n", path);
 		return -1;
 	}
@@ -115,7 +125,7 @@ static int report(const char *before, const char *after, long only)
 		uint64_t n = 0, s = 0;
 		int cmax = -1;
 
-		for (int i = 0; i < BUCKETS; i++) {
+		for (int i = 0; i < buckets; i++) {
 			uint32_t d = b.hist[c][i] - a.hist[c][i];
 
 			if (!d)
@@ -131,7 +141,7 @@ static int report(const char *before, const char *after, long only)
 		       cmax < 0 ? 0.0 : ns * cmax);
 	}
 	printf("], \"histogram\": [");
-	for (int i = 0; i < BUCKETS; i++) {
+	for (int i = 0; i < buckets; i++) {
 		if (!total[i])
 			continue;
 		if (min < 0)
@@ -146,12 +156,19 @@ static int report(const char *before, const char *after, long only)
 	printf("], \"samples\": %llu, \"min_ns\": %.1f, \"avg_ns\": %.1f, \"max_ns\": %.1f, \"overflow\": %llu}\n",
 	       (unsigned long long)samples, min < 0 ? 0.0 : ns * min,
 	       samples ? ns * sum / samples : 0.0, max < 0 ? 0.0 : ns * max,
-	       (unsigned long long)total[BUCKETS - 1]);
+	       (unsigned long long)total[buckets - 1]);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "-d")) {
+		kind = 1;
+		hist_offset = TANDEM_DISPATCH_OFFSET;
+		buckets = TANDEM_DISPATCH_BUCKETS;
+		argc--;
+		argv++;
+	}
 	if (argc == 3 && !strcmp(argv[1], "save"))
 		return save(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "report"))
@@ -166,6 +183,7 @@ int main(int argc, char **argv)
 			TANDEM_SHM_MAX_CORES - 1, argv[4]);
 		return 2;
 	}
-	fprintf(stderr, "usage: tandem-lat save FILE | tandem-lat report BEFORE AFTER [CORE]\n");
+	fprintf(stderr,
+		"usage: tandem-lat [-d] save FILE | tandem-lat [-d] report BEFORE AFTER [CORE]\n");
 	return 2;
 }
