@@ -177,12 +177,32 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     return Prepared(argv, secure_log, run_dir / "console.log", run_dir)
 
 
+REFUSAL = "cannot start:"
+
+
+def monitor_refusal(secure_log: Path) -> str | None:
+    """The monitor's reason for refusing to start the machine, if it did."""
+    try:
+        text = secure_log.read_text(errors="replace")
+    except FileNotFoundError:
+        return None
+    for line in text.splitlines():
+        if REFUSAL in line:
+            return line[line.index(REFUSAL) :]
+    return None
+
+
 def run_interactive(options: BootOptions) -> int:
     """Boots with the Linux console on this terminal; returns QEMU's status."""
     prepared = prepare(options)
     print(f"tandem: secure console (monitor/RTOS) -> {prepared.secure_log}", file=sys.stderr)
     print("tandem: Linux console follows; `poweroff` ends it (or Ctrl-A X)", file=sys.stderr)
-    return subprocess.call(prepared.argv)
+    status = subprocess.call(prepared.argv)
+    refusal = monitor_refusal(prepared.secure_log)
+    if refusal:
+        print(f"tandem: the monitor refused to start: {refusal}", file=sys.stderr)
+        return 1
+    return status
 
 
 def _drop_restart_chatter(lines: list[str]) -> list[str]:
@@ -288,6 +308,12 @@ def run_exec(
         raise TandemError(
             f"timed out after {timeout_s:.0f} s (console: {prepared.console_log}, "
             f"secure: {prepared.secure_log})"
+        )
+    refusal = monitor_refusal(prepared.secure_log)
+    if refusal:
+        raise TandemError(
+            f"the monitor refused to start: {refusal} (secure: {prepared.secure_log}; "
+            "run `make build` if the firmware and the harness disagree)"
         )
     if status is None:
         tail = "\n".join(prepared.console_log.read_text().splitlines()[-15:])

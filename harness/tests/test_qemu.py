@@ -11,7 +11,9 @@ import pytest
 
 from tandem import bench
 from tandem.board import load_board
+from tandem.configs import PlatformConfig
 from tandem.console import PROMPT, Console
+from tandem.errors import TandemError
 from tandem.qemu import BootOptions, ExecResult, run_exec
 
 pytestmark = pytest.mark.qemu
@@ -143,6 +145,25 @@ def test_driver_shows_the_shared_region_header() -> None:
         "4",
         "1",
     ]
+
+
+def test_monitor_refuses_a_bad_boot_configuration_and_powers_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def stale(self: PlatformConfig, smp: int, workload: object = None) -> bytes:
+        # A harness older than the firmware: layout version 1.
+        blob = bytearray(good(self, smp))
+        blob[8:12] = (1).to_bytes(4, "little")
+        return bytes(blob)
+
+    good = PlatformConfig.boot_blob
+    monkeypatch.setattr(PlatformConfig, "boot_blob", stale)
+    start = time.monotonic()
+    with pytest.raises(
+        TandemError, match=r"monitor refused to start: cannot start: .*Version\(1\)"
+    ):
+        run_exec(BootOptions(), "true\n", timeout_s=60)
+    assert time.monotonic() - start < 20, "refusal must end the machine, not hang it"
 
 
 def test_reboot_runs_the_machine_again() -> None:

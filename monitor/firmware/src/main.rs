@@ -79,12 +79,11 @@ fn load_rtos() -> Result<(), ImageError> {
 }
 
 /// Stops this core with a message: the machine cannot run as configured.
+/// Powers off rather than hang, so whoever started the machine sees it end
+/// and finds the reason on the secure console.
 fn refuse(why: core::fmt::Arguments) -> ! {
     log!("cannot start: {why}");
-    loop {
-        // SAFETY: waiting has no memory effects.
-        unsafe { core::arch::asm!("wfe", options(nomem, nostack)) };
-    }
+    power::system_off()
 }
 
 fn check_in(core: usize, is_boot_core: bool) {
