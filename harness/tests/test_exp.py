@@ -11,7 +11,7 @@ import pytest
 
 from tandem import exp, scenario
 from tandem.errors import TandemError
-from tandem.exp import domains, linux_rt
+from tandem.exp import domains, lhp, linux_rt
 from tandem.measure import Latency, parse_results
 from tandem.results import PARTIAL
 
@@ -269,3 +269,85 @@ def test_experiment_runs_tiny(
         assert (out / f).stat().st_size > 0, f
     assert (out / "raw").is_dir()
     assert "timing" in (out / "report.md").read_text()
+
+
+def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
+    hist = lhp.spin_histogram({"histogram": [[0.0, 90], [3.072, 5], [600.064, 2]]}, "t")
+    assert lhp.long_waits(hist, 3.072) == 2 and lhp.long_waits(hist, 0.0) == 7
+    with pytest.raises(TandemError, match="bad spin histogram"):
+        lhp.spin_histogram({"histogram": [[1.0]]}, "t")
+    summary: dict[str, object] = {
+        "experiment": "lhp",
+        "timing": "host",
+        "overhead_timing": "virtual",
+        "quick": True,
+        "reps": 2,
+        "smp": 2,
+        "rtos_core": 1,
+        "scenario": {"bench_period_us": 1000, "bench_work_us": 500},
+        "long_spin_threshold_us": 3.072,
+        "period_sweep": [
+            {
+                "period_us": 1000,
+                "load_us": 500,
+                "policy": "static",
+                "long_spin_waits": 40,
+                "spin_waits": 900,
+                "max_spin_us": 510.0,
+            },
+            {
+                "period_us": 1000,
+                "load_us": 500,
+                "policy": "migrate",
+                "long_spin_waits": 10,
+                "spin_waits": 880,
+                "max_spin_us": 400.0,
+            },
+        ],
+        "bench": [
+            {
+                "bench": "hackbench",
+                "policy": "static",
+                "median_s": 2.0,
+                "runs_s": [2.0, 2.1],
+                "spread_s": 0.1,
+            },
+            {
+                "bench": "hackbench",
+                "policy": "migrate",
+                "median_s": 1.5,
+                "runs_s": [1.5, 1.55],
+                "spread_s": 0.05,
+            },
+        ],
+        "overhead": [
+            {
+                "policy": "static",
+                "samples": 10,
+                "min_us": 1.0,
+                "avg_us": 1.5,
+                "max_us": 3.0,
+                "beyond_histogram": 0,
+            },
+            {
+                "policy": "migrate",
+                "samples": 10,
+                "min_us": 1.0,
+                "avg_us": 2.0,
+                "max_us": 8.0,
+                "beyond_histogram": 0,
+            },
+        ],
+        "lock_patch_overhead_pct": 0.5,
+    }
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "dispatch_histograms.csv").write_text(
+        "policy,latency_us,count\nstatic,1.0,9\nstatic,3.0,1\nmigrate,1.0,8\nmigrate,8.0,2\n"
+    )
+    lhp.finish(tmp_path, summary, "./tandem exp run lhp --quick")
+    text = (tmp_path / "report.md").read_text()
+    assert "- 1000 µs: static 40, migrate 10: 75 % fewer" in text
+    assert "+25.0 % for migrate, beyond the run-to-run spread (0.100 s)" in text
+    assert "Worst case grows by 5.00 µs with migrate (within the 10 µs limit" in text
+    for png in ("e1_long_spin_waits.png", "e2_bench.png", "e3_overhead.png"):
+        assert (tmp_path / png).stat().st_size > 10_000
