@@ -27,7 +27,7 @@ IMAGE       := $(KOUT)/arch/arm64/boot/Image
 ABI_HEADER  := $(BUILD)/include/tandem_abi.h
 MODULE      := $(BUILD)/driver/tandem.ko
 TOOLS       := $(BUILD)/tools/tandem-smc $(BUILD)/tools/tandem-top $(BUILD)/tools/tandem-lat \
-               $(BUILD)/tools/tandem-trace
+               $(BUILD)/tools/tandem-trace $(BUILD)/tools/tandem-spin
 INITRAMFS   := $(BUILD)/rootfs/initramfs.cpio
 
 .PHONY: help setup build run test lint host-test qemu-test bench clean distclean FORCE

@@ -6,6 +6,11 @@
  * region named by the "tandem,tandem" device-tree node), checks its header
  * against the firmware's own account of it (SiP SHM_INFO), and shows the
  * header in sysfs. For tests, a root-only debugfs file issues raw SMCs.
+ *
+ * It also tells the kernel's lock-state hooks (CONFIG_TANDEM_LOCKSTATE, see
+ * linux/patches) where each CPU's lock-state words and spin-wait histogram
+ * are in the mapping, and starts them (they publish only if the kernel was
+ * booted with tandem_lockstate=on or tandem_spinstat=on).
  */
 
 #include <linux/arm-smccc.h>
@@ -21,6 +26,7 @@
 #include <linux/of_reserved_mem.h>
 #include <linux/platform_device.h>
 #include <linux/slab.h>
+#include <linux/tandem_lockstate.h>
 #include <linux/uaccess.h>
 
 #include "tandem_abi.h"
@@ -43,6 +49,7 @@ struct tandem {
 	u32 counter_hz;
 	unsigned int core_count;
 	struct tandem_core *cores[TANDEM_SHM_MAX_CORES];
+	bool lockstate_started;
 };
 
 static u32 shm_read32(struct tandem *t, unsigned int offset)
@@ -113,6 +120,20 @@ static ssize_t region_base_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(region_base);
 
+static ssize_t lockstate_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", tandem_lockstate_publishing() ? "on" : "off");
+}
+static DEVICE_ATTR_RO(lockstate);
+
+static ssize_t spinstat_show(struct device *dev,
+			     struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", tandem_spinstat_counting() ? "on" : "off");
+}
+static DEVICE_ATTR_RO(spinstat);
+
 static struct attribute *tandem_attrs[] = {
 	&dev_attr_magic.attr,
 	&dev_attr_abi_version.attr,
@@ -120,15 +141,24 @@ static struct attribute *tandem_attrs[] = {
 	&dev_attr_core_count.attr,
 	&dev_attr_boot_count.attr,
 	&dev_attr_region_base.attr,
+	&dev_attr_lockstate.attr,
+	&dev_attr_spinstat.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(tandem);
 
+/* Offset of a field of core's record (the header was validated at probe). */
+static unsigned int core_field(struct tandem *t, unsigned int core,
+			       unsigned int field)
+{
+	return shm_read32(t, TANDEM_SHM_OFF_CORE_RECORDS_OFFSET) +
+	       core * TANDEM_SHM_CORE_RECORD_SIZE + field;
+}
+
 static u64 core_read64(struct tandem_core *c, unsigned int field)
 {
 	struct tandem *t = c->t;
-	unsigned int off = shm_read32(t, TANDEM_SHM_OFF_CORE_RECORDS_OFFSET) +
-			   c->index * TANDEM_SHM_CORE_RECORD_SIZE + field;
+	unsigned int off = core_field(t, c->index, field);
 
 	return le64_to_cpu(READ_ONCE(*(__le64 *)(t->shm + off)));
 }
@@ -148,6 +178,21 @@ TANDEM_CORE_ATTR(deadline_misses, TANDEM_CORE_OFF_DEADLINE_MISSES);
 TANDEM_CORE_ATTR(switches_to_rtos, TANDEM_CORE_OFF_SWITCHES_TO_RTOS);
 TANDEM_CORE_ATTR(switches_to_linux, TANDEM_CORE_OFF_SWITCHES_TO_LINUX);
 
+/* Linux's lock-state words (written by the kernel's lock paths). */
+#define TANDEM_CORE_ATTR32(name, field)					\
+static ssize_t name##_show(struct kobject *kobj,			\
+			   struct kobj_attribute *attr, char *buf)	\
+{									\
+	struct tandem_core *c = container_of(kobj, struct tandem_core, kobj); \
+									\
+	return sysfs_emit(buf, "%u\n",					\
+			  shm_read32(c->t, core_field(c->t, c->index, field))); \
+}									\
+static struct kobj_attribute core_attr_##name = __ATTR_RO(name)
+
+TANDEM_CORE_ATTR32(linux_lock_held, TANDEM_CORE_OFF_LINUX_LOCK_HELD);
+TANDEM_CORE_ATTR32(linux_lock_waiting, TANDEM_CORE_OFF_LINUX_LOCK_WAITING);
+
 /* RTOS busy time, converted from counter ticks to microseconds. */
 static ssize_t rtos_busy_us_show(struct kobject *kobj,
 				 struct kobj_attribute *attr, char *buf)
@@ -166,9 +211,7 @@ static ssize_t policy_show(struct kobject *kobj, struct kobj_attribute *attr,
 	static const char * const names[] = { "shared", "rtos", "linux" };
 	struct tandem_core *c = container_of(kobj, struct tandem_core, kobj);
 	struct tandem *t = c->t;
-	unsigned int off = shm_read32(t, TANDEM_SHM_OFF_CORE_RECORDS_OFFSET) +
-			   c->index * TANDEM_SHM_CORE_RECORD_SIZE +
-			   TANDEM_CORE_OFF_POLICY;
+	unsigned int off = core_field(t, c->index, TANDEM_CORE_OFF_POLICY);
 	u32 policy = shm_read32(t, off);
 
 	if (policy >= ARRAY_SIZE(names))
@@ -184,6 +227,8 @@ static struct attribute *tandem_core_attrs[] = {
 	&core_attr_deadline_misses.attr,
 	&core_attr_switches_to_rtos.attr,
 	&core_attr_switches_to_linux.attr,
+	&core_attr_linux_lock_held.attr,
+	&core_attr_linux_lock_waiting.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(tandem_core);
@@ -234,6 +279,46 @@ static int tandem_add_cores(struct tandem *t)
 		t->cores[i] = c;
 	}
 	return 0;
+}
+
+/*
+ * Hand the kernel's lock-state hooks, per possible CPU, the addresses of its
+ * core's two lock-state words and spin-wait histogram, then start them. A
+ * CPU's core is its MPIDR Aff0, not its Linux number.
+ */
+static void tandem_lockstate_attach(struct tandem *t)
+{
+	bool hists = (u64)TANDEM_SPIN_OFFSET +
+		     (u64)t->core_count * TANDEM_SPIN_BUCKETS * 4 <= t->shm_size;
+	unsigned int cpu, core;
+	int ret;
+
+	for_each_possible_cpu(cpu) {
+		u32 *held = NULL, *waiting = NULL, *hist = NULL;
+
+		core = tandem_lockstate_core(cpu);
+		if (core < t->core_count) {
+			held = t->shm + core_field(t, core, TANDEM_CORE_OFF_LINUX_LOCK_HELD);
+			waiting = t->shm + core_field(t, core, TANDEM_CORE_OFF_LINUX_LOCK_WAITING);
+			if (hists)
+				hist = t->shm + TANDEM_SPIN_OFFSET +
+				       core * TANDEM_SPIN_BUCKETS * 4;
+		} else {
+			dev_warn(t->dev, "CPU %u is core %u, beyond the region's %u records\n",
+				 cpu, core, t->core_count);
+		}
+		ret = tandem_lockstate_set_cpu(cpu, held, waiting, hist);
+		if (ret) {
+			dev_err(t->dev, "lock state: cannot attach CPU %u (%d)\n", cpu, ret);
+			tandem_lockstate_stop();
+			return;
+		}
+	}
+	tandem_lockstate_start(TANDEM_SPIN_BUCKETS, TANDEM_SPIN_SHIFT);
+	t->lockstate_started = true;
+	dev_info(t->dev, "lock state publishing %s, spin-wait statistics %s\n",
+		 tandem_lockstate_publishing() ? "on" : "off",
+		 tandem_spinstat_counting() ? "on" : "off");
 }
 
 /*
@@ -405,6 +490,7 @@ static int tandem_probe(struct platform_device *pdev)
 	t->debugfs = debugfs_create_dir("tandem", NULL);
 	debugfs_create_file("smc", 0600, t->debugfs, t, &smc_fops);
 	debugfs_create_file("region", 0400, t->debugfs, t, &region_fops);
+	tandem_lockstate_attach(t);
 	dev_info(dev, "shared region %pa+%#zx, ABI %#x, boot %u\n", &t->shm_base,
 		 t->shm_size, shm_read32(t, TANDEM_SHM_OFF_ABI_VERSION),
 		 shm_read32(t, TANDEM_SHM_OFF_BOOT_COUNT));
@@ -415,6 +501,9 @@ static int tandem_remove(struct platform_device *pdev)
 {
 	struct tandem *t = platform_get_drvdata(pdev);
 
+	/* Before devm unmaps the region: no CPU writes to it after this. */
+	if (t->lockstate_started)
+		tandem_lockstate_stop();
 	debugfs_remove_recursive(t->debugfs);
 	tandem_remove_cores(t);
 	return 0;
