@@ -69,7 +69,6 @@ pub struct CoreRecord {
     pub switches_to_linux: u64,
     /// The core's policy (`boot::Policy` as u32; monitor).
     pub policy: u32,
-    /// Padding to a cache line.
     /// Raw spin locks and rwlocks Linux holds on this core (nesting count;
     /// Linux, when booted with `tandem_lockstate=on`).
     pub linux_lock_held: u32,
@@ -274,6 +273,10 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
         name: "SHM_CORE_RECORD_SIZE",
         value: CORE_RECORD_SIZE as i64,
+    },
+    CConstant {
+        name: "SHM_CORE_RECORDS_OFFSET",
+        value: CORE_RECORDS_OFFSET as i64,
     },
     offset!("SHM_OFF_MAGIC", magic),
     offset!("SHM_OFF_ABI_VERSION", abi_version),
