@@ -80,7 +80,8 @@ tandem-lat -d save /tmp/a
 i=0; seed=12345
 while [ $i -lt 3000 ]; do
 	seed=$(( (seed * 1103515245 + 12345) & 2147483647 ))
-	value=$seed; [ $((seed & 4)) -eq 0 ] && value=0
+	# high bits: an LCG's low bits repeat every few steps
+	value=$seed; [ $(( (seed >> 16) & 1 )) -eq 0 ] && value=0
 	core=$(( i % 8 ))
 	devmem $(( {held} + core * {size} )) 32 $value
 	devmem $(( {waiting} + core * {size} )) 32 $(( seed ^ 1515870810 ))
