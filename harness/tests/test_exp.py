@@ -279,7 +279,8 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     summary: dict[str, object] = {
         "experiment": "lhp",
         "timing": "host",
-        "overhead_timing": "virtual",
+        "sweep_timing": "virtual",
+        "sweep_smp": 4,
         "quick": True,
         "reps": 2,
         "smp": 2,
@@ -351,3 +352,31 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     assert "Worst case grows by 5.00 µs with migrate (within the 10 µs limit" in text
     for png in ("e1_long_spin_waits.png", "e2_bench.png", "e3_overhead.png"):
         assert (tmp_path / png).stat().st_size > 10_000
+
+
+@pytest.mark.qemu
+def test_lhp_runs_tiny(tmp_path: Path) -> None:
+    overrides: dict[str, object] = {
+        "reps": 1,
+        "periods_us": [1000],
+        "benches": ["hackbench", "sysbench"],
+        "hackbench_groups": 2,
+        "hackbench_loops": 20,
+        "sysbench_locks": 1000,
+        "overhead_seconds": 1,
+    }
+    out = exp.run("lhp", quick=True, overrides=overrides, out_root=tmp_path)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["experiment"] == "lhp"
+    for row in summary["period_sweep"]:
+        assert set(row) >= {"period_us", "load_us", "policy", "long_spin_waits"}
+        assert row["spin_waits"] > 0, "hackbench contends for locks"
+    modes = {(r["bench"], r["policy"]) for r in summary["bench"]}
+    assert ("hackbench", "migrate") in modes and ("sysbench", "linux-alone") in modes
+    for row in summary["bench"]:
+        assert row["median_s"] > 0 and len(row["runs_s"]) == 1
+    for row in summary["overhead"]:
+        assert row["samples"] >= 500 and 0 < row["min_us"] <= row["max_us"]
+    assert isinstance(summary["lock_patch_overhead_pct"], float)
+    for f in ("summary.csv", "report.md", "e1_long_spin_waits.png", "e2_bench.png"):
+        assert (out / f).stat().st_size > 0, f
