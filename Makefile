@@ -123,6 +123,11 @@ lint:
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-rtos
 	scripts/check-rust-headers.sh
 	$(KSRC)/scripts/checkpatch.pl --no-tree --quiet --terse -f linux/driver/*.c linux/tools/*.c --ignore SPDX_LICENSE_TAG,PREFER_DEFINED_ATTRIBUTE_MACRO,EMBEDDED_FILENAME
+	@# patches as patches (on stdin: given a tracked file name, checkpatch
+	@# checks it as source and misreads the diff's context lines)
+	@for p in linux/patches/*.patch; do \
+		echo "checkpatch $$p"; $(KSRC)/scripts/checkpatch.pl --no-tree --strict --quiet --terse - < $$p || exit 1; \
+	done
 	.venv/bin/ruff check harness
 	.venv/bin/ruff format --check harness
 	cd harness && ../.venv/bin/mypy --strict tandem tests
