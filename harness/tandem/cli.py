@@ -122,6 +122,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help='override any key of the file (VALUE in TOML: 64, true, [1, 2], "x")',
     )
+    ecmp = esub.add_parser(
+        "compare",
+        help="two runs' worst cases side by side (exit 1 if any differs by more than --tolerance)",
+    )
+    ecmp.add_argument("name", help="experiment")
+    ecmp.add_argument("runs", nargs=2, metavar="RUN", help="run ids (results/NAME/RUN)")
+    ecmp.add_argument("--tolerance", type=float, default=10.0, help="%% (default 10)")
     erep = esub.add_parser("report", help="redraw a run's plots and report, print the report")
     erep.add_argument("name", help="experiment")
     erep.add_argument("--run", help="run id (default: the latest)")
@@ -135,6 +142,10 @@ def _exp(args: argparse.Namespace) -> int:
         for name, about in exp.listing():
             print(f"{name:10} {about}")
         return 0
+    if args.exp == "compare":
+        table, worst = exp.compare(args.name, args.runs[0], args.runs[1])
+        print(table, end="")
+        return 0 if worst <= args.tolerance else 1
     if args.exp == "report":
         run_dir, text = exp.report(args.name, args.run)
         print(text, end="")

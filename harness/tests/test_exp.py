@@ -380,3 +380,20 @@ def test_lhp_runs_tiny(tmp_path: Path) -> None:
     assert isinstance(summary["lock_patch_overhead_pct"], float)
     for f in ("summary.csv", "report.md", "e1_long_spin_waits.png", "e2_bench.png"):
         assert (out / f).stat().st_size > 0, f
+
+
+def test_compare_two_runs(tmp_path: Path) -> None:
+    def run(run_id: str, worst: float) -> None:
+        d = tmp_path / "domains" / run_id
+        d.mkdir(parents=True)
+        rows = [domains._row("heteroos", "none", 0, _latency(worst), [worst])]
+        summary = {"experiment": "domains", "timing": "virtual", "rows": rows}
+        (d / "summary.json").write_text(json.dumps(summary))
+
+    run("a", 100.0)
+    run("b", 105.0)
+    run("c", 200.0)
+    table, worst = exp.compare("domains", "a", "b", tmp_path)
+    assert "| env=heteroos, load=none, loaded_cores=0 | 100 | 105 | 4.8 % |" in table
+    assert worst == pytest.approx(100 * 5 / 105)
+    assert exp.compare("domains", "a", "c", tmp_path)[1] == pytest.approx(50)

@@ -13,7 +13,7 @@ from pathlib import Path
 from tandem import scenario
 from tandem.errors import TandemError
 from tandem.exp import domains, lhp, linux_rt
-from tandem.exp.common import read_summary
+from tandem.exp.common import num, read_summary
 from tandem.paths import RESULTS
 from tandem.results import PARTIAL, PartialRun, write_atomic
 
@@ -120,3 +120,35 @@ def report(name: str, run_id: str | None, out_root: Path = RESULTS) -> tuple[Pat
     summary = read_summary(run_dir, name)
     exp.finish(run_dir, summary, str(summary.get("command", f"./tandem exp run {name}")))
     return run_dir, (run_dir / "report.md").read_text()
+
+
+# Row fields that say which cell a row is (the rest are measurements).
+CELL_KEYS = ("env", "load", "loaded_cores", "cores", "affinity", "io_load")
+
+
+def compare(name: str, run_a: str, run_b: str, out_root: Path = RESULTS) -> tuple[str, float]:
+    """Worst cases of two runs side by side: a Markdown table, and the
+    largest difference in % of the larger value."""
+    dirs = [resolve_run(name, r, out_root) for r in (run_a, run_b)]
+    tables = []
+    for d in dirs:
+        rows = read_summary(d, name).get("rows")
+        if not isinstance(rows, list):
+            raise TandemError(f"{d}: summary has no rows to compare")
+        tables.append({tuple((k, r[k]) for k in CELL_KEYS if k in r): r for r in rows})
+    a, b = tables
+    if set(a) != set(b):
+        raise TandemError(f"{run_a} and {run_b} measured different cells")
+    lines = [
+        f"| cell | {dirs[0].name} max µs | {dirs[1].name} max µs | difference |",
+        "|---|---|---|---|",
+    ]
+    worst = 0.0
+    for cell in a:
+        x, y = num(a[cell], "max_us"), num(b[cell], "max_us")
+        diff = abs(x - y) / max(x, y) * 100 if max(x, y) else 0.0
+        worst = max(worst, diff)
+        label = ", ".join(f"{k}={v}" for k, v in cell)
+        lines.append(f"| {label} | {x:g} | {y:g} | {diff:.1f} % |")
+    lines.append(f"\nLargest difference: {worst:.1f} %.")
+    return "\n".join(lines) + "\n", worst
