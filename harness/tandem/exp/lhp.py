@@ -48,6 +48,9 @@ SCHEMA = {
     "smp": Key(int, "E2: cores (keep <= host cores in host timing)", minimum=2, maximum=8),
     "sweep_timing": Key(str, "E1 and E3: timing mode", choices=("virtual", "host")),
     "sweep_smp": Key(int, "E1 and E3: cores", minimum=2, maximum=8),
+    "sweep_reps": Key(
+        int, "E1: repetitions (1 is enough in virtual timing)", minimum=1, maximum=100
+    ),
     "rtos_core": Key(int, "core of the RTOS's cyclic handler", minimum=0, maximum=7),
     "periods_us": Key(list, "E1: RTOS periods", item=int, minimum=100, maximum=1_000_000),
     "load_pct": Key(int, "E1: RTOS load, % of each period", minimum=1, maximum=90),
@@ -170,7 +173,7 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
     """The baseline's longest spin wait, and long spin waits per period and policy."""
     timing = s.text("sweep_timing")
     smp = s.integer("sweep_smp")
-    reps = s.integer("reps")
+    reps = s.integer("sweep_reps")
     baseline_max = 0.0
     for rep in range(1, reps + 1):
         progress.next(f"E1 baseline: Linux alone, rep {rep}/{reps}")
@@ -358,7 +361,7 @@ def e3(
 
 def run(s: Scenario, out: Path) -> dict[str, object]:
     reps = s.integer("reps")
-    n_e1 = reps * (1 + len(s.integers("periods_us")) * len(s.texts("policies")))
+    n_e1 = s.integer("sweep_reps") * (1 + len(s.integers("periods_us")) * len(s.texts("policies")))
     n_e2 = reps * (2 + len(s.texts("policies")))
     progress = Progress(NAME, n_e1 + n_e2 + len(s.texts("policies")))
     baseline_max, sweep = e1(s, out, progress)
@@ -381,6 +384,7 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
         "sweep_smp": s.integer("sweep_smp"),
         "quick": s.quick,
         "reps": reps,
+        "sweep_reps": s.integer("sweep_reps"),
         "smp": s.integer("smp"),
         "rtos_core": s.integer("rtos_core"),
         "scenario": s.values,
@@ -488,7 +492,8 @@ def report(run_dir: Path, command: str) -> str:
         f"E1 and E3 in **{summary['sweep_timing']} timing** on {summary.get('sweep_smp')} "
         f"cores, E2 in **{timing} timing** on {summary['smp']} cores; "
         f"RTOS handler on core {summary['rtos_core']}, "
-        f"{summary['reps']} repetition(s){', quick settings' if summary['quick'] else ''}. "
+        f"E1 {summary.get('sweep_reps', summary['reps'])} and E2 {summary['reps']} "
+        f"repetition(s){', quick settings' if summary['quick'] else ''}. "
         f"Reproduce: `{command}`.",
         "",
         "## E1: long spin waits against the RTOS period",
