@@ -24,10 +24,10 @@ PHASE = re.compile(r"^@@PHASE (\S+)@@$")
 RESULT = re.compile(r"^@@RESULT (\S+) (rtos|cyclictest)@@$")
 # Histogram range of cyclictest, µs: anything later is counted as overflow.
 CYCLICTEST_HIST_US = 10000
-# Settling time after a load starts, before measuring (virtual seconds in
-# virtual timing: short, because every virtual second costs ~10 host seconds
-# with four busy vCPUs in one host thread).
-SETTLE_S = 0.3
+# Default settling time after a load starts, before measuring (virtual ms in
+# virtual timing: short, because with four busy vCPUs in one host thread
+# every virtual second costs tens of host seconds).
+SETTLE_MS = 300
 
 # The shell functions every experiment script starts with.
 PRELUDE = rf"""
@@ -77,7 +77,7 @@ isolate_core() {{
 # results would cost many times as long.
 measure_rtos() {{
 	echo "@@PHASE $1@@"
-	sleep {SETTLE_S}
+	sleep "$SETTLE_S"
 	tandem-lat save /tmp/lat.a || fail "tandem-lat save"
 	sleep "$(awk "BEGIN {{ print $2 * $PERIOD_US / 1000000 }}")"
 	tandem-lat save /tmp/lat.b || fail "tandem-lat save"
@@ -89,7 +89,7 @@ measure_rtos() {{
 # before reporting, as measure_rtos.
 measure_cyclictest() {{
 	echo "@@PHASE $1@@"
-	sleep {SETTLE_S}
+	sleep "$SETTLE_S"
 	pin=""
 	[ "$3" = any ] || pin="-a $3"
 	cmd="cyclictest -m -p 99 -i $PERIOD_US -l $2 -t 1 $pin -q"
@@ -121,10 +121,17 @@ measure_cyclictest() {{
 """
 
 
-def script_header(period_us: int, memory_bytes: str, sched_threads: int, hdd_bytes: str) -> str:
+def script_header(
+    period_us: int,
+    memory_bytes: str,
+    sched_threads: int,
+    hdd_bytes: str,
+    settle_ms: int = SETTLE_MS,
+) -> str:
     """The variables PRELUDE's functions read, then PRELUDE."""
     return (
         f"PERIOD_US={period_us}\nMEMORY_BYTES={memory_bytes}\n"
+        f"SETTLE_S={settle_ms / 1000:g}\n"
         f"SCHED_THREADS={sched_threads}\nHDD_BYTES={hdd_bytes}\n" + PRELUDE
     )
 

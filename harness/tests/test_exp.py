@@ -80,7 +80,7 @@ def test_shipped_scenarios_load() -> None:
         (("reps = 1", "reps = true"), "reps = True is not allowed"),
         (("reps = 1\n", ""), "missing key reps"),
         (('experiment = "domains"', 'experiment = "other"'), "must be the file's name"),
-        (("[quick]\nsamples = 512", "[quick]\nsamples = -1"), "quick.samples = -1"),
+        (("samples = 512", "samples = -1"), "quick.samples = -1"),
         (("samples = 4096", "samples = [4096"), "not valid TOML"),
     ],
 )

@@ -67,6 +67,7 @@ ENVS = {
 }
 
 SCHEMA = {
+    "settle_ms": Key(int, "ms a load runs before measuring starts", minimum=0, maximum=10_000),
     "samples": Key(
         int, "timer interrupts measured per phase (1 ms period)", minimum=16, maximum=100_000
     ),
@@ -112,7 +113,15 @@ def phase_id(load: str, k: int) -> str:
 
 def script(env: Env, s: Scenario) -> str:
     """The guest script for one environment: every phase in one boot."""
-    lines = [script_header(PERIOD_US, s.text("memory_bytes"), s.integer("scheduling_threads"), "0")]
+    lines = [
+        script_header(
+            PERIOD_US,
+            s.text("memory_bytes"),
+            s.integer("scheduling_threads"),
+            "0",
+            s.integer("settle_ms"),
+        )
+    ]
     if env.isolate:
         lines.append(f"isolate_core {MEASURED_CORE}")
     samples = s.integer("samples")

@@ -36,6 +36,7 @@ NAME = "linux-rt"
 PERIOD_US = 1000
 
 SCHEMA = {
+    "settle_ms": Key(int, "ms a load runs before measuring starts", minimum=0, maximum=10_000),
     "samples": Key(int, "cyclictest loops per cell (1 ms period)", minimum=16, maximum=100_000),
     "cores": Key(list, "core counts", item=int, choices=(1, 2, 3, 4, 5, 6, 7, 8)),
     "affinity": Key(
@@ -75,7 +76,11 @@ def phase_id(affinity: bool, io: bool) -> str:
 
 def script(s: Scenario, cores: int) -> str:
     """The guest script for one core count: every cell in one boot."""
-    lines = [script_header(PERIOD_US, s.text("memory_bytes"), 0, s.text("hdd_bytes"))]
+    lines = [
+        script_header(
+            PERIOD_US, s.text("memory_bytes"), 0, s.text("hdd_bytes"), s.integer("settle_ms")
+        )
+    ]
     todo = cells(s, cores)
     last = cores - 1
     others = "0" if last == 1 else f"0-{last - 1}"
