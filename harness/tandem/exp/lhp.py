@@ -519,7 +519,12 @@ def report(run_dir: Path, command: str) -> str:
         mi = [r for r in sweep if r["period_us"] == period and r["policy"] == "migrate"]
         if st and mi:
             a, b = num(st[0], "long_spin_waits"), num(mi[0], "long_spin_waits")
-            cut = f"{(a - b) / a * 100:.0f} % fewer" if a else "no long waits under static"
+            if not a:
+                cut = "no long waits under static"
+            elif b <= a:
+                cut = f"{(a - b) / a * 100:.0f} % fewer with migrate"
+            else:
+                cut = f"{(b - a) / a * 100:.0f} % MORE with migrate"
             out.append(f"- {period} µs: static {a:.0f}, migrate {b:.0f}: {cut}")
     out += [
         "",
@@ -585,6 +590,15 @@ def report(run_dir: Path, command: str) -> str:
         "longer periods at 50 % load).",
         "",
         QEMU_CAVEATS[timing],
+        "",
+        "With migrate the handler on one core reads another core's lock state and sends it "
+        "an SGI; in virtual timing that core may run a whole turn (hundreds of µs) before it "
+        "takes the interrupt, so the state the decision used is stale by then, and the cross-"
+        "core dispatch itself waits for the turn (E3's migrate average). On hardware the SGI "
+        "arrives within a microsecond.",
+        "",
+        "E2's host-timing numbers are only as good as the host was quiet: with other work on "
+        "the host, the spread between repetitions exceeds any difference between modes.",
         "",
         "What would show the paper's effect cleanly: host timing on a host with a free "
         "core for every vCPU (no host-level lock-holder preemption), or hardware.",
