@@ -165,7 +165,7 @@ mod tests {
         let (mut now, mut model, mut last) = (0u64, 0u64, 0u64);
         for _ in 0..100_000 {
             now += next(&mut seed) % 100_000;
-            let busy = next(&mut seed) % 3 != 0;
+            let busy = !next(&mut seed).is_multiple_of(3);
             c.rtos_takes(now, busy);
             let held = next(&mut seed) % 50_000;
             now += held;
