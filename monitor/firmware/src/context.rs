@@ -23,10 +23,10 @@ pub const SPSR_EL1H_MASKED: u64 = 0x3C5;
 /// memory), RW (lower ELs are AArch64). SMC enabled; HVC undefined (no EL2).
 pub const SCR_NORMAL_WORLD: u64 = (1 << 0) | (0b11 << 4) | (1 << 2) | (1 << 9) | (1 << 10);
 
-/// SCR_EL3.TWI: Linux's WFI traps to EL3. Set only with stolen-time
+/// SCR_EL3.TWI (bit 12; 13 is TWE): Linux's WFI traps to EL3. Set only with stolen-time
 /// accounting on, which must know when Linux is idle (then the RTOS steals
 /// nothing from it); the monitor then waits in Linux's place.
-pub const SCR_TWI: u64 = 1 << 13;
+pub const SCR_TWI: u64 = 1 << 12;
 
 /// SCR_EL3 while the RTOS runs: secure, RES1, SIF, RW, and ST (the RTOS owns
 /// the secure physical timer). IRQ and FIQ stay at S-EL1: the RTOS takes its
