@@ -101,9 +101,10 @@ def test_capacities_get_a_topology_map_when_cores_are_removed(tmp_path: Path) ->
 # Seconds of CPU-bound Linux load on core 1 while steal is measured.
 LOAD_S = 4
 
-# /proc/stat cpu lines (jiffies: USER_HZ 100) and the RTOS's busy time, before
-# and after a CPU-bound loop pinned on core 1. Virtual timing: 1 instruction =
-# 1 ns, so the RTOS meets every release and nothing but the RTOS steals.
+# /proc/stat cpu lines (jiffies: USER_HZ 100) and the RTOS's busy time over
+# 2 s of Linux idle, then over a CPU-bound loop pinned on core 1. Virtual
+# timing: 1 instruction = 1 ns, so the RTOS meets every release and nothing
+# but the RTOS steals.
 STEAL_SCRIPT = f"""
 snap() {{
   grep '^cpu[0-9]' /proc/stat
@@ -111,6 +112,9 @@ snap() {{
   echo "uptime $(cut -d' ' -f1 /proc/uptime)"
 }}
 sleep 1
+echo @@idle; snap
+sleep 2
+echo @@idle-end; snap
 taskset -c 1 sh -c 'while :; do :; done' &
 LOOP=$!
 sleep 1
@@ -137,15 +141,17 @@ def _snapshot(text: str) -> dict[str, float]:
     return out
 
 
-def _steal_run(mode: str) -> tuple[dict[str, float], dict[str, float]]:
+def _steal_run(mode: str) -> list[dict[str, float]]:
+    """Snapshots: idle start, idle end, load start, load end."""
     r = run_exec(
         BootOptions(timing="virtual", smp=2, workload=HALF_ON_1, capacity=mode),
         STEAL_SCRIPT,
         timeout_s=300,
     )
     assert r.status == 0, r.output
-    before, after = r.output.split("@@before")[1].split("@@after")
-    return _snapshot(before), _snapshot(after)
+    parts = re.split(r"@@(?:idle|idle-end|before|after)\n", r.output)[1:]
+    assert len(parts) == 4, r.output
+    return [_snapshot(p) for p in parts]
 
 
 def _fractions(before: dict[str, float], after: dict[str, float], core: int) -> tuple[float, float]:
@@ -171,18 +177,25 @@ def test_static_capacity_in_sysfs() -> None:
 
 @pytest.mark.qemu
 def test_steal_follows_the_rtos_load() -> None:
-    before, after = _steal_run("steal")
+    idle, idle_end, before, after = _steal_run("steal")
     steal1, busy1 = _fractions(before, after, 1)
     steal0, _ = _fractions(before, after, 0)
-    print(f"core 1: steal {steal1:.3f}, RTOS busy {busy1:.3f}; core 0: steal {steal0:.3f}")
+    idle_steal1, idle_busy1 = _fractions(idle, idle_end, 1)
+    print(
+        f"loaded core 1: steal {steal1:.3f}, RTOS busy {busy1:.3f}; core 0: steal "
+        f"{steal0:.3f}; idle core 1: steal {idle_steal1:.3f}, RTOS busy {idle_busy1:.3f}"
+    )
     assert 0.4 < busy1 < 0.6, "the workload takes half of core 1"
     assert abs(steal1 - busy1) <= 0.05
     assert steal0 <= 0.01, "no RTOS load on core 0, no steal"
+    # The RTOS takes as much of an idle core, but Linux had nothing to run.
+    assert idle_busy1 > 0.4
+    assert idle_steal1 <= 0.01, "nothing stolen from an idle Linux"
 
 
 @pytest.mark.qemu
 def test_no_steal_when_off() -> None:
-    before, after = _steal_run("static")
+    _, _, before, after = _steal_run("static")
     assert after["steal0"] == after["steal1"] == 0
     _, busy1 = _fractions(before, after, 1)
     assert busy1 > 0.4, "the RTOS still ran"
