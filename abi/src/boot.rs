@@ -1,12 +1,13 @@
 //! The boot configuration the harness hands the monitor: which world owns each
-//! core (DESIGN.md "Per-core policy"), and what the RTOS runs (its workload).
+//! core (DESIGN.md "Per-core policy"), what the RTOS runs (its workload), and
+//! which optional monitor features are on.
 //! A small blob in normal RAM, read and validated at cold boot by the monitor
 //! and by the RTOS, before Linux can touch it.
 
 /// `"TNDMBOOT"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TNDMBOOT");
 /// Layout version of [`BootConfig`].
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Most cores a configuration can describe.
 pub const MAX_CORES: usize = 8;
 
@@ -58,7 +59,18 @@ pub struct BootConfig {
     pub policy: [u8; MAX_CORES],
     /// What the RTOS runs.
     pub workload: WorkloadConfig,
+    /// Optional monitor features ([`FEATURE_STEAL_TIME`]); other bits must be 0.
+    pub features: u32,
+    /// Zero.
+    pub reserved: u32,
 }
+
+/// Feature bit: the monitor offers Arm PV time and accounts stolen time (off:
+/// PV time answers NOT_SUPPORTED, so Linux never turns steal accounting on,
+/// and Linux's WFI is not trapped).
+pub const FEATURE_STEAL_TIME: u32 = 1 << 0;
+/// Every feature bit this layout defines.
+pub const FEATURES_KNOWN: u32 = FEATURE_STEAL_TIME;
 
 /// What the RTOS runs, as it lies in the blob.
 #[repr(C)]
@@ -132,7 +144,7 @@ pub enum Workload {
 
 /// Size of the blob in bytes.
 pub const SIZE: usize = core::mem::size_of::<BootConfig>();
-const _: () = assert!(SIZE == 56);
+const _: () = assert!(SIZE == 64);
 
 /// Why a boot configuration was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,6 +173,8 @@ pub enum BootConfigError {
     WorkloadTiming,
     /// A dispatch policy that does not exist.
     Dispatch(u32),
+    /// Feature bits this layout does not define, or a non-zero reserved word.
+    Features(u32),
 }
 
 /// A checked configuration.
@@ -214,6 +228,8 @@ impl BootConfig {
             cores: policies.len() as u32,
             policy,
             workload: WorkloadConfig::default(),
+            features: 0,
+            reserved: 0,
         }
     }
 
@@ -237,7 +253,16 @@ impl BootConfig {
         if !out.policy[..out.cores].iter().any(|p| p.has_linux()) {
             return Err(BootConfigError::NoLinuxCore);
         }
+        if self.features & !FEATURES_KNOWN != 0 || self.reserved != 0 {
+            return Err(BootConfigError::Features(self.features));
+        }
         Ok(out)
+    }
+
+    /// Whether the monitor offers PV time and accounts stolen time (only
+    /// meaningful once [`BootConfig::validate`] accepted the blob).
+    pub const fn steal_time(&self) -> bool {
+        self.features & FEATURE_STEAL_TIME != 0
     }
 
     /// Checks the workload against the (already checked) policies.
@@ -311,6 +336,16 @@ mod tests {
             c.validate(),
             Err(BootConfigError::Policy { core: 2, value: 7 })
         );
+        c = good;
+        c.features = 2;
+        assert_eq!(c.validate(), Err(BootConfigError::Features(2)));
+        c = good;
+        c.reserved = 1;
+        assert_eq!(c.validate(), Err(BootConfigError::Features(0)));
+        c = good;
+        c.features = FEATURE_STEAL_TIME;
+        assert!(c.validate().is_ok() && c.steal_time());
+        assert!(!good.steal_time());
         let all_rtos = BootConfig::encode(&[Policy::Rtos; 2]);
         assert_eq!(all_rtos.validate(), Err(BootConfigError::NoLinuxCore));
     }

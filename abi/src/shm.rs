@@ -10,7 +10,8 @@
 //! 0x1000  TraceRing x 8 (64 B header + 1024 x 16 B entries each)
 //! 0x40000 latency histogram x 8 (16384 u32 buckets of one counter tick)
 //! 0xC0000 Linux spin-wait histogram x 8 (4096 u32 buckets of 64 ticks)
-//! 0xE0000 RTOS dispatch histogram x cores (4096 u32 buckets of one tick)
+//! 0xE0000 RTOS dispatch histogram x 8 (4096 u32 buckets of one tick)
+//! 0x100000 stolen-time record x cores (64 B each, Arm PV time, DEN0057A)
 //! ```
 
 use crate::CConstant;
@@ -168,9 +169,39 @@ pub const fn dispatch_offset(core: usize) -> usize {
     DISPATCH_OFFSET as usize + core * DISPATCH_BUCKETS as usize * 4
 }
 
+/// Where the stolen-time records start (after 8 dispatch histograms).
+pub const STEAL_OFFSET: u32 = 0x10_0000;
+/// Bytes of one stolen-time record (DEN0057A fixes 64).
+pub const STEAL_RECORD_SIZE: u32 = 64;
+
+const _: () = assert!(dispatch_offset(crate::boot::MAX_CORES) <= STEAL_OFFSET as usize);
+const _: () = assert!(core::mem::size_of::<StolenTime>() == STEAL_RECORD_SIZE as usize);
+
+/// Arm PV time's stolen-time structure (DEN0057A table 3), one per core,
+/// written by the monitor only. Linux maps the one PV_TIME_ST names and reads
+/// `stolen_time`; a revision or attributes other than 0 make it refuse.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StolenTime {
+    /// Structure revision: 0.
+    pub revision: u32,
+    /// Attributes: 0.
+    pub attributes: u32,
+    /// Nanoseconds the RTOS held this core while Linux had work here; only
+    /// ever grows, written with one 64-bit store.
+    pub stolen_time: u64,
+    /// Padding to 64 bytes (zero).
+    pub reserved: [u64; 6],
+}
+
+/// Offset of `core`'s stolen-time record.
+pub const fn steal_offset(core: usize) -> usize {
+    STEAL_OFFSET as usize + core * STEAL_RECORD_SIZE as usize
+}
+
 /// Bytes the layout needs for `cores` cores.
 pub const fn region_bytes(cores: usize) -> usize {
-    dispatch_offset(cores)
+    steal_offset(cores)
 }
 
 /// Size of [`Header`] in bytes.
@@ -327,6 +358,14 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
         value: DISPATCH_BUCKETS as i64,
     },
     CConstant {
+        name: "STEAL_OFFSET",
+        value: STEAL_OFFSET as i64,
+    },
+    CConstant {
+        name: "STEAL_RECORD_SIZE",
+        value: STEAL_RECORD_SIZE as i64,
+    },
+    CConstant {
         name: "TRACE_RING_HEADER",
         value: TRACE_RING_HEADER as i64,
     },
@@ -355,6 +394,9 @@ mod tests {
             Ok(())
         );
         assert!(region_bytes(8) <= 0x20_0000);
+        assert_eq!(steal_offset(1), 0x10_0040);
+        assert_eq!(region_bytes(4), 0x10_0100);
+        assert_eq!(core::mem::offset_of!(StolenTime, stolen_time), 8);
         assert_eq!(
             trace_entry_offset(1, TRACE_ENTRIES as u64),
             trace_entry_offset(1, 0)

@@ -53,6 +53,17 @@ pub mod sip {
     pub const LAST: u32 = SHM_INFO;
 }
 
+/// Arm PV time (DEN0057A), standard hypervisor service (fast, owner 5): the
+/// monitor plays the hypervisor, so Linux learns how long the RTOS held each
+/// of its cores while it had work there (stolen time).
+pub mod pv_time {
+    /// x1 = a PV time function ID: SUCCESS if it is implemented.
+    pub const FEATURES: u32 = 0xC500_0020;
+    /// Returns in x0 the address of the calling core's stolen-time record
+    /// (`shm::StolenTime`), or an error.
+    pub const ST: u32 = 0xC500_0021;
+}
+
 /// Trusted-OS calls (fast, SMC64, owner 50), made by the RTOS only.
 pub mod tos {
     /// The RTOS on this core is idle: run Linux until the next secure
@@ -77,11 +88,14 @@ pub const IMPLEMENTED: &[u32] = &[
     PSCI_SYSTEM_RESET,
     sip::VERSION,
     sip::SHM_INFO,
+    pv_time::FEATURES,
+    pv_time::ST,
 ];
 
 /// The Tandem ABI version (`major << 16 | minor`): major changes break callers.
-/// 1.1 added the Linux lock-state words and the spin-wait and dispatch histograms.
-pub const ABI_VERSION: u32 = (1 << 16) | 1;
+/// 1.1 added the Linux lock-state words and the spin-wait and dispatch
+/// histograms; 1.2 the stolen-time records and PV time.
+pub const ABI_VERSION: u32 = (1 << 16) | 2;
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
@@ -95,6 +109,14 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
         name: "SMC_SHM_INFO",
         value: sip::SHM_INFO as i64,
+    },
+    CConstant {
+        name: "SMC_PV_TIME_FEATURES",
+        value: pv_time::FEATURES as i64,
+    },
+    CConstant {
+        name: "SMC_PV_TIME_ST",
+        value: pv_time::ST as i64,
     },
     CConstant {
         name: "PSCI_CPU_ON_32",

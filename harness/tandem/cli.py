@@ -6,9 +6,9 @@ import argparse
 import os
 import sys
 
-from tandem import bench, trace
+from tandem import bench, capacity, trace
 from tandem.board import load_board
-from tandem.configs import available
+from tandem.configs import Workload, available
 from tandem.errors import TandemError
 from tandem.qemu import TIMINGS, BootOptions, choose_timing, run_exec, run_interactive
 
@@ -41,15 +41,44 @@ def _boot_options(
         help=f"number of cores (1..{load_board().max_cores}, default {smp})",
     )
     parser.add_argument(
+        "--workload",
+        type=_workload,
+        default=None,
+        metavar="CORE:PERIOD_US:WORK_US",
+        help="the RTOS runs one periodic busy task instead of its demo",
+    )
+    parser.add_argument(
+        "--capacity",
+        default="none",
+        choices=capacity.MODES,
+        help="how Linux learns what the RTOS takes of each core: static (device-tree "
+        "capacities), steal (PV stolen time), both, or none (default)",
+    )
+    parser.add_argument(
         "--bootargs",
         default="",
         help="appended to Linux's command line (e.g. tandem_lockstate=on)",
     )
 
 
+def _workload(text: str) -> Workload:
+    try:
+        core, period, work = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}': expected CORE:PERIOD_US:WORK_US, e.g. 1:1000:500"
+        ) from None
+    return Workload(core=core, period_us=period, work_us=work)
+
+
 def _options(args: argparse.Namespace) -> BootOptions:
     return BootOptions(
-        config=args.config, timing=args.timing, smp=args.smp, extra_bootargs=args.bootargs
+        config=args.config,
+        timing=args.timing,
+        smp=args.smp,
+        extra_bootargs=args.bootargs,
+        capacity=args.capacity,
+        workload=args.workload,
     )
 
 

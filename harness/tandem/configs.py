@@ -13,7 +13,7 @@ from tandem.paths import CONFIGS
 POLICIES = ("shared", "rtos", "linux")
 # abi/src/boot.rs: magic "TNDMBOOT", layout version, policy codes.
 BOOT_MAGIC = int.from_bytes(b"TNDMBOOT", "little")
-BOOT_VERSION = 2
+BOOT_VERSION = 3
 BOOT_MAX_CORES = 8
 POLICY_CODES = {"shared": 0, "rtos": 1, "linux": 2}
 _KEYS = {"description", "default_policy", "cores"}
@@ -21,6 +21,8 @@ _KEYS = {"description", "default_policy", "cores"}
 WORKLOAD_DEMO = 0
 WORKLOAD_PERIODIC = 1
 DISPATCH_CODES = {"static": 0, "migrate": 1}
+# abi/src/boot.rs: feature bits.
+FEATURE_STEAL_TIME = 1 << 0
 MIN_PERIOD_US = 100
 MAX_PERIOD_US = 1_000_000
 
@@ -82,24 +84,31 @@ class PlatformConfig:
         """Whether the RTOS runs anywhere when QEMU has `smp` cores."""
         return any(self.policy(c) != "linux" for c in range(smp))
 
-    def boot_blob(self, smp: int, workload: Workload | None = None) -> bytes:
+    def boot_blob(
+        self, smp: int, workload: Workload | None = None, steal_time: bool = False
+    ) -> bytes:
         """The boot configuration the monitor and the RTOS read (abi/src/boot.rs)."""
         codes = [POLICY_CODES[self.policy(c)] for c in range(smp)]
         codes += [POLICY_CODES["linux"]] * (BOOT_MAX_CORES - smp)
         head = struct.pack("<QII8B", BOOT_MAGIC, BOOT_VERSION, smp, *codes)
+        tail = struct.pack("<II", FEATURE_STEAL_TIME if steal_time else 0, 0)
         if workload is None:
-            return head + struct.pack("<8I", WORKLOAD_DEMO, *[0] * 7)
+            return head + struct.pack("<8I", WORKLOAD_DEMO, *[0] * 7) + tail
         workload.check(self, smp)
-        return head + struct.pack(
-            "<8I",
-            WORKLOAD_PERIODIC,
-            workload.core,
-            workload.period_us,
-            workload.work_us,
-            DISPATCH_CODES[workload.dispatch],
-            workload.alt_work_us,
-            workload.alt_every_ms,
-            0,
+        return (
+            head
+            + struct.pack(
+                "<8I",
+                WORKLOAD_PERIODIC,
+                workload.core,
+                workload.period_us,
+                workload.work_us,
+                DISPATCH_CODES[workload.dispatch],
+                workload.alt_work_us,
+                workload.alt_every_ms,
+                0,
+            )
+            + tail
         )
 
     def linux_cores(self, smp: int) -> list[int]:

@@ -74,8 +74,13 @@ def tandem_fragment(
     linux_cores: list[int],
     bootargs: str,
     initrd_size: int,
+    capacities: dict[int, int] | None = None,
 ) -> str:
-    """What Tandem adds to QEMU's tree, as a DTS fragment dtc merges in."""
+    """What Tandem adds to QEMU's tree, as a DTS fragment dtc merges in.
+
+    `capacities` (static capacity mode) gives each Linux core its
+    `capacity-dmips-mhz`; Linux takes them only if every one of its cores
+    has one and the cores sit in a `cpu-map`."""
     if not linux_cores:
         raise TandemError("no core left for Linux")
     if '"' in bootargs or "\\" in bootargs:
@@ -113,14 +118,25 @@ def tandem_fragment(
         "\t};",
         "};",
     ]
+    capacities = capacities or {}
+    if capacities and sorted(capacities) != sorted(linux_cores):
+        raise TandemError(f"capacities for cores {sorted(capacities)}, Linux has {linux_cores}")
     for core in range(smp):
         if core in linux_cores:
-            lines.append(f'&{{/cpus/cpu@{core}}} {{ enable-method = "psci"; }};')
+            extra = f" capacity-dmips-mhz = <{capacities[core]}>;" if core in capacities else ""
+            lines.append(f'&{{/cpus/cpu@{core}}} {{ enable-method = "psci";{extra} }};')
         else:
             lines.append(f"/delete-node/ &{{/cpus/cpu@{core}}};")
     if len(linux_cores) < smp:
-        # The topology map would point at deleted cores; Linux needs none.
+        # The topology map would point at deleted cores; Linux needs none,
+        # except that it reads capacities only while walking one: then a
+        # map of Linux's cores replaces it.
         lines.append("/delete-node/ &{/cpus/cpu-map};")
+        if capacities:
+            lines.append("&{/cpus} { cpu-map { socket0 { cluster0 {")
+            for n, core in enumerate(linux_cores):
+                lines.append(f"\tcore{n} {{ cpu = <&{{/cpus/cpu@{core}}}>; }};")
+            lines.append("}; }; }; };")
     return "\n".join(lines) + "\n"
 
 
@@ -131,9 +147,12 @@ def build_dtb(
     bootargs: str,
     initrd_size: int,
     out: Path,
+    capacities: dict[int, int] | None = None,
 ) -> Path:
     """Writes the DTB for one boot to `out` (and its source beside it)."""
-    dts = qemu_dts(board, smp) + tandem_fragment(board, smp, linux_cores, bootargs, initrd_size)
+    dts = qemu_dts(board, smp) + tandem_fragment(
+        board, smp, linux_cores, bootargs, initrd_size, capacities
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     source = out.with_suffix(".dts")
     source.write_text(dts)

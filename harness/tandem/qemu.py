@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tandem import cpio, dtb
+from tandem import capacity, cpio, dtb
 from tandem.board import Board, load_board
 from tandem.configs import Workload, load_config
 from tandem.errors import TandemError
@@ -51,6 +51,9 @@ class BootOptions:
     disk_mib: int = 0
     # What the RTOS runs (None: its demo application).
     workload: Workload | None = None
+    # How Linux learns what the RTOS takes of each core: none, static (device
+    # tree capacities), steal (PV stolen time) or both (tandem/capacity.py).
+    capacity: str = "none"
 
 
 @dataclass
@@ -86,6 +89,7 @@ def _check(options: BootOptions, board: Board) -> None:
         raise TandemError(f"--timing must be one of {', '.join(TIMINGS)}, got '{options.timing}'")
     if not 1 <= options.smp <= board.max_cores:
         raise TandemError(f"--smp must be 1..{board.max_cores}, got {options.smp}")
+    capacity.check(options.capacity)
     if not 0 <= options.disk_mib <= 65536:
         raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
     missing = missing_artifacts()
@@ -129,12 +133,27 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         bootargs += " quiet"
     if options.extra_bootargs:
         bootargs += " " + options.extra_bootargs
+    capacities = (
+        capacity.static_capacities(options.workload, linux_cores)
+        if capacity.uses_static(options.capacity)
+        else None
+    )
     device_tree = dtb.build_dtb(
-        board, options.smp, linux_cores, bootargs, initrd.stat().st_size, run_dir / "tandem.dtb"
+        board,
+        options.smp,
+        linux_cores,
+        bootargs,
+        initrd.stat().st_size,
+        run_dir / "tandem.dtb",
+        capacities,
     )
 
     boot_config = run_dir / "bootconfig.bin"
-    boot_config.write_bytes(config.boot_blob(options.smp, options.workload))
+    boot_config.write_bytes(
+        config.boot_blob(
+            options.smp, options.workload, steal_time=capacity.uses_steal(options.capacity)
+        )
+    )
 
     secure_log = run_dir / "secure.log"
     argv = ["qemu-system-aarch64", *dtb.qemu_machine_args(board, options.smp)]

@@ -118,14 +118,15 @@ def test_config_policies_and_boot_blob() -> None:
     assert hetero.has_rtos(4) and not hetero.has_rtos(3)
     assert not load_config("linux-only").has_rtos(4)
     blob = hetero.boot_blob(4)
-    assert len(blob) == 56
+    assert len(blob) == 64
     assert blob[:8] == b"TNDMBOOT"
-    assert blob[8:16] == struct.pack("<II", 2, 4)
+    assert blob[8:16] == struct.pack("<II", 3, 4)
     assert list(blob[16:24]) == [2, 2, 2, 1, 2, 2, 2, 2]
-    assert blob[24:] == bytes(32), "no workload: the demo"
+    assert blob[24:] == bytes(40), "no workload: the demo; no features"
     periodic = Workload(core=3, period_us=1000, work_us=500, dispatch="migrate")
-    blob = hetero.boot_blob(4, periodic)
-    assert struct.unpack("<8I", blob[24:]) == (1, 3, 1000, 500, 1, 0, 0, 0)
+    blob = hetero.boot_blob(4, periodic, steal_time=True)
+    assert struct.unpack("<8I", blob[24:56]) == (1, 3, 1000, 500, 1, 0, 0, 0)
+    assert struct.unpack("<II", blob[56:]) == (1, 0), "stolen-time feature bit"
 
 
 @pytest.mark.parametrize(

@@ -139,7 +139,7 @@ def test_driver_shows_the_shared_region_header() -> None:
     r = run(f"cd /sys/bus/platform/devices/tandem && cat {attrs}")
     assert r.lines == [
         "0x4d444e54",
-        "0x10001",
+        "0x10002",
         f"0x{board.shared.base:016x}",
         str(board.shared.size),
         "4",
@@ -150,7 +150,9 @@ def test_driver_shows_the_shared_region_header() -> None:
 def test_monitor_refuses_a_bad_boot_configuration_and_powers_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def stale(self: PlatformConfig, smp: int, workload: object = None) -> bytes:
+    def stale(
+        self: PlatformConfig, smp: int, workload: object = None, steal_time: bool = False
+    ) -> bytes:
         # A harness older than the firmware: layout version 1.
         blob = bytearray(good(self, smp))
         blob[8:12] = (1).to_bytes(4, "little")

@@ -1,5 +1,6 @@
 //! The monitor's SMC services and their dispatch table: Arm architecture calls
-//! (SMCCC 1.1), PSCI 1.1 and Tandem's SiP calls.
+//! (SMCCC 1.1), PSCI 1.1, Arm PV time (standard hypervisor service) and
+//! Tandem's SiP calls.
 
 use crate::psci::PsciState;
 use crate::smc::{Outcome, Service, SmcCall, World, owner};
@@ -13,6 +14,8 @@ pub struct Monitor {
     pub psci: PsciState,
     /// The board we run on.
     pub board: Board,
+    /// PV time is offered (boot configuration feature `FEATURE_STEAL_TIME`).
+    pub steal_time: bool,
 }
 
 impl Monitor {
@@ -21,6 +24,7 @@ impl Monitor {
         Self {
             psci: PsciState::new(board),
             board,
+            steal_time: false,
         }
     }
 }
@@ -38,6 +42,12 @@ pub const SERVICES: &[Service<Monitor>] = &[
         owners: owner::STANDARD..=owner::STANDARD,
         callers: &[World::NonSecure],
         handle: psci,
+    },
+    Service {
+        name: "pv-time",
+        owners: owner::STANDARD_HYP..=owner::STANDARD_HYP,
+        callers: &[World::NonSecure],
+        handle: pv_time,
     },
     Service {
         name: "trusted-os",
@@ -62,11 +72,13 @@ fn result(r: Result<i64, i64>) -> Outcome {
     Outcome::value(r.unwrap_or_else(|e| e))
 }
 
-fn arch(_: &mut Monitor, call: &SmcCall) -> Outcome {
+fn arch(m: &mut Monitor, call: &SmcCall) -> Outcome {
     match call.fid.0 {
         SMCCC_VERSION => Outcome::value(SMCCC_VERSION_1_1.into()),
         SMCCC_ARCH_FEATURES => match call.arg(1) as u32 {
             SMCCC_VERSION | SMCCC_ARCH_FEATURES => Outcome::value(ret::SUCCESS),
+            // Linux asks this before PV_TIME_FEATURES (arch/arm64/kernel/paravirt.c).
+            pv_time::FEATURES | pv_time::ST if m.steal_time => Outcome::value(ret::SUCCESS),
             // No Spectre workarounds are offered: the supported cores
             // (Cortex-A53) are not affected.
             _ => Outcome::NOT_SUPPORTED,
@@ -117,6 +129,34 @@ fn psci(m: &mut Monitor, call: &SmcCall) -> Outcome {
         PSCI_MIGRATE_INFO_TYPE => Outcome::value(PSCI_MIGRATE_INFO_TYPE_NOT_PRESENT.into()),
         PSCI_SYSTEM_OFF => Outcome::SystemOff,
         PSCI_SYSTEM_RESET => Outcome::SystemReset,
+        _ => Outcome::NOT_SUPPORTED,
+    }
+}
+
+/// Arm PV time (DEN0057A). Off unless the boot configuration asks for it:
+/// then every call answers NOT_SUPPORTED, which is how Linux learns there is
+/// no stolen time to account.
+fn pv_time(m: &mut Monitor, call: &SmcCall) -> Outcome {
+    if !m.steal_time {
+        return Outcome::NOT_SUPPORTED;
+    }
+    match call.fid.0 {
+        pv_time::FEATURES => match call.arg(1) as u32 {
+            pv_time::FEATURES | pv_time::ST => Outcome::value(ret::SUCCESS),
+            _ => Outcome::NOT_SUPPORTED,
+        },
+        // The calling core's record; a core Linux does not run on has none
+        // (not reachable from Linux today, but the answer must not point at
+        // a record nobody keeps).
+        pv_time::ST => match (call.core < m.board.max_cores).then(|| m.psci.state(call.core)) {
+            Some(crate::psci::CoreState::On) => Outcome::Return([
+                m.board.shared.base + tandem_abi::shm::steal_offset(call.core) as u64,
+                0,
+                0,
+                0,
+            ]),
+            _ => Outcome::INVALID_PARAMETERS,
+        },
         _ => Outcome::NOT_SUPPORTED,
     }
 }
@@ -281,6 +321,95 @@ mod tests {
         );
     }
 
+    fn smc_on(m: &mut Monitor, core: usize, fid: u32, arg: u64) -> Outcome {
+        handle(
+            m,
+            &SmcCall {
+                fid: FunctionId(fid),
+                args: [arg, 0, 0, 0, 0, 0, 0],
+                imm: 0,
+                from: World::NonSecure,
+                core,
+            },
+        )
+    }
+
+    #[test]
+    fn pv_time_is_discovered_as_linux_does_it_when_on() {
+        use tandem_abi::shm::steal_offset;
+        let mut m = booted();
+        m.steal_time = true;
+        // arch/arm64/kernel/paravirt.c: ARCH_FEATURES(PV_TIME_FEATURES), then
+        // PV_TIME_FEATURES(PV_TIME_ST), then PV_TIME_ST on each core.
+        let ok = Outcome::value(ret::SUCCESS);
+        assert_eq!(
+            smc_on(&mut m, 0, SMCCC_ARCH_FEATURES, pv_time::FEATURES.into()),
+            ok
+        );
+        assert_eq!(smc_on(&mut m, 0, pv_time::FEATURES, pv_time::ST.into()), ok);
+        assert_eq!(
+            smc_on(&mut m, 0, pv_time::FEATURES, pv_time::FEATURES.into()),
+            ok
+        );
+        assert_eq!(
+            smc_on(&mut m, 0, pv_time::FEATURES, 0xC500_0022),
+            Outcome::NOT_SUPPORTED
+        );
+        let record = |core: usize| BOARD.shared.base + steal_offset(core) as u64;
+        assert_eq!(
+            smc_on(&mut m, 0, pv_time::ST, 0),
+            Outcome::Return([record(0), 0, 0, 0])
+        );
+        assert_eq!(
+            smc(&mut m, PSCI_CPU_ON_64, &[2, 0x4020_0000, 0]),
+            Outcome::ReturnAndWake([0; 4], 2)
+        );
+        m.psci.take_pending(2);
+        assert_eq!(
+            smc_on(&mut m, 2, pv_time::ST, 0),
+            Outcome::Return([record(2), 0, 0, 0])
+        );
+        // A core Linux does not run on (off, or beyond the board) has no record.
+        assert_eq!(
+            smc_on(&mut m, 1, pv_time::ST, 0),
+            Outcome::INVALID_PARAMETERS
+        );
+        assert_eq!(
+            smc_on(&mut m, 9, pv_time::ST, 0),
+            Outcome::INVALID_PARAMETERS
+        );
+        // SMC32 forms and unknown numbers in the owner: not supported.
+        assert_eq!(smc_on(&mut m, 0, 0x8500_0021, 0), Outcome::NOT_SUPPORTED);
+        assert_eq!(smc_on(&mut m, 0, 0xC500_0000, 0), Outcome::NOT_SUPPORTED);
+        // Only Linux may ask.
+        let mut call = SmcCall {
+            fid: FunctionId(pv_time::ST),
+            args: [0; 7],
+            imm: 0,
+            from: World::Secure,
+            core: 0,
+        };
+        assert_eq!(handle(&mut m, &call), Outcome::NOT_SUPPORTED);
+        call.from = World::NonSecure;
+        assert_eq!(handle(&mut m, &call), Outcome::Return([record(0), 0, 0, 0]));
+    }
+
+    #[test]
+    fn pv_time_is_absent_when_off() {
+        let mut m = booted();
+        for (fid, arg) in [
+            (SMCCC_ARCH_FEATURES, pv_time::FEATURES),
+            (pv_time::FEATURES, pv_time::ST),
+            (pv_time::ST, 0),
+        ] {
+            assert_eq!(
+                smc(&mut m, fid, &[arg.into()]),
+                Outcome::NOT_SUPPORTED,
+                "{fid:#x}"
+            );
+        }
+    }
+
     /// xorshift64*: a tiny deterministic generator for the fuzz loop.
     fn next(s: &mut u64) -> u64 {
         *s ^= *s >> 12;
@@ -294,12 +423,13 @@ mod tests {
         let known = IMPLEMENTED;
         let mut seed = 0x1234_5678_9ABC_DEF0u64;
         let mut m = booted();
+        m.steal_time = true;
         for i in 0..200_000 {
             // Half fully random IDs, half in the owner ranges we serve.
             let fid = if i % 2 == 0 {
                 next(&mut seed) as u32
             } else {
-                let owner = [0u32, 2, 4][(next(&mut seed) % 3) as usize];
+                let owner = [0u32, 2, 4, 5][(next(&mut seed) % 4) as usize];
                 0x8000_0000 | (owner << 24) | (next(&mut seed) as u32 & 0x4000_00FF)
             };
             let args: [u64; 7] = core::array::from_fn(|_| next(&mut seed));

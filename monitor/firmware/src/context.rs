@@ -12,6 +12,7 @@ use crate::shm::SwitchLog;
 use core::cell::UnsafeCell;
 use core::mem::offset_of;
 use tandem_monitor_core::psci::MAX_CORES;
+use tandem_monitor_core::steal::StealClock;
 
 /// SPSR for entering EL1h (SP_EL1) with D, A, I and F masked, as the Linux boot
 /// protocol requires.
@@ -21,6 +22,11 @@ pub const SPSR_EL1H_MASKED: u64 = 0x3C5;
 /// reach the monitor even while Linux runs), SIF (no secure fetch from NS
 /// memory), RW (lower ELs are AArch64). SMC enabled; HVC undefined (no EL2).
 pub const SCR_NORMAL_WORLD: u64 = (1 << 0) | (0b11 << 4) | (1 << 2) | (1 << 9) | (1 << 10);
+
+/// SCR_EL3.TWI (bit 12; 13 is TWE): Linux's WFI traps to EL3. Set only with stolen-time
+/// accounting on, which must know when Linux is idle (then the RTOS steals
+/// nothing from it); the monitor then waits in Linux's place.
+pub const SCR_TWI: u64 = 1 << 12;
 
 /// SCR_EL3 while the RTOS runs: secure, RES1, SIF, RW, and ST (the RTOS owns
 /// the secure physical timer). IRQ and FIQ stay at S-EL1: the RTOS takes its
@@ -177,6 +183,10 @@ pub struct CoreState {
     pub switches: SwitchLog,
     /// The RTOS runs on this core (its policy, cached off the switch path).
     pub rtos: bool,
+    /// Stolen-time accounting is on (boot configuration, cached likewise).
+    pub steal_time: bool,
+    /// Time the RTOS took from Linux here (used only with `steal_time`).
+    pub steal: StealClock,
 }
 
 /// One [`CoreState`] per core; each core touches only its own.
@@ -196,6 +206,8 @@ pub static CORES: PerCore = PerCore(UnsafeCell::new(
             secure_el1: El1Regs::RESET,
             switches: SwitchLog::ZERO,
             rtos: false,
+            steal_time: false,
+            steal: StealClock::ZERO,
         }
     }; MAX_CORES],
 ));

@@ -42,8 +42,9 @@ fn read_u32(addr: u64) -> u32 {
     unsafe { (addr as *const u32).read_volatile() }
 }
 
-/// Reads and checks the boot configuration the harness left in normal RAM.
-fn read_boot_config() -> Result<Policies, BootConfigError> {
+/// Reads and checks the boot configuration the harness left in normal RAM:
+/// the policies, and whether stolen-time accounting is on.
+fn read_boot_config() -> Result<(Policies, bool), BootConfigError> {
     // SAFETY: the board reserves this page of normal RAM for the blob; Linux
     // has not run yet, so nothing else touches it. Any bit pattern is a valid
     // BootConfig (plain integers), and it is checked before use.
@@ -52,7 +53,7 @@ fn read_boot_config() -> Result<Policies, BootConfigError> {
     // The RTOS reads the workload itself; refusing here too means a bad one
     // stops the machine with a message before anything runs.
     blob.workload(&policies)?;
-    Ok(policies)
+    Ok((policies, blob.steal_time()))
 }
 
 /// Copies the RTOS image from secure flash to its RAM, after checking it.
@@ -114,8 +115,8 @@ extern "C" fn primary_main(core: usize) -> ! {
         BOARD.name,
         BOARD.max_cores
     );
-    let policies = match read_boot_config() {
-        Ok(p) => p,
+    let (policies, steal_time) = match read_boot_config() {
+        Ok(c) => c,
         Err(e) => refuse(format_args!(
             "no valid boot configuration at {:#x} ({e:?}); boot with ./tandem, which writes it",
             BOARD.boot_config
@@ -142,6 +143,8 @@ extern "C" fn primary_main(core: usize) -> ! {
         ));
     }
     trap::POLICIES.call_once(|| policies);
+    trap::STEAL_TIME.store(steal_time, Ordering::SeqCst);
+    trap::MONITOR.lock().steal_time = steal_time;
     gic::init_distributor();
     gic::init_this_core(core);
     shm::init(policies.cores() as u32, &policies);
@@ -152,6 +155,9 @@ extern "C" fn primary_main(core: usize) -> ! {
 
     console::init_normal_world_uart();
     log!("core policies: {:?}", [0, 1, 2, 3].map(|c| policies.of(c)));
+    if steal_time {
+        log!("PV time on: stolen time accounted, Linux's WFI trapped");
+    }
     log!(
         "Linux at {:#x}, device tree at {:#x}",
         BOARD.kernel_entry,

@@ -1,13 +1,13 @@
 //! The monitor's part of the region shared with Linux: the header, written at
-//! boot, and per core the world-switch counts and trace ring. The monitor
+//! boot, and per core the world-switch counts, trace ring and stolen time. The monitor
 //! keeps the authoritative counts in its own memory and only publishes them,
 //! so whatever Linux writes here changes nothing the monitor does.
 
 use core::ptr::addr_of_mut;
 use tandem_abi::boot::Policies;
 use tandem_abi::shm::{
-    CoreRecord, Header, TRACE_ENTRIES, TraceEntry, core_record_offset, region_bytes,
-    trace_entry_offset, trace_ring_offset,
+    CoreRecord, Header, StolenTime, TRACE_ENTRIES, TraceEntry, core_record_offset, region_bytes,
+    steal_offset, trace_entry_offset, trace_ring_offset,
 };
 use tandem_board::BOARD;
 
@@ -50,6 +50,20 @@ pub fn init(core_count: u32, policies: &Policies) {
             boot_count,
             BOARD.counter_hz as u32,
         ));
+    }
+}
+
+/// Publishes `core`'s stolen time (ns) in its PV time record. The record's
+/// revision and attributes stay 0 from [`init`], as DEN0057A's revision 0
+/// asks; Linux reads `stolen_time` with one 64-bit load, so one 64-bit
+/// store keeps it from seeing half an update.
+pub fn publish_stolen(core: usize, ns: u64) {
+    // SAFETY: the offset comes from the ABI's constants for a core index the
+    // board has, inside the region (`init` checked its size), naturally
+    // aligned for a u64.
+    unsafe {
+        let record = base().add(steal_offset(core)) as *mut StolenTime;
+        addr_of_mut!((*record).stolen_time).write_volatile(ns);
     }
 }
 

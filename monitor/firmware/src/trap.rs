@@ -4,11 +4,13 @@
 //! YIELD resumes Linux (or starts it, or idles the core until there is work).
 
 use crate::context::{
-    CORES, CoreState, El1Regs, SCR_NORMAL_WORLD, SCR_SECURE_WORLD, SPSR_EL1H_MASKED, WorldContext,
+    CORES, CoreState, El1Regs, SCR_NORMAL_WORLD, SCR_SECURE_WORLD, SCR_TWI, SPSR_EL1H_MASKED,
+    WorldContext,
 };
 use crate::{console, entry, gic, log, power};
 use arm_sysregs::el3::accessors::{read_esr_el3, write_scr_el3};
 use arm_sysregs::el3::registers::ScrEl3;
+use core::sync::atomic::{AtomicBool, Ordering};
 use spin::Once;
 use tandem_abi::boot::Policies;
 use tandem_abi::shm::{TRACE_TO_IDLE, TRACE_TO_LINUX, TRACE_TO_RTOS};
@@ -25,8 +27,14 @@ pub static MONITOR: SpinLock<Monitor> = SpinLock::new(Monitor::new(BOARD));
 /// Per-core policies, from the boot configuration (set once by the boot core).
 pub static POLICIES: Once<Policies> = Once::new();
 
+/// Stolen-time accounting and PV time are on (boot configuration; set by the
+/// boot core before the others run).
+pub static STEAL_TIME: AtomicBool = AtomicBool::new(false);
+
 /// ESR_EL3 exception class: SMC from AArch64.
 const EC_SMC64: u64 = 0x17;
+/// ESR_EL3 exception class: a trapped WFI or WFE (only WFI is trapped).
+const EC_WFX: u64 = 0x01;
 
 /// Generic counter now.
 fn now() -> u64 {
@@ -57,6 +65,10 @@ fn this_core(core: usize) -> &'static mut CoreState {
 pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
     let esr = read_esr_el3().bits();
     let core = console::core_index();
+    // ISS bit 0 (TI) tells WFE from WFI; only WFI is trapped (SCR_EL3.TWI).
+    if esr >> 26 == EC_WFX && esr & 1 == 0 && world_of(ctx) == World::NonSecure {
+        return linux_wfi(ctx, core);
+    }
     if esr >> 26 != EC_SMC64 {
         log!(
             "unexpected trap from {:?}: ESR {esr:#x} at {:#x}; skipped",
@@ -91,6 +103,9 @@ pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
             ctx.x[..4].copy_from_slice(&[ret::SUCCESS as u64, 0, 0, 0]);
             let state = this_core(core);
             state.secure_el1.save();
+            if state.steal_time && state.steal.rtos_leaves(now()) {
+                crate::shm::publish_stolen(core, state.steal.stolen_ns(BOARD.counter_hz));
+            }
             return next_normal(core, state);
         }
         Outcome::CpuOff => {
@@ -150,7 +165,45 @@ pub extern "C" fn lower_fiq(ctx: &mut WorldContext) -> *mut WorldContext {
     state.normal_el1.save();
     // SAFETY: the RTOS's registers, saved when it yielded.
     unsafe { state.secure_el1.restore() };
-    state.switches.record(core, TRACE_TO_RTOS, now());
+    let t = now();
+    // Linux was running code, not waiting: with TWI set its WFI would have
+    // trapped instead (see `linux_wfi`), so whatever the RTOS now takes is
+    // Linux's time.
+    if state.steal_time {
+        state.steal.rtos_takes(t, true);
+    }
+    state.switches.record(core, TRACE_TO_RTOS, t);
+    &mut state.secure
+}
+
+/// Linux executed WFI (trapped only with stolen-time accounting on): it has
+/// nothing to run here. The monitor waits in its place, so that if an RTOS
+/// interrupt ends the wait the RTOS runs with Linux known to be idle (no
+/// stolen time); anything else (Linux's interrupt, the doorbell) resumes
+/// Linux after its WFI, where a pending FIQ traps again as usual.
+fn linux_wfi(ctx: &mut WorldContext, core: usize) -> *mut WorldContext {
+    ctx.elr_el3 += 4;
+    // SAFETY: waiting has no memory effects. Every GIC interrupt reaches EL3
+    // as an FIQ, and SCR_EL3.FIQ (set for Linux) routes FIQs to EL3, so any
+    // of them ends the wait although PSTATE masks it here.
+    unsafe { core::arch::asm!("dsb sy", "wfi", options(nostack)) };
+    let state = this_core(core);
+    if !state.rtos {
+        return &mut state.normal;
+    }
+    // Group 1 registers must show the secure group while we look.
+    // SAFETY: EL3 runs the same with either SCR value; `resume_world`
+    // writes the resumed world's SCR_EL3 back.
+    unsafe { write_scr_el3(ScrEl3::from_bits_retain(SCR_SECURE_WORLD)) };
+    if !gic::secure_interrupt_pending() {
+        return &mut state.normal;
+    }
+    state.normal_el1.save();
+    // SAFETY: the RTOS's registers, saved when it yielded.
+    unsafe { state.secure_el1.restore() };
+    let t = now();
+    state.steal.rtos_takes(t, false);
+    state.switches.record(core, TRACE_TO_RTOS, t);
     &mut state.secure
 }
 
@@ -185,7 +238,10 @@ pub fn idle(core: usize) -> ! {
             unsafe { entry::resume_world(fresh_normal(core, state, entry, arg)) };
         }
         if rtos && gic::secure_interrupt_pending() {
-            state.switches.record(core, TRACE_TO_RTOS, now());
+            let t = now();
+            // Linux is off here: nothing to steal from.
+            state.steal.rtos_takes(t, false);
+            state.switches.record(core, TRACE_TO_RTOS, t);
             // SAFETY: the RTOS's registers, saved when it yielded; its
             // context is the one it trapped from.
             unsafe {
@@ -207,10 +263,11 @@ fn fresh_normal(
     entry: u64,
     arg0: u64,
 ) -> *mut WorldContext {
+    let twi = if state.steal_time { SCR_TWI } else { 0 };
     state.normal = WorldContext {
         elr_el3: entry,
         spsr_el3: SPSR_EL1H_MASKED,
-        scr_el3: SCR_NORMAL_WORLD,
+        scr_el3: SCR_NORMAL_WORLD | twi,
         monitor_sp: entry::stack_top(core),
         ..WorldContext::ZERO
     };
@@ -248,8 +305,12 @@ pub fn fresh_secure(core: usize) -> *mut WorldContext {
 /// one (it always runs first), else Linux if it may start here, else idle.
 pub fn start_core(core: usize) -> ! {
     this_core(core).rtos = has_rtos(core);
+    this_core(core).steal_time = STEAL_TIME.load(Ordering::Relaxed);
     if this_core(core).rtos {
-        this_core(core).switches.record(core, TRACE_TO_RTOS, now());
+        let t = now();
+        // Linux has not started here yet: nothing to steal from.
+        this_core(core).steal.rtos_takes(t, false);
+        this_core(core).switches.record(core, TRACE_TO_RTOS, t);
         // SAFETY: a fresh context for this core.
         unsafe { entry::resume_world(fresh_secure(core)) }
     }
