@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tandem import bench
+from tandem.abi import constants
 from tandem.board import load_board
 from tandem.configs import PlatformConfig
 from tandem.console import PROMPT, Console
@@ -82,7 +83,7 @@ nproc
 """
     r = run(script)
     assert "devmem status 135" in r.output, "SIGBUS expected"
-    assert x0(r.lines[-3]) == 0x1_0000, "SiP VERSION still answered"
+    assert x0(r.lines[-3]) == constants()["ABI_VERSION"], "SiP VERSION still answered"
     assert x0(r.lines[-2]) == 0x1_0001, "PSCI VERSION still answered"
     assert r.lines[-1] == "4"
     assert board.shared.base != 0x0E00_0000
@@ -139,7 +140,7 @@ def test_driver_shows_the_shared_region_header() -> None:
     r = run(f"cd /sys/bus/platform/devices/tandem && cat {attrs}")
     assert r.lines == [
         "0x4d444e54",
-        "0x10002",
+        hex(constants()["ABI_VERSION"]),
         f"0x{board.shared.base:016x}",
         str(board.shared.size),
         "4",

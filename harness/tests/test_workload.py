@@ -5,25 +5,17 @@ lock-state words (the RTOS trusts nothing Linux writes)."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
+from tandem.abi import constants
 from tandem.board import load_board
 from tandem.configs import Workload
-from tandem.paths import BUILD
 from tandem.qemu import BootOptions, run_exec
 
 pytestmark = pytest.mark.qemu
 
 SYSFS = "/sys/bus/platform/devices/tandem"
-
-
-def abi() -> dict[str, int]:
-    """The constants of the generated C header (one source: abi/)."""
-    text = (BUILD / "include" / "tandem_abi.h").read_text()
-    number = r"\(?(-?(?:0x[0-9a-fA-F]+|[0-9]+))\)?"
-    return {m[1]: int(m[2], 0) for m in re.finditer(rf"#define TANDEM_(\w+) {number}$", text, re.M)}
 
 
 def dispatch_report(lines: list[str]) -> dict[str, object]:
@@ -62,7 +54,7 @@ def test_scribbled_lock_state_never_derails_the_rtos() -> None:
     """Linux writes random values (and zeros) into every core's lock-state
     words, including cores that do not exist; the migrating task must keep
     every deadline and start only on the two cores the RTOS has."""
-    c = abi()
+    c = constants()
     base = load_board().shared.base
     records = base + c["SHM_CORE_RECORDS_OFFSET"]
     held = records + c["CORE_OFF_LINUX_LOCK_HELD"]

@@ -29,7 +29,9 @@ impl Monitor {
     }
 }
 
-/// The dispatch table (TF-A style: one service per owner range).
+/// The dispatch table (TF-A style: one service per owner range). Searched in
+/// order: the RTOS's YIELD (trusted-OS), taken on every world switch, stays
+/// near the front; PV time, called once per core at boot, goes last.
 pub const SERVICES: &[Service<Monitor>] = &[
     Service {
         name: "arm-arch",
@@ -44,12 +46,6 @@ pub const SERVICES: &[Service<Monitor>] = &[
         handle: psci,
     },
     Service {
-        name: "pv-time",
-        owners: owner::STANDARD_HYP..=owner::STANDARD_HYP,
-        callers: &[World::NonSecure],
-        handle: pv_time,
-    },
-    Service {
         name: "trusted-os",
         owners: owner::TRUSTED_OS,
         callers: &[World::Secure],
@@ -60,6 +56,12 @@ pub const SERVICES: &[Service<Monitor>] = &[
         owners: owner::SIP..=owner::SIP,
         callers: &[World::NonSecure],
         handle: sip,
+    },
+    Service {
+        name: "pv-time",
+        owners: owner::STANDARD_HYP..=owner::STANDARD_HYP,
+        callers: &[World::NonSecure],
+        handle: pv_time,
     },
 ];
 

@@ -65,11 +65,12 @@ fn this_core(core: usize) -> &'static mut CoreState {
 pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
     let esr = read_esr_el3().bits();
     let core = console::core_index();
-    // ISS bit 0 (TI) tells WFE from WFI; only WFI is trapped (SCR_EL3.TWI).
-    if esr >> 26 == EC_WFX && esr & 1 == 0 && world_of(ctx) == World::NonSecure {
-        return linux_wfi(ctx, core);
-    }
     if esr >> 26 != EC_SMC64 {
+        // Checked after the SMC test: the world switch's YIELD comes first.
+        // ISS bit 0 (TI) tells WFE from WFI; only WFI is trapped (SCR_EL3.TWI).
+        if esr >> 26 == EC_WFX && esr & 1 == 0 && world_of(ctx) == World::NonSecure {
+            return linux_wfi(ctx, core);
+        }
         log!(
             "unexpected trap from {:?}: ESR {esr:#x} at {:#x}; skipped",
             world_of(ctx),
