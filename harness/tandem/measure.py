@@ -187,6 +187,14 @@ class Latency:
         )
 
 
+def merged(measurements: list[Latency]) -> Latency:
+    """Repetitions of one cell as one measurement."""
+    out = measurements[0]
+    for extra in measurements[1:]:
+        out = out.merge(extra)
+    return out
+
+
 def _number(obj: dict[str, object], key: str, where: str) -> float:
     value = obj.get(key)
     if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:

@@ -69,9 +69,10 @@ class Boot:
     timeout_s: float = 3600
 
 
-def run_boot(boot: Boot, raw_dir: Path, progress: Progress) -> dict[str, Latency]:
+def boot_lines(boot: Boot, raw_dir: Path, progress: Progress) -> tuple[list[str], str]:
     """Boots, runs the script (printing phase progress), keeps the console
-    log and the script under raw/, returns the phases' measurements."""
+    log and the script under raw/; returns the script's output lines and a
+    description of the boot for error messages. A failing script is an error."""
 
     def echo(line: str) -> None:
         m = PHASE.match(line.strip())
@@ -86,7 +87,13 @@ def run_boot(boot: Boot, raw_dir: Path, progress: Progress) -> dict[str, Latency
     if result.status != 0:
         tail = "\n".join(result.lines[-5:])
         raise TandemError(f"{where}: the script exited with {result.status}:\n{tail}")
-    return parse_results(result.lines, where)
+    return result.lines, where
+
+
+def run_boot(boot: Boot, raw_dir: Path, progress: Progress) -> dict[str, Latency]:
+    """`boot_lines`, then the phases' measurements from its output."""
+    lines, where = boot_lines(boot, raw_dir, progress)
+    return parse_results(lines, where)
 
 
 def write_histograms(

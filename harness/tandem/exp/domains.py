@@ -31,7 +31,7 @@ from tandem.exp.common import (
     write_histograms,
     write_summary,
 )
-from tandem.measure import Latency, script_header
+from tandem.measure import Latency, merged, script_header
 from tandem.qemu import BootOptions
 from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
@@ -203,11 +203,9 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     rows: list[dict[str, object]] = []
     hist_rows: list[tuple[list[object], Latency]] = []
     for (env_name, load, k), lats in cells.items():
-        merged = lats[0]
-        for extra in lats[1:]:
-            merged = merged.merge(extra)
-        rows.append(_row(env_name, load, k, merged, [x.max_us for x in lats]))
-        hist_rows.append(([env_name, load, k], merged))
+        cell = merged(lats)
+        rows.append(_row(env_name, load, k, cell, [x.max_us for x in lats]))
+        hist_rows.append(([env_name, load, k], cell))
     write_histograms(out / "histograms.csv", ["env", "load", "loaded_cores"], hist_rows)
     summary: dict[str, object] = {
         "experiment": NAME,

@@ -28,13 +28,15 @@ from tandem.configs import Workload
 from tandem.errors import TandemError
 from tandem.exp.common import (
     QEMU_CAVEATS,
+    Boot,
     Progress,
+    boot_lines,
     fmt_us,
     num,
     read_summary,
 )
 from tandem.measure import from_rtos
-from tandem.qemu import BootOptions, run_exec
+from tandem.qemu import BootOptions
 from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
 
@@ -96,22 +98,9 @@ def _workload(s: Scenario, period_us: int, work_us: int, policy: str) -> Workloa
 
 
 def _boot(
-    s: Scenario,
-    label: str,
-    options: BootOptions,
-    script: str,
-    raw: Path,
+    label: str, options: BootOptions, script: str, raw: Path, progress: Progress
 ) -> list[str]:
-    result = run_exec(options, script, timeout_s=1800)
-    raw.mkdir(parents=True, exist_ok=True)
-    (raw / f"{label}.console.log").write_text(result.console_log.read_text())
-    (raw / f"{label}.sh").write_text(script)
-    if result.status != 0:
-        tail = "\n".join(result.lines[-5:])
-        raise TandemError(
-            f"{label}: exited {result.status} (console {result.console_log}):\n{tail}"
-        )
-    return result.lines
+    return boot_lines(Boot(label, options, script, timeout_s=1800), raw, progress)[0]
 
 
 def _after(lines: list[str], marker: str, label: str) -> dict[str, object]:
@@ -179,7 +168,6 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
         progress.next(f"E1 baseline: Linux alone, rep {rep}/{reps}")
         label = f"e1-alone-rep{rep}"
         lines = _boot(
-            s,
             label,
             BootOptions(
                 config="linux-only",
@@ -189,6 +177,7 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
             ),
             _spin_script(s),
             out / "raw",
+            progress,
         )
         hist = spin_histogram(_after(lines, SPIN_RESULT, label), label)
         baseline_max = max([baseline_max, *(us for us, n in hist.items() if n)])
@@ -204,7 +193,6 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
                 progress.next(f"E1 period {period} µs, load {work} µs, {policy}, rep {rep}/{reps}")
                 label = f"e1-{period}us-{policy}-rep{rep}"
                 lines = _boot(
-                    s,
                     label,
                     BootOptions(
                         config="tandem",
@@ -215,6 +203,7 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
                     ),
                     _spin_script(s),
                     out / "raw",
+                    progress,
                 )
                 hist = spin_histogram(_after(lines, SPIN_RESULT, label), label)
                 total_long += long_waits(hist, baseline_max)
@@ -270,7 +259,6 @@ def e2(s: Scenario, out: Path, progress: Progress) -> list[dict[str, object]]:
                 else None
             )
             lines = _boot(
-                s,
                 label,
                 BootOptions(
                     config=config,
@@ -281,6 +269,7 @@ def e2(s: Scenario, out: Path, progress: Progress) -> list[dict[str, object]]:
                 ),
                 script,
                 out / "raw",
+                progress,
             )
             if "hackbench" in benches:
                 runs.setdefault(("hackbench", mode), []).extend(
@@ -326,7 +315,6 @@ def e3(
             "tandem-lat -d report /tmp/d.a /tmp/d.b || exit 1\n"
         )
         lines = _boot(
-            s,
             label,
             BootOptions(
                 config="tandem",
@@ -339,6 +327,7 @@ def e3(
             ),
             script,
             out / "raw",
+            progress,
         )
         lat = from_rtos(_after(lines, DISPATCH_RESULT, label), label)
         hists[policy] = lat.histogram

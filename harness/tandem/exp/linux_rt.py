@@ -27,7 +27,7 @@ from tandem.exp.common import (
     write_histograms,
     write_summary,
 )
-from tandem.measure import Latency, script_header
+from tandem.measure import Latency, merged, script_header
 from tandem.qemu import BootOptions
 from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
@@ -131,24 +131,22 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     rows: list[dict[str, object]] = []
     hist_rows: list[tuple[list[object], Latency]] = []
     for (cores, aff, io), lats in sorted(measured.items()):
-        merged = lats[0]
-        for extra in lats[1:]:
-            merged = merged.merge(extra)
+        cell = merged(lats)
         rows.append(
             {
                 "cores": cores,
                 "affinity": aff,
                 "io_load": io,
-                "samples": merged.samples,
-                "min_us": round(merged.min_us, 3),
-                "avg_us": round(merged.avg_us, 3),
-                "p99_us": round(merged.percentile(99), 3),
-                "max_us": round(merged.max_us, 3),
-                "beyond_histogram": merged.overflow,
+                "samples": cell.samples,
+                "min_us": round(cell.min_us, 3),
+                "avg_us": round(cell.avg_us, 3),
+                "p99_us": round(cell.percentile(99), 3),
+                "max_us": round(cell.max_us, 3),
+                "beyond_histogram": cell.overflow,
                 "rep_max_us": [round(x.max_us, 3) for x in lats],
             }
         )
-        hist_rows.append(([cores, aff, io], merged))
+        hist_rows.append(([cores, aff, io], cell))
     write_histograms(out / "histograms.csv", ["cores", "affinity", "io_load"], hist_rows)
     summary: dict[str, object] = {
         "experiment": NAME,
@@ -179,12 +177,7 @@ def _value(
 
 
 def _max(rows: list[dict[str, object]], cores: int, aff: bool, io: bool) -> float | None:
-    for r in rows:
-        if r["cores"] == cores and r["affinity"] == aff and r["io_load"] == io:
-            value = r["max_us"]
-            assert isinstance(value, int | float)
-            return float(value)
-    return None
+    return _value(rows, cores, aff, io, "max_us")
 
 
 def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
