@@ -271,7 +271,8 @@ fn release_periodic(k: &mut Kernel) {
 fn run_periodic() {
     let start = hw::now();
     let p = &PERIODIC_STATE;
-    let core = sched::with_kernel(|k| k.task_core(PERIODIC)).unwrap_or(0) as usize;
+    // The core it runs on: no need to take the kernel lock to ask.
+    let core = crate::core_index();
     stats::dispatch(
         core,
         start.saturating_sub(p.requested.load(Ordering::Relaxed)),

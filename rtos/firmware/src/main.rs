@@ -20,7 +20,7 @@ use tandem_board::BOARD;
 
 static GLOBAL_READY: AtomicU32 = AtomicU32::new(0);
 
-fn core_index() -> usize {
+pub(crate) fn core_index() -> usize {
     let mpidr: u64;
     // SAFETY: reading MPIDR has no side effects.
     unsafe { core::arch::asm!("mrs {}, mpidr_el1", out(reg) mpidr, options(nomem, nostack)) };
