@@ -1,5 +1,5 @@
 """Tests of the experiment harness: scenario checking, result parsing,
-summaries and reports (host), and both experiments end to end on a tiny
+summaries and reports (host), and every experiment end to end on a tiny
 setting (QEMU)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 
 from tandem import exp, scenario
 from tandem.errors import TandemError
+from tandem.exp import capacity as capacity_exp
 from tandem.exp import domains, lhp, linux_rt
 from tandem.measure import Latency, parse_results
 from tandem.results import PARTIAL
@@ -397,3 +398,113 @@ def test_compare_two_runs(tmp_path: Path) -> None:
     assert "| env=heteroos, load=none, loaded_cores=0 | 100 | 105 | 4.8 % |" in table
     assert worst == pytest.approx(100 * 5 / 105)
     assert exp.compare("domains", "a", "c", tmp_path)[1] == pytest.approx(50)
+
+
+def _capacity_summary() -> dict[str, object]:
+    def row(load: object, mode: str, runs: list[float]) -> dict[str, object]:
+        return {
+            "rtos_load": load,
+            "mode": mode,
+            "bench": "hackbench",
+            "median_s": sorted(runs)[len(runs) // 2],
+            "runs_s": runs,
+            "spread_s": max(runs) - min(runs),
+        }
+
+    rows = [
+        row(50, "none", [10.0, 10.2, 10.4]),
+        row(50, "static", [9.0, 9.1, 9.2]),
+        row(80, "none", [20.0, 20.5, 21.0]),
+        row(80, "static", [12.0, 12.5, 13.0]),
+        row("changing", "static", [15.0, 15.2, 15.4]),
+        row("changing", "steal", [14.9, 15.1, 15.3]),
+    ]
+    boots = [
+        {
+            "rtos_load": r["rtos_load"],
+            "mode": r["mode"],
+            "cpu_capacity": [1024, 205],
+            "steal_fraction": [0.0, 0.6],
+            "irq_fraction": [0.01, 0.2],
+            "host_loadavg_before": 0.5,
+        }
+        for r in rows
+    ]
+    return {
+        "experiment": "capacity",
+        "timing": "host",
+        "quick": False,
+        "reps": 3,
+        "smp": 2,
+        "rtos_core": 1,
+        "period_us": 1000,
+        "changing_load": {"low_pct": 10, "high_pct": 80, "every_ms": 1000},
+        "rows": rows,
+        "boots": boots,
+    }
+
+
+def test_capacity_report_checks_gain_trend_and_changing_load(tmp_path: Path) -> None:
+    summary = _capacity_summary()
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    capacity_exp.finish(tmp_path, summary, "./tandem exp run capacity")
+    text = (tmp_path / "report.md").read_text()
+    assert "at 50 % +1.10 s (beyond the spread 0.40 s)" in text
+    assert "at 80 % +8.00 s (beyond the spread 1.00 s)" in text
+    assert "the paper's trend, the gain over equal capacities grows" in text
+    assert "(50 % -> 80 %): holds" in text
+    assert "steal beats static by +0.10 s (spread 0.40 s)" in text
+    assert "| 80 | static | 1024 205 | 60.0 | 20.0 |" in text
+    assert (tmp_path / "capacity.png").stat().st_size > 10_000
+
+
+def test_capacity_cells_workloads_and_proc_stat() -> None:
+    s = scenario.load("capacity", capacity_exp.SCHEMA)
+    assert capacity_exp.loads(s) == [0, 50, 80, "changing"]
+    w = capacity_exp.workload(s, "changing")
+    assert (w.core, w.work_us, w.alt_work_us, w.alt_every_ms) == (1, 800, 100, 1000)
+    assert capacity_exp.workload(s, 50).work_us == 500
+    lines = [
+        "@@CAPACITY@@ 1024 205",
+        "@@STAT@@",
+        "cpu0 100 0 100 800 0 0 0 0 0 0",
+        "cpu1 100 0 100 800 0 0 0 0 0 0",
+        "@@STAT@@",
+        "cpu0 200 0 200 1600 0 0 0 0 0 0",
+        "cpu1 300 0 200 1000 0 100 0 400 0 0",
+    ]
+    assert capacity_exp.capacities(lines, "t") == [1024, 205]
+    shares = capacity_exp.cpu_shares(lines, "t")
+    assert shares == {"steal": [0.0, 0.4], "irq": [0.0, 0.1]}
+    with pytest.raises(TandemError, match="snapshots missing"):
+        capacity_exp.cpu_shares(lines[:3], "t")
+    with pytest.raises(TandemError, match="expected one hackbench time, found 0"):
+        capacity_exp.bench_time(lines, "hackbench", "t")
+
+
+@pytest.mark.qemu
+def test_capacity_runs_tiny(tmp_path: Path) -> None:
+    overrides: dict[str, object] = {
+        "reps": 1,
+        "loads_pct": [80],
+        "changing": False,
+        "modes": ["none", "static", "steal"],
+        "hackbench_loops": 10,
+        "sysbench_events": 100,
+    }
+    out = exp.run("capacity", quick=True, overrides=overrides, out_root=tmp_path)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["experiment"] == "capacity"
+    assert {(r["mode"], r["bench"]) for r in summary["rows"]} == {
+        (m, b) for m in ("none", "static", "steal") for b in ("hackbench", "sysbench-cpu")
+    }
+    for row in summary["rows"]:
+        assert set(row) >= {"rtos_load", "mode", "bench", "median_s", "runs_s"}
+        assert row["rtos_load"] == 80 and row["median_s"] > 0 and len(row["runs_s"]) == 1
+    by_mode = {b["mode"]: b for b in summary["boots"]}
+    assert by_mode["none"]["cpu_capacity"] == [1024, 1024]
+    assert by_mode["static"]["cpu_capacity"] == [1024, 205], "(1 - 0.8) x 1024"
+    assert by_mode["none"]["steal_fraction"][1] == 0.0, "no PV time, no steal"
+    assert by_mode["steal"]["steal_fraction"][1] > 0.3, "the RTOS takes 80 % of core 1"
+    for f in ("summary.csv", "report.md", "capacity.png"):
+        assert (out / f).stat().st_size > 0, f
