@@ -462,7 +462,7 @@ def test_capacity_cells_workloads_and_proc_stat() -> None:
     s = scenario.load("capacity", capacity_exp.SCHEMA)
     assert capacity_exp.loads(s) == [0, 50, 80, "changing"]
     w = capacity_exp.workload(s, "changing")
-    assert (w.core, w.work_us, w.alt_work_us, w.alt_every_ms) == (1, 800, 100, 1000)
+    assert (w.core, w.work_us, w.alt_work_us, w.alt_every_ms) == (1, 800, 100, 500)
     assert capacity_exp.workload(s, 50).work_us == 500
     lines = [
         "@@CAPACITY@@ 1024 205",
