@@ -340,7 +340,19 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
                 "beyond_histogram": 0,
             },
         ],
-        "lock_patch_overhead_pct": 0.5,
+        "lock_patch_overhead_pct": 2.5,
+        "lock_patch_overhead": {
+            "timing": "virtual",
+            "smp": 1,
+            "runs_off_s": [1.0, 1.01],
+            "runs_on_s": [1.02, 1.03],
+            "median_off_s": 1.005,
+            "median_on_s": 1.025,
+            "spread_off_pct": 1.0,
+            "spread_on_pct": 0.98,
+            "pct": 2.5,
+        },
+        "lock_patch_overhead_e2_pct": -3.0,
     }
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     (tmp_path / "dispatch_histograms.csv").write_text(
@@ -351,6 +363,8 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     assert "- 1000 µs: static 40, migrate 10: 75 % fewer" in text
     assert "+25.0 % for migrate, beyond the run-to-run spread (0.100 s)" in text
     assert "Worst case grows by 5.00 µs with migrate (within the 10 µs limit" in text
+    assert "`lock_patch_overhead_pct` = +2.50 % (NOT within the 2 % target" in text
+    assert "| on | 1.025 | 1.0 | 1.020, 1.030 |" in text
     for png in ("e1_long_spin_waits.png", "e2_bench.png", "e3_overhead.png"):
         assert (tmp_path / png).stat().st_size > 10_000
 
@@ -365,6 +379,8 @@ def test_lhp_runs_tiny(tmp_path: Path) -> None:
         "hackbench_loops": 20,
         "sysbench_locks": 1000,
         "overhead_seconds": 1,
+        "patch_boots": 1,
+        "patch_runs": 1,
     }
     out = exp.run("lhp", quick=True, overrides=overrides, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
@@ -379,6 +395,9 @@ def test_lhp_runs_tiny(tmp_path: Path) -> None:
     for row in summary["overhead"]:
         assert row["samples"] >= 500 and 0 < row["min_us"] <= row["max_us"]
     assert isinstance(summary["lock_patch_overhead_pct"], float)
+    patch = summary["lock_patch_overhead"]
+    assert len(patch["runs_off_s"]) == len(patch["runs_on_s"]) == 1
+    assert patch["timing"] == "virtual" and patch["median_on_s"] > 0
     for f in ("summary.csv", "report.md", "e1_long_spin_waits.png", "e2_bench.png"):
         assert (out / f).stat().st_size > 0, f
 

@@ -36,7 +36,7 @@ from tandem.exp.common import (
     read_summary,
 )
 from tandem.measure import from_rtos
-from tandem.qemu import BootOptions
+from tandem.qemu import TIMINGS, BootOptions
 from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
 
@@ -67,6 +67,20 @@ SCHEMA = {
         int, "sysbench mutex --mutex-locks per thread", minimum=100, maximum=10_000_000
     ),
     "overhead_seconds": Key(int, "E3: seconds measured per policy", minimum=1, maximum=600),
+    "patch_timing": Key(str, "lock-state patch cost: timing mode", choices=TIMINGS),
+    "patch_smp": Key(int, "lock-state patch cost: cores", minimum=1, maximum=8),
+    "patch_boots": Key(
+        int,
+        "lock-state patch cost: boots per setting (off and on alternate)",
+        minimum=1,
+        maximum=100,
+    ),
+    "patch_runs": Key(
+        int,
+        "lock-state patch cost: hackbench runs per boot (after one warm-up)",
+        minimum=1,
+        maximum=100,
+    ),
 }
 
 HACKBENCH_TIME = re.compile(r"^Time: ([0-9.]+)$")
@@ -78,6 +92,8 @@ DISPATCH_RESULT = "@@DISPATCH@@"
 # overhead, and what the acceptance asks of us.
 PAPER_OVERHEAD_US = {"static": 14, "migrate": 21}
 OVERHEAD_GROWTH_LIMIT_US = 10
+# What the lock-state patch may cost on hackbench (the acceptance).
+PATCH_COST_LIMIT_PCT = 2
 
 
 def _hackbench(s: Scenario) -> str:
@@ -294,6 +310,52 @@ def e2(s: Scenario, out: Path, progress: Progress) -> list[dict[str, object]]:
     return rows
 
 
+def patch_cost(s: Scenario, out: Path, progress: Progress) -> dict[str, object]:
+    """The lock-state patch's cost on hackbench with Linux alone: boots
+    without and with `tandem_lockstate=on` alternate, each running hackbench
+    once to warm up and then `patch_runs` times."""
+    timing = s.text("patch_timing")
+    boots = s.integer("patch_boots")
+    runs = s.integer("patch_runs")
+    script = f"{_hackbench(s)} >/dev/null || exit 1\n" + (
+        f"for i in $(seq {runs}); do {_hackbench(s)} || exit 1; done\n"
+    )
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    for boot in range(1, boots + 1):
+        for setting in ("off", "on"):
+            progress.next(
+                f"patch cost: lock state {setting}, boot {boot}/{boots} ({timing} timing)"
+            )
+            label = f"patch-{setting}-boot{boot}"
+            lines = _boot(
+                label,
+                BootOptions(
+                    config="linux-only",
+                    timing=timing,
+                    smp=s.integer("patch_smp"),
+                    extra_bootargs=LOCKSTATE if setting == "on" else "",
+                ),
+                script,
+                out / "raw",
+                progress,
+            )
+            times[setting] += _times(lines, HACKBENCH_TIME, label, runs)
+    off, on = statistics.median(times["off"]), statistics.median(times["on"])
+    pct = round((on - off) / off * 100, 2)
+    progress.note(f"hackbench median off {off:.3f} s, on {on:.3f} s: {pct:+.2f} %")
+    return {
+        "timing": timing,
+        "smp": s.integer("patch_smp"),
+        "runs_off_s": times["off"],
+        "runs_on_s": times["on"],
+        "median_off_s": off,
+        "median_on_s": on,
+        "spread_off_pct": round((max(times["off"]) - min(times["off"])) / off * 100, 2),
+        "spread_on_pct": round((max(times["on"]) - min(times["on"])) / on * 100, 2),
+        "pct": pct,
+    }
+
+
 def e3(
     s: Scenario, out: Path, progress: Progress
 ) -> tuple[list[dict[str, object]], dict[str, dict[float, int]]]:
@@ -352,20 +414,22 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     reps = s.integer("reps")
     n_e1 = s.integer("sweep_reps") * (1 + len(s.integers("periods_us")) * len(s.texts("policies")))
     n_e2 = reps * (2 + len(s.texts("policies")))
-    progress = Progress(NAME, n_e1 + n_e2 + len(s.texts("policies")))
+    n_patch = 2 * s.integer("patch_boots")
+    progress = Progress(NAME, n_e1 + n_e2 + len(s.texts("policies")) + n_patch)
     baseline_max, sweep = e1(s, out, progress)
     bench = e2(s, out, progress)
     overhead, hists = e3(s, out, progress)
+    patch = patch_cost(s, out, progress)
     with (out / "dispatch_histograms.csv").open("w") as f:
         f.write("policy,latency_us,count\n")
         for policy, h in hists.items():
             for us in sorted(h):
                 f.write(f"{policy},{us},{h[us]}\n")
     med = {(r["bench"], r["policy"]): num(r, "median_s") for r in bench}
-    overhead_pct = None
+    host_pct = None
     if ("hackbench", "linux-alone") in med and ("hackbench", "linux-alone+lockstate") in med:
         off, on = med[("hackbench", "linux-alone")], med[("hackbench", "linux-alone+lockstate")]
-        overhead_pct = round((on - off) / off * 100, 2)
+        host_pct = round((on - off) / off * 100, 2)
     summary: dict[str, object] = {
         "experiment": NAME,
         "timing": s.text("timing"),
@@ -381,7 +445,11 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
         "period_sweep": sweep,
         "bench": bench,
         "overhead": overhead,
-        "lock_patch_overhead_pct": overhead_pct,
+        # From the patch-cost part (its own timing mode, `lock_patch_overhead`);
+        # E2's Linux-alone pair gives the same in E2's timing.
+        "lock_patch_overhead_pct": patch["pct"],
+        "lock_patch_overhead": patch,
+        "lock_patch_overhead_e2_pct": host_pct,
     }
     write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     with (out / "summary.csv.tmp").open("w") as f:
@@ -532,8 +600,12 @@ def report(run_dir: Path, command: str) -> str:
             f"| {r['bench']} | {r['policy']} | {num(r, 'median_s'):.3f} | "
             f"{num(r, 'spread_s'):.3f} | {runs} |"
         )
-    pct = summary.get("lock_patch_overhead_pct")
-    out += ["", f"Lock-state patch cost on hackbench, Linux alone: {pct} % (target ≤ 2 %)."]
+    e2_pct = summary.get("lock_patch_overhead_e2_pct")
+    out += [
+        "",
+        f"Linux alone with lock-state publishing against without, in E2 ({timing} timing): "
+        f"{e2_pct} % on hackbench (see the patch cost below for the measurement that counts).",
+    ]
     for name in sorted({str(r["bench"]) for r in bench}):
         st = [r for r in bench if r["bench"] == name and r["policy"] == "static"]
         mi = [r for r in bench if r["bench"] == name and r["policy"] == "migrate"]
@@ -544,6 +616,42 @@ def report(run_dir: Path, command: str) -> str:
             out.append(
                 f"- {name}: static {a:.3f} s, migrate {b:.3f} s: {(a - b) / a * 100:+.1f} % "
                 f"for migrate, {beyond} the run-to-run spread ({spread:.3f} s)"
+            )
+    patch = summary.get("lock_patch_overhead")
+    if isinstance(patch, dict):
+        pct = num(patch, "pct")
+        noise = max(num(patch, "spread_off_pct"), num(patch, "spread_on_pct"))
+        verdict = "within" if pct <= PATCH_COST_LIMIT_PCT else "NOT within"
+        out += [
+            "",
+            "## Cost of the lock-state patch",
+            "",
+            f"hackbench with Linux alone, {patch['timing']} timing, {patch['smp']} core(s); "
+            f"boots without and with `{LOCKSTATE}` alternate, "
+            f"{len(patch['runs_off_s'])} runs each:",
+            "",
+            "| lock state | median s | spread % | runs s |",
+            "|---|---|---|---|",
+        ]
+        for setting in ("off", "on"):
+            runs = ", ".join(f"{float(x):.3f}" for x in patch[f"runs_{setting}_s"])
+            out.append(
+                f"| {setting} | {num(patch, f'median_{setting}_s'):.3f} | "
+                f"{num(patch, f'spread_{setting}_pct'):.1f} | {runs} |"
+            )
+        out += [
+            "",
+            f"`lock_patch_overhead_pct` = {pct:+.2f} % ({verdict} the "
+            f"{PATCH_COST_LIMIT_PCT} % target; run-to-run spread up to {noise:.1f} %).",
+        ]
+        if patch["timing"] == "virtual":
+            out.append(
+                "In virtual timing a second is 10^9 instructions, so this is the share of "
+                "instructions the publishing adds: about ten per lock and ten per unlock "
+                "(a per-CPU pointer load and a read-modify-write of the core's word, out of "
+                "line behind the static key), against a lock fast path of about as many. "
+                "On hardware, where a lock's atomic costs more than an ordinary instruction, "
+                "the share would be smaller; QEMU cannot tell by how much."
             )
     out += [
         "",
