@@ -368,6 +368,16 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     for png in ("e1_long_spin_waits.png", "e2_bench.png", "e3_overhead.png"):
         assert (tmp_path / png).stat().st_size > 10_000
 
+    only_patch = tmp_path / "only-patch"
+    only_patch.mkdir()
+    summary |= {"parts": ["patch"], "period_sweep": [], "bench": [], "overhead": []}
+    (only_patch / "summary.json").write_text(json.dumps(summary))
+    lhp.finish(only_patch, summary, "./tandem exp run lhp --set 'parts=[\"patch\"]'")
+    text = (only_patch / "report.md").read_text()
+    assert "Parts run: patch; not run here: e1, e2, e3." in text
+    assert "`lock_patch_overhead_pct` = +2.50 %" in text
+    assert not list(only_patch.glob("*.png")), "no plots of parts that did not run"
+
 
 @pytest.mark.qemu
 def test_lhp_runs_tiny(tmp_path: Path) -> None:

@@ -19,10 +19,12 @@ core where Linux holds no spin lock, as Linux publishes with
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import statistics
 from pathlib import Path
+from types import ModuleType
 
 from tandem.configs import Workload
 from tandem.errors import TandemError
@@ -46,7 +48,12 @@ LOCKSTATE = "tandem_lockstate=on"
 SPINSTAT = "tandem_spinstat=on"
 BENCHES = ("hackbench", "sysbench")
 
+PARTS = ("e1", "e2", "e3", "patch")
+
 SCHEMA = {
+    "parts": Key(
+        list, "which parts to run (e.g. only e2 on a quiet host)", item=str, choices=PARTS
+    ),
     "smp": Key(int, "E2: cores (keep <= host cores in host timing)", minimum=2, maximum=8),
     "sweep_timing": Key(str, "E1 and E3: timing mode", choices=("virtual", "host")),
     "sweep_smp": Key(int, "E1 and E3: cores", minimum=2, maximum=8),
@@ -412,14 +419,29 @@ def e3(
 
 def run(s: Scenario, out: Path) -> dict[str, object]:
     reps = s.integer("reps")
-    n_e1 = s.integer("sweep_reps") * (1 + len(s.integers("periods_us")) * len(s.texts("policies")))
-    n_e2 = reps * (2 + len(s.texts("policies")))
-    n_patch = 2 * s.integer("patch_boots")
-    progress = Progress(NAME, n_e1 + n_e2 + len(s.texts("policies")) + n_patch)
-    baseline_max, sweep = e1(s, out, progress)
-    bench = e2(s, out, progress)
-    overhead, hists = e3(s, out, progress)
-    patch = patch_cost(s, out, progress)
+    parts = s.texts("parts")
+    steps = {
+        "e1": s.integer("sweep_reps")
+        * (1 + len(s.integers("periods_us")) * len(s.texts("policies"))),
+        "e2": reps * (2 + len(s.texts("policies"))),
+        "e3": len(s.texts("policies")),
+        "patch": 2 * s.integer("patch_boots"),
+    }
+    progress = Progress(NAME, sum(steps[p] for p in parts))
+    baseline_max: float | None = None
+    sweep: list[dict[str, object]] = []
+    bench: list[dict[str, object]] = []
+    overhead: list[dict[str, object]] = []
+    hists: dict[str, dict[float, int]] = {}
+    patch: dict[str, object] | None = None
+    if "e1" in parts:
+        baseline_max, sweep = e1(s, out, progress)
+    if "e2" in parts:
+        bench = e2(s, out, progress)
+    if "e3" in parts:
+        overhead, hists = e3(s, out, progress)
+    if "patch" in parts:
+        patch = patch_cost(s, out, progress)
     with (out / "dispatch_histograms.csv").open("w") as f:
         f.write("policy,latency_us,count\n")
         for policy, h in hists.items():
@@ -441,13 +463,14 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
         "smp": s.integer("smp"),
         "rtos_core": s.integer("rtos_core"),
         "scenario": s.values,
+        "parts": parts,
         "long_spin_threshold_us": baseline_max,
         "period_sweep": sweep,
         "bench": bench,
         "overhead": overhead,
         # From the patch-cost part (its own timing mode, `lock_patch_overhead`);
         # E2's Linux-alone pair gives the same in E2's timing.
-        "lock_patch_overhead_pct": patch["pct"],
+        "lock_patch_overhead_pct": None if patch is None else patch["pct"],
         "lock_patch_overhead": patch,
         "lock_patch_overhead_e2_pct": host_pct,
     }
@@ -482,6 +505,16 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
 
     timing = summary["timing"]
     sweep = _list(summary, "period_sweep")
+    bench = _list(summary, "bench")
+    if sweep:
+        _plot_e1(plt, run_dir, sweep, str(summary["sweep_timing"]))
+    if bench:
+        _plot_e2(plt, run_dir, bench, str(timing))
+    if _list(summary, "overhead"):
+        _plot_e3(plt, run_dir, str(summary["sweep_timing"]))
+
+
+def _plot_e1(plt: ModuleType, run_dir: Path, sweep: list[dict[str, object]], timing: str) -> None:
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for policy in POLICIES:
         pts = sorted(
@@ -498,7 +531,8 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
     fig.savefig(run_dir / "e1_long_spin_waits.png", dpi=110)
     plt.close(fig)
 
-    bench = _list(summary, "bench")
+
+def _plot_e2(plt: ModuleType, run_dir: Path, bench: list[dict[str, object]], timing: str) -> None:
     names = sorted({str(r["bench"]) for r in bench})
     fig, axes = plt.subplots(
         1, max(1, len(names)), figsize=(5 * max(1, len(names)), 4), squeeze=False
@@ -516,8 +550,8 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
     fig.savefig(run_dir / "e2_bench.png", dpi=110)
     plt.close(fig)
 
-    import csv
 
+def _plot_e3(plt: ModuleType, run_dir: Path, timing: str) -> None:
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     hist: dict[str, dict[float, int]] = {}
     with (run_dir / "dispatch_histograms.csv").open() as f:
@@ -529,7 +563,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("activation request to the task's first instruction (µs)")
     ax.set_ylabel("dispatches")
-    ax.set_title(f"lhp E3: RTOS dispatch overhead ({summary['sweep_timing']} timing, QEMU)")
+    ax.set_title(f"lhp E3: RTOS dispatch overhead ({timing} timing, QEMU)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(run_dir / "e3_overhead.png", dpi=110)
@@ -552,6 +586,13 @@ def report(run_dir: Path, command: str) -> str:
         f"E1 {summary.get('sweep_reps', summary['reps'])} and E2 {summary['reps']} "
         f"repetition(s){', quick settings' if summary['quick'] else ''}. "
         f"Reproduce: `{command}`.",
+    ]
+    parts = summary.get("parts", list(PARTS))
+    assert isinstance(parts, list)
+    if set(parts) != set(PARTS):
+        skipped = [p for p in PARTS if p not in parts]
+        out += ["", f"Parts run: {', '.join(parts)}; not run here: {', '.join(skipped)}."]
+    out += [
         "",
         "## E1: long spin waits against the RTOS period",
         "",
