@@ -375,6 +375,8 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     lhp.finish(only_patch, summary, "./tandem exp run lhp --set 'parts=[\"patch\"]'")
     text = (only_patch / "report.md").read_text()
     assert "Parts run: patch; not run here: e1, e2, e3." in text
+    assert "## E1" not in text and "## E2" not in text and "## E3" not in text
+    assert "## What QEMU can and cannot show here" in text
     assert "`lock_patch_overhead_pct` = +2.50 %" in text
     assert not list(only_patch.glob("*.png")), "no plots of parts that did not run"
 

@@ -744,7 +744,24 @@ def report(run_dir: Path, command: str) -> str:
         "Files: `summary.json`, `summary.csv`, `dispatch_histograms.csv`, `raw/` (every boot's "
         "script and console log), `e1_long_spin_waits.png`, `e2_bench.png`, `e3_overhead.png`.",
     ]
-    return "\n".join(out) + "\n"
+    return "\n".join(_without_sections(out, [p for p in PARTS if p not in parts])) + "\n"
+
+
+# The report's section of each part, by the start of its heading.
+SECTIONS = {"e1": "## E1", "e2": "## E2", "e3": "## E3", "patch": "## Cost of the lock-state"}
+
+
+def _without_sections(lines: list[str], skipped: list[str]) -> list[str]:
+    """The report without the sections of parts that did not run."""
+    drop = tuple(SECTIONS[p] for p in skipped)
+    out: list[str] = []
+    dropping = False
+    for line in lines:
+        if line.startswith("## "):
+            dropping = line.startswith(drop) if drop else False
+        if not dropping:
+            out.append(line)
+    return out
 
 
 def finish(run_dir: Path, summary: dict[str, object], command: str) -> None:
