@@ -16,6 +16,8 @@ pub struct Monitor {
     pub board: Board,
     /// PV time is offered (boot configuration feature `FEATURE_STEAL_TIME`).
     pub steal_time: bool,
+    /// Cores running an RPC server (boot configuration; 0: no RPC).
+    pub rpc_cores: u8,
 }
 
 impl Monitor {
@@ -25,6 +27,7 @@ impl Monitor {
             psci: PsciState::new(board),
             board,
             steal_time: false,
+            rpc_cores: 0,
         }
     }
 }
@@ -174,6 +177,16 @@ fn sip(m: &mut Monitor, call: &SmcCall) -> Outcome {
     match call.fid.0 {
         sip::VERSION => Outcome::value(ABI_VERSION.into()),
         sip::SHM_INFO => Outcome::Return([0, m.board.shared.base, m.board.shared.size, 0]),
+        sip::RPC_NOTIFY if m.rpc_cores == 0 => Outcome::NOT_SUPPORTED,
+        // The channel number is the whole of x1: junk above it is an error,
+        // not a channel.
+        sip::RPC_NOTIFY => match usize::try_from(call.arg(1))
+            .ok()
+            .and_then(|ch| tandem_abi::rpc::server_core(m.rpc_cores, ch))
+        {
+            Some(core) => Outcome::ReturnAndRing([0; 4], core),
+            None => Outcome::INVALID_PARAMETERS,
+        },
         _ => Outcome::NOT_SUPPORTED,
     }
 }
@@ -397,6 +410,46 @@ mod tests {
     }
 
     #[test]
+    fn rpc_notify_rings_the_channels_server() {
+        let mut m = booted();
+        assert_eq!(
+            smc(&mut m, sip::RPC_NOTIFY, &[0]),
+            Outcome::NOT_SUPPORTED,
+            "no server configured"
+        );
+        m.rpc_cores = 0b1010;
+        assert_eq!(
+            smc(&mut m, sip::RPC_NOTIFY, &[0]),
+            Outcome::ReturnAndRing([0; 4], 1)
+        );
+        assert_eq!(
+            smc(&mut m, sip::RPC_NOTIFY, &[3]),
+            Outcome::ReturnAndRing([0; 4], 3)
+        );
+        for bad in [4, u64::MAX, 1 << 32] {
+            assert_eq!(
+                smc(&mut m, sip::RPC_NOTIFY, &[bad]),
+                Outcome::INVALID_PARAMETERS,
+                "{bad:#x}"
+            );
+        }
+        // SMC32 form: not ours.
+        assert_eq!(
+            smc(&mut m, sip::RPC_NOTIFY & !(1 << 30), &[0]),
+            Outcome::NOT_SUPPORTED
+        );
+        // The RTOS may not ring itself through Linux's service.
+        let call = SmcCall {
+            fid: FunctionId(sip::RPC_NOTIFY),
+            args: [0; 7],
+            imm: 0,
+            from: World::Secure,
+            core: 1,
+        };
+        assert_eq!(handle(&mut m, &call), Outcome::NOT_SUPPORTED);
+    }
+
+    #[test]
     fn pv_time_is_absent_when_off() {
         let mut m = booted();
         for (fid, arg) in [
@@ -426,6 +479,7 @@ mod tests {
         let mut seed = 0x1234_5678_9ABC_DEF0u64;
         let mut m = booted();
         m.steal_time = true;
+        m.rpc_cores = 0b0010;
         for i in 0..200_000 {
             // Half fully random IDs, half in the owner ranges we serve.
             let fid = if i % 2 == 0 {

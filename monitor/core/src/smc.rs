@@ -94,6 +94,9 @@ pub enum Outcome {
     Return([u64; 4]),
     /// Return x0..x3 and wake the named core (a CPU_ON was accepted).
     ReturnAndWake([u64; 4], usize),
+    /// Return x0..x3 and raise the RPC doorbell (an RTOS interrupt) on the
+    /// named core, whose RPC server has a call waiting.
+    ReturnAndRing([u64; 4], usize),
     /// The secure world is idle on this core: run the normal world.
     YieldToNormal,
     /// Power the calling core down; it never returns to the caller.

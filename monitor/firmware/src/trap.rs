@@ -99,6 +99,10 @@ pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
             unsafe { core::arch::asm!("dsb sy", "sev", options(nostack)) };
             gic::wake(target);
         }
+        Outcome::ReturnAndRing(r, target) => {
+            ctx.x[..4].copy_from_slice(&r);
+            gic::ring_rpc(target);
+        }
         Outcome::YieldToNormal => {
             // The RTOS sees its YIELD return when it is next resumed.
             ctx.x[..4].copy_from_slice(&[ret::SUCCESS as u64, 0, 0, 0]);

@@ -1,0 +1,187 @@
+//! The RPC server (paper 002's server side, `tandem_abi::rpc`): one task per
+//! server core, woken by the RPC doorbell SGI that the monitor raises for
+//! Linux's `RPC_NOTIFY`. It answers every channel it serves whose request
+//! sequence number changed: reads the request once, checks it, copies the
+//! data into its own memory (hashing it on the way), writes the response
+//! with the sequence number last, and pends the completion SPI if asked.
+//!
+//! Nothing Linux writes is trusted: fields are read once into RTOS memory,
+//! lengths are checked before any copy, the answer is computed from the
+//! RTOS's copy only, and the server runs below every periodic job, so a
+//! flood of calls cannot make the RTOS miss a deadline.
+
+use crate::{hw, syscall};
+use core::sync::atomic::{AtomicU8, Ordering, fence};
+use tandem_abi::rpc::{
+    Call, Checksum, FLAG_NOTIFY, RPC_CHANNELS, RPC_MAX_DATA, Request, Response, STATUS_OK, check,
+    rpc_channel_offset, rpc_data_offset, rpc_response_offset, server_core,
+};
+use tandem_board::BOARD;
+
+/// Cores that can run a server (one server task each, `app::RPC_SERVER0 + core`).
+pub const SERVERS: usize = 4;
+/// Words of one server's private buffer.
+const WORDS: usize = RPC_MAX_DATA as usize / 8;
+
+/// The server cores (boot configuration), set once before any server runs.
+static MASK: AtomicU8 = AtomicU8::new(0);
+
+/// Per channel, in RTOS memory: the last sequence number answered and how
+/// many calls were served. Only the channel's server task touches its slot.
+struct ChannelState {
+    last_seq: u32,
+    served: u64,
+}
+
+static mut CHANNELS: [ChannelState; RPC_CHANNELS as usize] = [const {
+    ChannelState {
+        last_seq: 0,
+        served: 0,
+    }
+}; RPC_CHANNELS as usize];
+
+/// Each server's copy of the data it was sent.
+static mut BUFFERS: [[u64; WORDS]; SERVERS] = [[0; WORDS]; SERVERS];
+
+/// Records the server cores and clears every channel's request and response,
+/// so that sequence numbers start at 0 on both sides. Runs on the first core
+/// in, before Linux starts and before any server task runs.
+pub fn init(mask: u8) {
+    MASK.store(mask, Ordering::Relaxed);
+    for ch in 0..RPC_CHANNELS as usize {
+        let req = shared(rpc_channel_offset(ch)) as *mut Request;
+        let resp = shared(rpc_response_offset(ch)) as *mut Response;
+        // SAFETY: both lie inside the shared region at ABI offsets
+        // (`rpc_channel_offset` is checked against the region size at build
+        // time); Linux has not started, so nothing else writes them.
+        unsafe {
+            req.write_volatile(Request::default());
+            resp.write_volatile(Response::default());
+        }
+    }
+}
+
+/// The server cores.
+pub fn mask() -> u8 {
+    MASK.load(Ordering::Relaxed)
+}
+
+fn shared(offset: usize) -> usize {
+    BOARD.shared.base as usize + offset
+}
+
+/// Reads a request once, field by field, into RTOS memory.
+fn read_request(ch: usize) -> Request {
+    let req = shared(rpc_channel_offset(ch)) as *const Request;
+    // SAFETY: inside the shared region at an ABI offset; any bit pattern is
+    // a valid Request (plain integers). Linux may change it under us: that
+    // is why it is read once and only the copy is used.
+    unsafe { req.read_volatile() }
+}
+
+/// Copies `len` bytes of channel `ch`'s data into `buf`, zero-padding the
+/// last word, and returns the checksum of what was copied.
+fn copy_in(ch: usize, len: usize, buf: &mut [u64; WORDS]) -> u32 {
+    let src = shared(rpc_data_offset(ch)) as *const u64;
+    let words = len.div_ceil(8);
+    let mut sum = Checksum::new(len);
+    for (i, slot) in buf.iter_mut().enumerate().take(words) {
+        // SAFETY: `len` <= RPC_MAX_DATA was checked, so word `i` lies inside
+        // the channel's data area (page-aligned, so 8-byte aligned).
+        let mut w = unsafe { src.add(i).read_volatile() };
+        let rest = len - i * 8;
+        if rest < 8 {
+            w &= (1u64 << (rest * 8)) - 1;
+        }
+        *slot = w;
+        sum = sum.word(w);
+    }
+    sum.finish()
+}
+
+/// Writes the first `len` bytes of `buf` back into channel `ch`'s data.
+fn copy_out(ch: usize, len: usize, buf: &[u64; WORDS]) {
+    let dst = shared(rpc_data_offset(ch)) as *mut u64;
+    for (i, w) in buf.iter().enumerate().take(len.div_ceil(8)) {
+        // SAFETY: as in `copy_in`: inside the channel's data area.
+        unsafe { dst.add(i).write_volatile(*w) };
+    }
+}
+
+/// Answers channel `ch` if it has a new request. Returns whether it did.
+fn serve(ch: usize, core: usize, buf: &mut [u64; WORDS]) -> bool {
+    // SAFETY: only this channel's server task (this one) uses its slot.
+    let state = unsafe { &mut (*core::ptr::addr_of_mut!(CHANNELS))[ch] };
+    let seq_ptr = shared(rpc_channel_offset(ch)) as *const u32;
+    // SAFETY: the request's first word, inside the shared region.
+    let seq = unsafe { seq_ptr.read_volatile() };
+    if seq == state.last_seq {
+        return false;
+    }
+    // Everything Linux wrote before the new sequence number is visible now.
+    fence(Ordering::Acquire);
+    let started = hw::now();
+    let mut req = read_request(ch);
+    // The sequence number answered is the one that made us look, whatever
+    // Linux wrote since.
+    req.seq = seq;
+    let (status, len, sum) = match check(&req) {
+        Ok(Call::Send { len }) => (STATUS_OK, len, copy_in(ch, len, buf)),
+        Ok(Call::Echo { len }) => {
+            let sum = copy_in(ch, len, buf);
+            copy_out(ch, len, buf);
+            (STATUS_OK, len, sum)
+        }
+        Ok(Call::Stall { ms }) => {
+            let _ = syscall::delay(u64::from(ms) * BOARD.counter_hz / 1000);
+            (STATUS_OK, 0, 0)
+        }
+        Err(status) => (status, 0, 0),
+    };
+    state.last_seq = seq;
+    state.served += 1;
+    let resp = Response {
+        seq: 0,
+        status,
+        len: len as u32,
+        checksum: sum,
+        started_at: started,
+        done_at: hw::now(),
+        served: state.served,
+        core: core as u32,
+        reserved: [0; 5],
+    };
+    let resp_ptr = shared(rpc_response_offset(ch)) as *mut Response;
+    // SAFETY: the response lies inside the shared region; the RTOS is its
+    // only writer. The sequence number goes last, after a barrier, so a
+    // client that sees it sees the rest.
+    unsafe {
+        resp_ptr.write_volatile(resp);
+        fence(Ordering::Release);
+        core::ptr::addr_of_mut!((*resp_ptr).seq).write_volatile(seq);
+    }
+    if req.flags & FLAG_NOTIFY != 0 {
+        hw::raise_linux_doorbell();
+    }
+    true
+}
+
+/// The server task's body (one per server core; it never migrates).
+pub fn server() {
+    let core = crate::core_index();
+    if core >= SERVERS {
+        return;
+    }
+    // SAFETY: each server task runs on its own core and is the only user of
+    // that core's buffer.
+    let buf = unsafe { &mut (*core::ptr::addr_of_mut!(BUFFERS))[core] };
+    loop {
+        // Serve until a pass finds nothing new: requests that arrive while
+        // we work also queue a wakeup, so none is missed.
+        while (0..RPC_CHANNELS as usize)
+            .filter(|&ch| server_core(mask(), ch) == Some(core))
+            .fold(false, |any, ch| serve(ch, core, buf) | any)
+        {}
+        let _ = syscall::sleep(syscall::FOREVER);
+    }
+}
