@@ -70,13 +70,23 @@ fn shared(offset: usize) -> usize {
     BOARD.shared.base as usize + offset
 }
 
-/// Reads a request once, field by field, into RTOS memory.
-fn read_request(ch: usize) -> Request {
+/// Reads the fields of a request the server uses, once each, into RTOS
+/// memory (field by field: a whole-struct volatile copy costs a memcpy).
+fn read_request(ch: usize, seq: u32) -> Request {
     let req = shared(rpc_channel_offset(ch)) as *const Request;
-    // SAFETY: inside the shared region at an ABI offset; any bit pattern is
-    // a valid Request (plain integers). Linux may change it under us: that
-    // is why it is read once and only the copy is used.
-    unsafe { req.read_volatile() }
+    // SAFETY: inside the shared region at an ABI offset; the fields are
+    // plain integers, any bit pattern valid. Linux may change them under
+    // us: that is why each is read once and only the copy is used.
+    unsafe {
+        Request {
+            seq,
+            op: core::ptr::addr_of!((*req).op).read_volatile(),
+            len: core::ptr::addr_of!((*req).len).read_volatile(),
+            flags: core::ptr::addr_of!((*req).flags).read_volatile(),
+            arg: core::ptr::addr_of!((*req).arg).read_volatile(),
+            ..Request::default()
+        }
+    }
 }
 
 /// Copies `len` bytes of channel `ch`'s data into `buf`, zero-padding the
@@ -108,23 +118,22 @@ fn copy_out(ch: usize, len: usize, buf: &[u64; WORDS]) {
     }
 }
 
-/// Answers channel `ch` if it has a new request. Returns whether it did.
-fn serve(ch: usize, core: usize, buf: &mut [u64; WORDS]) -> bool {
+/// Answers channel `ch` if it has a new request.
+fn serve(ch: usize, core: usize, buf: &mut [u64; WORDS]) {
     // SAFETY: only this channel's server task (this one) uses its slot.
     let state = unsafe { &mut (*core::ptr::addr_of_mut!(CHANNELS))[ch] };
     let seq_ptr = shared(rpc_channel_offset(ch)) as *const u32;
     // SAFETY: the request's first word, inside the shared region.
     let seq = unsafe { seq_ptr.read_volatile() };
     if seq == state.last_seq {
-        return false;
+        return;
     }
     // Everything Linux wrote before the new sequence number is visible now.
     fence(Ordering::Acquire);
     let started = hw::now();
-    let mut req = read_request(ch);
     // The sequence number answered is the one that made us look, whatever
     // Linux wrote since.
-    req.seq = seq;
+    let req = read_request(ch, seq);
     let (status, len, sum) = match check(&req) {
         Ok(Call::Send { len }) => (STATUS_OK, len, copy_in(ch, len, buf)),
         Ok(Call::Echo { len }) => {
@@ -140,30 +149,25 @@ fn serve(ch: usize, core: usize, buf: &mut [u64; WORDS]) -> bool {
     };
     state.last_seq = seq;
     state.served += 1;
-    let resp = Response {
-        seq: 0,
-        status,
-        len: len as u32,
-        checksum: sum,
-        started_at: started,
-        done_at: hw::now(),
-        served: state.served,
-        core: core as u32,
-        reserved: [0; 5],
-    };
-    let resp_ptr = shared(rpc_response_offset(ch)) as *mut Response;
+    let r = shared(rpc_response_offset(ch)) as *mut Response;
     // SAFETY: the response lies inside the shared region; the RTOS is its
-    // only writer. The sequence number goes last, after a barrier, so a
-    // client that sees it sees the rest.
+    // only writer (field by field, as in `read_request`). The sequence
+    // number goes last, after a barrier, so a client that sees it sees the
+    // rest.
     unsafe {
-        resp_ptr.write_volatile(resp);
+        core::ptr::addr_of_mut!((*r).status).write_volatile(status);
+        core::ptr::addr_of_mut!((*r).len).write_volatile(len as u32);
+        core::ptr::addr_of_mut!((*r).checksum).write_volatile(sum);
+        core::ptr::addr_of_mut!((*r).started_at).write_volatile(started);
+        core::ptr::addr_of_mut!((*r).done_at).write_volatile(hw::now());
+        core::ptr::addr_of_mut!((*r).served).write_volatile(state.served);
+        core::ptr::addr_of_mut!((*r).core).write_volatile(core as u32);
         fence(Ordering::Release);
-        core::ptr::addr_of_mut!((*resp_ptr).seq).write_volatile(seq);
+        core::ptr::addr_of_mut!((*r).seq).write_volatile(seq);
     }
     if req.flags & FLAG_NOTIFY != 0 {
         hw::raise_linux_doorbell();
     }
-    true
 }
 
 /// The server task's body (one per server core; it never migrates).
@@ -175,13 +179,19 @@ pub fn server() {
     // SAFETY: each server task runs on its own core and is the only user of
     // that core's buffer.
     let buf = unsafe { &mut (*core::ptr::addr_of_mut!(BUFFERS))[core] };
+    let mine = (0..RPC_CHANNELS as usize)
+        .filter(|&ch| server_core(mask(), ch) == Some(core))
+        .fold(0u32, |m, ch| m | 1 << ch);
     loop {
-        // Serve until a pass finds nothing new: requests that arrive while
-        // we work also queue a wakeup, so none is missed.
-        while (0..RPC_CHANNELS as usize)
-            .filter(|&ch| server_core(mask(), ch) == Some(core))
-            .fold(false, |any, ch| serve(ch, core, buf) | any)
-        {}
+        // One pass per wakeup: a call that arrives while we work rings
+        // again, and that wakeup is queued, so the next sleep returns at
+        // once and the next pass finds it.
+        let mut left = mine;
+        while left != 0 {
+            let ch = left.trailing_zeros() as usize;
+            left &= left - 1;
+            serve(ch, core, buf);
+        }
         let _ = syscall::sleep(syscall::FOREVER);
     }
 }
