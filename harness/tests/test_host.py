@@ -244,3 +244,11 @@ def test_switch_cost_replays_qemus_execution_log() -> None:
         "vectors": 1,
         "hw::yield_to_linux (smc)": 1,
     }
+
+
+def test_rpc_cores_option() -> None:
+    args = cli.parser().parse_args(["exec", "--rpc-cores", "1,2"])
+    assert args.rpc_cores == (1, 2)
+    assert cli.parser().parse_args(["exec", "--rpc-cores", "none"]).rpc_cores == ()
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["exec", "--rpc-cores", "1;2"])
