@@ -26,7 +26,7 @@
 
 static const char * const mode_names[] = { "auto", "busy", "block" };
 
-static void usage(void)
+static void die_usage(void)
 {
 	fprintf(stderr,
 		"usage: tandem-rpc call [-c CH] [-m MODE] [-t MS] [-a MS] [-u] send|echo|stall LEN\n"
@@ -37,7 +37,7 @@ static void usage(void)
 	exit(2);
 }
 
-static long long number(const char *s)
+static long long to_number(const char *s)
 {
 	char *end;
 	long long v;
@@ -124,23 +124,42 @@ static int parse(int argc, char **argv, struct opts *o)
 			continue;
 		}
 		if (i + 1 >= argc)
-			usage();
+			die_usage();
 		if (f == 'm') {
 			o->mode = mode_of(argv[i + 1]);
 		} else {
-			long long v = number(argv[i + 1]);
+			long long v = to_number(argv[i + 1]);
 
 			switch (f) {
-			case 'c': o->channel = v; break;
-			case 't': o->timeout = v; break;
-			case 'a': o->arg = v; break;
-			case 'n': o->calls = v; break;
-			case 'j': o->clients = v; break;
-			case 'k': o->channels = v; break;
-			case 's': o->maxlen = v; break;
-			case 'w': o->iters = v; break;
-			case 'C': o->cpu = v; break;
-			default: usage();
+			case 'c':
+				o->channel = v;
+				break;
+			case 't':
+				o->timeout = v;
+				break;
+			case 'a':
+				o->arg = v;
+				break;
+			case 'n':
+				o->calls = v;
+				break;
+			case 'j':
+				o->clients = v;
+				break;
+			case 'k':
+				o->channels = v;
+				break;
+			case 's':
+				o->maxlen = v;
+				break;
+			case 'w':
+				o->iters = v;
+				break;
+			case 'C':
+				o->cpu = v;
+				break;
+			default:
+				die_usage();
 			}
 		}
 		i += 2;
@@ -156,8 +175,8 @@ static int cmd_call(int argc, char **argv, struct opts *o)
 	int i = parse(argc, argv, o), fd, ret;
 
 	if (argc - i != 2)
-		usage();
-	len = number(argv[i + 1]);
+		die_usage();
+	len = to_number(argv[i + 1]);
 	memset(&c, 0, sizeof(c));
 	if (!strcmp(argv[i], "send"))
 		c.op = TANDEM_RPC_SEND;
@@ -166,7 +185,7 @@ static int cmd_call(int argc, char **argv, struct opts *o)
 	else if (!strcmp(argv[i], "stall"))
 		c.op = TANDEM_RPC_STALL;
 	else
-		usage();
+		die_usage();
 	buf = calloc(1, TANDEM_RPC_MAX_DATA);
 	if (!buf)
 		return 1;
@@ -211,10 +230,10 @@ static int cmd_bench(int argc, char **argv, struct opts *o)
 	struct tandem_rpc_call c;
 
 	if (i >= argc || !buf)
-		usage();
+		die_usage();
 	pin(o->cpu);
 	for (; i < argc; i++) {
-		long long len = number(argv[i]);
+		long long len = to_number(argv[i]);
 
 		for (unsigned int n = 0; n < o->calls + 1; n++) {
 			memset(&c, 0, sizeof(c));
@@ -237,10 +256,13 @@ static int cmd_bench(int argc, char **argv, struct opts *o)
 
 static void spin_work(long long iters)
 {
-	volatile unsigned long long acc = 0;
+	unsigned long long acc = 0;
 
-	for (long long k = 0; k < iters; k++)
+	/* The empty asm keeps the compiler from folding the loop away. */
+	for (long long k = 0; k < iters; k++) {
 		acc += k;
+		__asm__ __volatile__("" : "+r"(acc));
+	}
 }
 
 static int cmd_pair(int argc, char **argv, struct opts *o)
@@ -253,8 +275,8 @@ static int cmd_pair(int argc, char **argv, struct opts *o)
 	pid_t child;
 
 	if (argc - i != 1 || !buf)
-		usage();
-	len = number(argv[i]);
+		die_usage();
+	len = to_number(argv[i]);
 	memset(&c, 0, sizeof(c));
 	c.mode = o->mode;
 	fd = open_or_die();
@@ -330,7 +352,7 @@ static int cmd_stress(int argc, char **argv, struct opts *o)
 
 	if (parse(argc, argv, o) != argc || !o->clients || !o->channels ||
 	    o->maxlen < 0 || o->maxlen > TANDEM_RPC_MAX_DATA)
-		usage();
+		die_usage();
 	for (j = 0; j < o->clients; j++) {
 		pid_t p = fork();
 
@@ -355,7 +377,7 @@ int main(int argc, char **argv)
 	};
 
 	if (argc < 2)
-		usage();
+		die_usage();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[1], "call"))
 		return cmd_call(argc, argv, &o);
@@ -365,6 +387,6 @@ int main(int argc, char **argv)
 		return cmd_pair(argc, argv, &o);
 	if (!strcmp(argv[1], "stress"))
 		return cmd_stress(argc, argv, &o);
-	usage();
+	die_usage();
 	return 2;
 }
