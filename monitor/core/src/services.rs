@@ -3,7 +3,7 @@
 //! Tandem's SiP calls.
 
 use crate::psci::PsciState;
-use crate::smc::{Outcome, Service, SmcCall, World, owner};
+use crate::smc::{Outcome, Service, Signal, SmcCall, World, owner};
 use tandem_abi::smc::*;
 use tandem_board::Board;
 
@@ -120,7 +120,9 @@ fn psci(m: &mut Monitor, call: &SmcCall) -> Outcome {
         }
         PSCI_CPU_ON_32 | PSCI_CPU_ON_64 => {
             match m.psci.cpu_on(call.arg(1), call.arg(2), call.arg(3)) {
-                Ok(()) => Outcome::ReturnAndWake([0; 4], call.arg(1) as usize & 0xFF),
+                Ok(()) => {
+                    Outcome::ReturnAndSignal([0; 4], Signal::wake(call.arg(1) as usize & 0xFF))
+                }
                 Err(e) => Outcome::value(e),
             }
         }
@@ -184,7 +186,7 @@ fn sip(m: &mut Monitor, call: &SmcCall) -> Outcome {
             .ok()
             .and_then(|ch| tandem_abi::rpc::server_core(m.rpc_cores, ch))
         {
-            Some(core) => Outcome::ReturnAndRing([0; 4], core),
+            Some(core) => Outcome::ReturnAndSignal([0; 4], Signal::rpc(core)),
             None => Outcome::INVALID_PARAMETERS,
         },
         _ => Outcome::NOT_SUPPORTED,
@@ -301,7 +303,7 @@ mod tests {
         let mut m = booted();
         assert_eq!(
             smc(&mut m, PSCI_CPU_ON_64, &[1, 0x4020_0000, 9]),
-            Outcome::ReturnAndWake([0; 4], 1)
+            Outcome::ReturnAndSignal([0; 4], Signal::wake(1))
         );
         assert_eq!(
             smc(&mut m, PSCI_CPU_ON_64, &[1, 0x4020_0000, 9]),
@@ -377,7 +379,7 @@ mod tests {
         );
         assert_eq!(
             smc(&mut m, PSCI_CPU_ON_64, &[2, 0x4020_0000, 0]),
-            Outcome::ReturnAndWake([0; 4], 2)
+            Outcome::ReturnAndSignal([0; 4], Signal::wake(2))
         );
         m.psci.take_pending(2);
         assert_eq!(
@@ -420,11 +422,11 @@ mod tests {
         m.rpc_cores = 0b1010;
         assert_eq!(
             smc(&mut m, sip::RPC_NOTIFY, &[0]),
-            Outcome::ReturnAndRing([0; 4], 1)
+            Outcome::ReturnAndSignal([0; 4], Signal::rpc(1))
         );
         assert_eq!(
             smc(&mut m, sip::RPC_NOTIFY, &[3]),
-            Outcome::ReturnAndRing([0; 4], 3)
+            Outcome::ReturnAndSignal([0; 4], Signal::rpc(3))
         );
         for bad in [4, u64::MAX, 1 << 32] {
             assert_eq!(
