@@ -172,6 +172,22 @@ pub fn check(req: &Request) -> Result<Call, i32> {
     }
 }
 
+/// Largest call the server answers in its interrupt handler (no task
+/// switch): a copy this short is cheaper than waking the server task.
+pub const FAST_MAX: usize = 256;
+
+/// Whether a checked request is answered in the interrupt handler: a
+/// refusal (nothing to copy), or a send or echo of at most [`FAST_MAX`]
+/// bytes. Longer copies and stalls go to the server task, which runs below
+/// the RTOS's periodic work.
+pub const fn is_fast(call: &Result<Call, i32>) -> bool {
+    match call {
+        Err(_) => true,
+        Ok(Call::Send { len } | Call::Echo { len }) => *len <= FAST_MAX,
+        Ok(Call::Stall { .. }) => false,
+    }
+}
+
 /// Multiplier of the [`checksum`] (FNV-1a's 64-bit prime).
 pub const CHECKSUM_PRIME: u64 = 0x0000_0100_0000_01B3;
 /// Start value of the [`checksum`] before the length is mixed in.
@@ -383,6 +399,16 @@ mod tests {
         assert!(check(&r).is_ok());
         r.flags = 2;
         assert_eq!(check(&r), Err(STATUS_BAD_ARG));
+    }
+
+    #[test]
+    fn only_short_copies_and_refusals_are_fast() {
+        assert!(is_fast(&check(&req(OP_SEND, 0))));
+        assert!(is_fast(&check(&req(OP_ECHO, FAST_MAX as u32))));
+        assert!(!is_fast(&check(&req(OP_ECHO, FAST_MAX as u32 + 1))));
+        assert!(!is_fast(&check(&req(OP_STALL, 0))));
+        assert!(is_fast(&check(&req(OP_SEND, u32::MAX))), "refused at once");
+        assert!(is_fast(&check(&req(7, 0))));
     }
 
     #[test]

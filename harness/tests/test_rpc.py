@@ -51,6 +51,8 @@ t busy call -m busy send 64
 t block call -m block -c 1 send 64
 t echo call -m block -c 3 echo 65536
 t echo0 call echo 0
+t fast call -m busy echo 256
+t slow call -m busy -c 2 echo 257
 t over call send 65537
 t negative call send -1
 t channel call -c 4 send 1
@@ -94,6 +96,9 @@ def test_rpc_calls_and_bad_input() -> None:
     good("block", "block", 3, 64)
     good("echo", "block", 3, 65536)
     good("echo0", "busy", 2, 0)
+    # The last size the doorbell's handler answers, and the first the task does.
+    good("fast", "busy", 2, 256)
+    good("slow", "busy", 2, 257)
     # Refused by the driver, before the RTOS sees anything.
     assert out["over"].startswith("error EMSGSIZE (90)")
     assert out["negative"].startswith("error EINVAL (22)")

@@ -95,10 +95,21 @@ fn idle(core: usize) -> ! {
 extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
     let core = core_index();
     let mut events = sched::Events::default();
+    // Only the RPC doorbell, and its handler answered everything: nothing in
+    // the kernel changed, so the interrupted frame resumes without a pass of
+    // the scheduler.
+    let (mut rpc_seen, mut other) = (false, false);
     while let Some(intid) = hw::acknowledge() {
         if intid.raw_value() >= 1020 {
             break;
         }
+        if intid == hw::RPC {
+            events.rpc |= rpc::interrupt(core);
+            rpc_seen = true;
+            hw::end(intid);
+            continue;
+        }
+        other = true;
         if intid == hw::TIMER {
             // SAFETY: the vector code just saved this frame.
             let entered = unsafe { (*frame).entered };
@@ -109,12 +120,13 @@ extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
             events.timer = true;
         } else if intid == hw::DEMO {
             events.demo = true;
-        } else if intid == hw::RPC {
-            events.rpc = true;
         } else if intid != hw::RESCHEDULE {
             log!(core, "unexpected interrupt {intid:?}");
         }
         hw::end(intid);
+    }
+    if rpc_seen && !other && !events.rpc {
+        return frame;
     }
     sched::after_interrupt(core, frame, events)
 }

@@ -5,16 +5,24 @@
 //! data into its own memory (hashing it on the way), writes the response
 //! with the sequence number last, and pends the completion SPI if asked.
 //!
+//! Short calls (`rpc::is_fast`: at most `FAST_MAX` bytes, or refused) are
+//! answered by the doorbell's interrupt handler itself, which then needs no
+//! task switch and no scheduler pass; everything else wakes the task. A
+//! channel the task is working on is marked claimed, and the handler (which
+//! runs on the same core, so it can only preempt the task, never run beside
+//! it) leaves claimed channels alone.
+//!
 //! Nothing Linux writes is trusted: fields are read once into RTOS memory,
 //! lengths are checked before any copy, the answer is computed from the
 //! RTOS's copy only, and the server runs below every periodic job, so a
 //! flood of calls cannot make the RTOS miss a deadline.
 
 use crate::{hw, syscall};
-use core::sync::atomic::{AtomicU8, Ordering, fence};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering, compiler_fence, fence};
 use tandem_abi::rpc::{
-    Call, Checksum, FLAG_NOTIFY, RPC_CHANNELS, RPC_MAX_DATA, Request, Response, STATUS_OK, check,
-    rpc_channel_offset, rpc_data_offset, rpc_response_offset, server_core,
+    Call, Checksum, FAST_MAX, FLAG_NOTIFY, RPC_CHANNELS, RPC_MAX_DATA, Request, Response,
+    STATUS_OK, check, is_fast, rpc_channel_offset, rpc_data_offset, rpc_response_offset,
+    server_core,
 };
 use tandem_board::BOARD;
 
@@ -23,11 +31,12 @@ pub const SERVERS: usize = 4;
 /// Words of one server's private buffer.
 const WORDS: usize = RPC_MAX_DATA as usize / 8;
 
-/// The server cores (boot configuration), set once before any server runs.
-static MASK: AtomicU8 = AtomicU8::new(0);
+/// The channels each server core serves (bit per channel; from the boot
+/// configuration's server cores), set once before any server runs.
+static CHANNELS_OF: [AtomicU32; SERVERS] = [const { AtomicU32::new(0) }; SERVERS];
 
 /// Per channel, in RTOS memory: the last sequence number answered and how
-/// many calls were served. Only the channel's server task touches its slot.
+/// many calls were served. Only the channel's server core touches its slot.
 struct ChannelState {
     last_seq: u32,
     served: u64,
@@ -42,13 +51,21 @@ static mut CHANNELS: [ChannelState; RPC_CHANNELS as usize] = [const {
 
 /// Each server's copy of the data it was sent.
 static mut BUFFERS: [[u64; WORDS]; SERVERS] = [[0; WORDS]; SERVERS];
+/// Each server core's buffer for the calls its interrupt handler answers.
+static mut FAST_BUFFERS: [[u64; FAST_MAX / 8]; SERVERS] = [[0; FAST_MAX / 8]; SERVERS];
+/// The server task is working on the channel: the handler leaves it alone.
+static CLAIMED: [AtomicBool; RPC_CHANNELS as usize] =
+    [const { AtomicBool::new(false) }; RPC_CHANNELS as usize];
 
-/// Records the server cores and clears every channel's request and response,
+/// Records which channels each server core serves (`mask`: the server
+/// cores) and clears every channel's request and response,
 /// so that sequence numbers start at 0 on both sides. Runs on the first core
 /// in, before Linux starts and before any server task runs.
 pub fn init(mask: u8) {
-    MASK.store(mask, Ordering::Relaxed);
     for ch in 0..RPC_CHANNELS as usize {
+        if let Some(core) = server_core(mask, ch).filter(|&c| c < SERVERS) {
+            CHANNELS_OF[core].fetch_or(1 << ch, Ordering::Relaxed);
+        }
         let req = shared(rpc_channel_offset(ch)) as *mut Request;
         let resp = shared(rpc_response_offset(ch)) as *mut Response;
         // SAFETY: both lie inside the shared region at ABI offsets
@@ -59,11 +76,6 @@ pub fn init(mask: u8) {
             resp.write_volatile(Response::default());
         }
     }
-}
-
-/// The server cores.
-pub fn mask() -> u8 {
-    MASK.load(Ordering::Relaxed)
 }
 
 fn shared(offset: usize) -> usize {
@@ -91,7 +103,7 @@ fn read_request(ch: usize, seq: u32) -> Request {
 
 /// Copies `len` bytes of channel `ch`'s data into `buf`, zero-padding the
 /// last word, and returns the checksum of what was copied.
-fn copy_in(ch: usize, len: usize, buf: &mut [u64; WORDS]) -> u32 {
+fn copy_in(ch: usize, len: usize, buf: &mut [u64]) -> u32 {
     let src = shared(rpc_data_offset(ch)) as *const u64;
     let words = len.div_ceil(8);
     let mut sum = Checksum::new(len);
@@ -110,7 +122,7 @@ fn copy_in(ch: usize, len: usize, buf: &mut [u64; WORDS]) -> u32 {
 }
 
 /// Writes the first `len` bytes of `buf` back into channel `ch`'s data.
-fn copy_out(ch: usize, len: usize, buf: &[u64; WORDS]) {
+fn copy_out(ch: usize, len: usize, buf: &[u64]) {
     let dst = shared(rpc_data_offset(ch)) as *mut u64;
     for (i, w) in buf.iter().enumerate().take(len.div_ceil(8)) {
         // SAFETY: as in `copy_in`: inside the channel's data area.
@@ -118,15 +130,28 @@ fn copy_out(ch: usize, len: usize, buf: &[u64; WORDS]) {
     }
 }
 
-/// Answers channel `ch` if it has a new request.
-fn serve(ch: usize, core: usize, buf: &mut [u64; WORDS]) {
-    // SAFETY: only this channel's server task (this one) uses its slot.
+/// What [`serve`] did.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Served {
+    /// No new request, or answered.
+    Done,
+    /// A new request too long for the interrupt handler (`inline` only).
+    Left,
+}
+
+/// Answers channel `ch` if it has a new request. `inline` (the interrupt
+/// handler, with a `FAST_MAX`-byte `buf`): only short calls, leaving the
+/// rest for the task.
+fn serve(ch: usize, core: usize, buf: &mut [u64], inline: bool) -> Served {
+    // SAFETY: the slot is used only on the channel's server core, by its
+    // task while it holds the claim, else by the doorbell handler, which
+    // never runs during the task's use (it skips claimed channels).
     let state = unsafe { &mut (*core::ptr::addr_of_mut!(CHANNELS))[ch] };
     let seq_ptr = shared(rpc_channel_offset(ch)) as *const u32;
     // SAFETY: the request's first word, inside the shared region.
     let seq = unsafe { seq_ptr.read_volatile() };
     if seq == state.last_seq {
-        return;
+        return Served::Done;
     }
     // Everything Linux wrote before the new sequence number is visible now.
     fence(Ordering::Acquire);
@@ -134,7 +159,11 @@ fn serve(ch: usize, core: usize, buf: &mut [u64; WORDS]) {
     // The sequence number answered is the one that made us look, whatever
     // Linux wrote since.
     let req = read_request(ch, seq);
-    let (status, len, sum) = match check(&req) {
+    let call = check(&req);
+    if inline && !is_fast(&call) {
+        return Served::Left;
+    }
+    let (status, len, sum) = match call {
         Ok(Call::Send { len }) => (STATUS_OK, len, copy_in(ch, len, buf)),
         Ok(Call::Echo { len }) => {
             let sum = copy_in(ch, len, buf);
@@ -168,6 +197,35 @@ fn serve(ch: usize, core: usize, buf: &mut [u64; WORDS]) {
     if req.flags & FLAG_NOTIFY != 0 {
         hw::raise_linux_doorbell();
     }
+    Served::Done
+}
+
+fn channels_of(core: usize) -> u32 {
+    CHANNELS_OF[core].load(Ordering::Relaxed)
+}
+
+/// The RPC doorbell's interrupt handler (IRQs masked, before the scheduler
+/// runs): answers the short calls waiting on this core's channels. Returns
+/// whether the server task must run (a longer call, or a channel it holds).
+pub fn interrupt(core: usize) -> bool {
+    if core >= SERVERS {
+        return false;
+    }
+    // SAFETY: only this core's doorbell handler uses this core's fast
+    // buffer, and handlers do not nest (IRQs stay masked in them).
+    let buf = unsafe { &mut (*core::ptr::addr_of_mut!(FAST_BUFFERS))[core] };
+    let mut left = channels_of(core);
+    let mut wake = false;
+    while left != 0 {
+        let ch = left.trailing_zeros() as usize;
+        left &= left - 1;
+        if CLAIMED[ch].load(Ordering::Relaxed) {
+            wake = true;
+        } else {
+            wake |= serve(ch, core, buf, true) == Served::Left;
+        }
+    }
+    wake
 }
 
 /// The server task's body (one per server core; it never migrates).
@@ -179,9 +237,7 @@ pub fn server() {
     // SAFETY: each server task runs on its own core and is the only user of
     // that core's buffer.
     let buf = unsafe { &mut (*core::ptr::addr_of_mut!(BUFFERS))[core] };
-    let mine = (0..RPC_CHANNELS as usize)
-        .filter(|&ch| server_core(mask(), ch) == Some(core))
-        .fold(0u32, |m, ch| m | 1 << ch);
+    let mine = channels_of(core);
     loop {
         // One pass per wakeup: a call that arrives while we work rings
         // again, and that wakeup is queued, so the next sleep returns at
@@ -190,7 +246,13 @@ pub fn server() {
         while left != 0 {
             let ch = left.trailing_zeros() as usize;
             left &= left - 1;
-            serve(ch, core, buf);
+            // The handler runs on this core only between our instructions:
+            // a relaxed flag, kept in program order by the fences, is enough.
+            CLAIMED[ch].store(true, Ordering::Relaxed);
+            compiler_fence(Ordering::SeqCst);
+            serve(ch, core, buf, false);
+            compiler_fence(Ordering::SeqCst);
+            CLAIMED[ch].store(false, Ordering::Relaxed);
         }
         let _ = syscall::sleep(syscall::FOREVER);
     }
