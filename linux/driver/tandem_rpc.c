@@ -37,10 +37,16 @@
 
 #define RPC_DEFAULT_TIMEOUT_MS	1000
 #define RPC_MAX_TIMEOUT_MS	60000
-/* Calibration: calls per measurement, and the two sizes of the speed fit. */
+/*
+ * Calibration: calls per measurement, the two sizes of the speed fit (both
+ * above the 256 bytes the RTOS answers in its interrupt handler, so both take
+ * the server task's path, where the crossover lies), and the size of the
+ * block calls that measure the interrupt and the context switch.
+ */
 #define CAL_REPS		9
-#define CAL_SMALL		64
+#define CAL_SMALL		4096
 #define CAL_LARGE		32768
+#define CAL_BLOCK		64
 
 struct tandem_rpc_chan {
 	struct mutex lock;
@@ -275,7 +281,8 @@ static int rpc_cal_call(struct tandem_rpc *r, u32 len, u32 mode,
  * Measures the model's parameters on channel 0 and sets x_opt:
  * - busy round trips of CAL_SMALL and CAL_LARGE bytes give the server's
  *   speed V_server (bytes per time) and its fixed part T_s2, the round trip
- *   less the copy: the client's cost of waiting busy is T_s2 + x / V_server;
+ *   less the copy (the line's intercept): the client's cost of waiting busy
+ *   is T_s2 + x / V_server;
  * - block calls give T_c_hdr, from the server's answer to the completion
  *   interrupt's handler, and T_ctx, from the handler to the caller running
  *   again (one switch; blocking costs two): the client's cost of blocking
@@ -302,7 +309,7 @@ static long rpc_calibrate_here(void *arg)
 		if (ret)
 			return ret;
 		large[i] = q.seen - q.sent;
-		ret = rpc_cal_call(r, CAL_SMALL, TANDEM_RPC_MODE_BLOCK, &q);
+		ret = rpc_cal_call(r, CAL_BLOCK, TANDEM_RPC_MODE_BLOCK, &q);
 		if (ret)
 			return ret;
 		if (q.irq < q.done_at || q.seen < q.irq) {
@@ -347,7 +354,7 @@ static int rpc_calibrate(struct tandem_rpc *r)
 	struct rpc_req q;
 	int ret;
 
-	ret = rpc_cal_call(r, CAL_SMALL, TANDEM_RPC_MODE_BUSY, &q);
+	ret = rpc_cal_call(r, CAL_BLOCK, TANDEM_RPC_MODE_BUSY, &q);
 	if (ret)
 		return ret;
 	server = q.core;
