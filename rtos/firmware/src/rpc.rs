@@ -101,21 +101,26 @@ fn read_request(ch: usize, seq: u32) -> Request {
     }
 }
 
-/// Copies `len` bytes of channel `ch`'s data into `buf`, zero-padding the
-/// last word, and returns the checksum of what was copied.
+/// Copies `len` bytes of channel `ch`'s data into `buf` (which holds at
+/// least `len` bytes: checked by the caller), zero-padding the last word,
+/// and returns the checksum of what was copied. Whole words in a tight loop,
+/// the tail apart.
 fn copy_in(ch: usize, len: usize, buf: &mut [u64]) -> u32 {
     let src = shared(rpc_data_offset(ch)) as *const u64;
-    let words = len.div_ceil(8);
+    let full = len / 8;
     let mut sum = Checksum::new(len);
-    for (i, slot) in buf.iter_mut().enumerate().take(words) {
+    for (i, slot) in buf[..full].iter_mut().enumerate() {
         // SAFETY: `len` <= RPC_MAX_DATA was checked, so word `i` lies inside
         // the channel's data area (page-aligned, so 8-byte aligned).
-        let mut w = unsafe { src.add(i).read_volatile() };
-        let rest = len - i * 8;
-        if rest < 8 {
-            w &= (1u64 << (rest * 8)) - 1;
-        }
+        let w = unsafe { src.add(i).read_volatile() };
         *slot = w;
+        sum = sum.word(w);
+    }
+    let rest = len % 8;
+    if rest != 0 {
+        // SAFETY: as above: the word holding the last bytes is in the area.
+        let w = unsafe { src.add(full).read_volatile() } & ((1u64 << (rest * 8)) - 1);
+        buf[full] = w;
         sum = sum.word(w);
     }
     sum.finish()
@@ -124,7 +129,7 @@ fn copy_in(ch: usize, len: usize, buf: &mut [u64]) -> u32 {
 /// Writes the first `len` bytes of `buf` back into channel `ch`'s data.
 fn copy_out(ch: usize, len: usize, buf: &[u64]) {
     let dst = shared(rpc_data_offset(ch)) as *mut u64;
-    for (i, w) in buf.iter().enumerate().take(len.div_ceil(8)) {
+    for (i, w) in buf[..len.div_ceil(8)].iter().enumerate() {
         // SAFETY: as in `copy_in`: inside the channel's data area.
         unsafe { dst.add(i).write_volatile(*w) };
     }
