@@ -59,6 +59,7 @@ t channel call -c 4 send 1
 t rtos_over call -u send 100000
 t rtos_negative call -u send -5
 t long_stall call -a 5000 stall 0
+echo 1 > {SYSFS}/rpc_calibrate; echo "recalibrated: $? $(cat {SYSFS}/rpc_x_opt)"
 echo 0 > {SYSFS}/rpc_x_opt
 t auto_block call send 64
 echo 65537 > {SYSFS}/rpc_x_opt
@@ -92,6 +93,8 @@ def test_rpc_calls_and_bad_input() -> None:
 
     assert 0 < int(out["x_opt"]) <= 65537
     assert all(int(v) > 0 for v in out["model"].split()), out["model"]
+    status, x_opt = out["recalibrated"].split()
+    assert status == "0" and 0 < int(x_opt) <= 65537
     good("busy", "busy", 2, 64)
     good("block", "block", 3, 64)
     good("echo", "block", 3, 65536)
