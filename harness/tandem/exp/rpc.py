@@ -354,6 +354,26 @@ def report(run_dir: Path, command: str) -> str:
         f"**x_opt = V_server · (2 T_ctx + T_c_hdr - T_s2) = {x_opt} bytes** "
         f"(paper: {PAPER_X_OPT_BYTES} bytes on its hardware).",
         "",
+        "The model's parts against the measured round trips: waiting busy should cost "
+        "T_s2 + x / V_server, blocking 2 T_ctx + T_c_hdr more than busy.",
+        "",
+        "| bytes | busy µs, model | busy µs, measured | block - busy µs, model | "
+        "block - busy µs, measured |",
+        "|---|---|---|---|---|",
+    ]
+    v = float(model["v_server_bytes_per_ms"]) / 1e6  # bytes per ns
+    block_extra = (2 * float(model["t_ctx_ns"]) + float(model["t_c_hdr_ns"])) / 1000
+    for size in sorted(set(lb) & set(lk)):
+        predicted = (float(model["t_s2_ns"]) + (size / v if v else 0.0)) / 1000
+        out.append(
+            f"| {size} | {predicted:.3f} | {lb[size]:.3f} | {block_extra:.3f} | "
+            f"{lk[size] - lb[size]:.3f} |"
+        )
+    out += [
+        "",
+        "Below 256 bytes the RTOS answers in its interrupt handler, a shorter path than "
+        "the task's that T_s2 describes.",
+        "",
         "## Acceptance, checked on this run",
         "",
     ]
