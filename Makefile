@@ -27,7 +27,7 @@ IMAGE       := $(KOUT)/arch/arm64/boot/Image
 ABI_HEADER  := $(BUILD)/include/tandem_abi.h
 MODULE      := $(BUILD)/driver/tandem.ko
 TOOLS       := $(BUILD)/tools/tandem-smc $(BUILD)/tools/tandem-top $(BUILD)/tools/tandem-lat \
-               $(BUILD)/tools/tandem-trace $(BUILD)/tools/tandem-spin
+               $(BUILD)/tools/tandem-trace $(BUILD)/tools/tandem-spin $(BUILD)/tools/tandem-rpc
 INITRAMFS   := $(BUILD)/rootfs/initramfs.cpio
 
 .PHONY: help setup build run test lint host-test qemu-test bench clean distclean FORCE
@@ -97,16 +97,18 @@ $(IMAGE): $(KOUT)/.config
 	@$(KMAKE) -s -j$(JOBS) Image modules
 	@touch $@
 
-$(MODULE): $(wildcard linux/driver/*.c linux/driver/Kbuild) $(ABI_HEADER) $(IMAGE)
+$(MODULE): $(wildcard linux/driver/*.c linux/driver/*.h linux/driver/Kbuild) $(ABI_HEADER) $(IMAGE)
 	@mkdir -p $(BUILD)/driver/include
-	@cp linux/driver/*.c linux/driver/Kbuild $(BUILD)/driver/
+	@cp linux/driver/*.c linux/driver/*.h linux/driver/Kbuild $(BUILD)/driver/
 	@cp $(ABI_HEADER) $(BUILD)/driver/include/
 	@$(KMAKE) -s M=$(BUILD)/driver modules
 	@echo "  MODULE  $@"
 
-$(BUILD)/tools/%: linux/tools/%.c $(ABI_HEADER)
+# Tools see the generated ABI header and the driver's ioctl interface
+# (linux/driver/*_uapi.h) and the RPC user library (linux/tools/*.h).
+$(BUILD)/tools/%: linux/tools/%.c $(ABI_HEADER) $(wildcard linux/driver/*_uapi.h linux/tools/*.h)
 	@mkdir -p $(@D)
-	@$(CROSS)gcc -static -O2 -Wall -Wextra -Werror -I$(BUILD)/include -o $@ $<
+	@$(CROSS)gcc -static -O2 -Wall -Wextra -Werror -I$(BUILD)/include -Ilinux/driver -o $@ $<
 	@echo "  TOOL    $@"
 
 $(INITRAMFS): $(wildcard rootfs/*) $(MODULE) $(TOOLS)
@@ -122,7 +124,7 @@ lint:
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-monitor
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-rtos
 	scripts/check-rust-headers.sh
-	$(KSRC)/scripts/checkpatch.pl --no-tree --quiet --terse -f linux/driver/*.c linux/tools/*.c --ignore SPDX_LICENSE_TAG,PREFER_DEFINED_ATTRIBUTE_MACRO,EMBEDDED_FILENAME
+	$(KSRC)/scripts/checkpatch.pl --no-tree --quiet --terse -f linux/driver/*.c linux/driver/*.h linux/tools/*.c linux/tools/*.h --ignore SPDX_LICENSE_TAG,PREFER_DEFINED_ATTRIBUTE_MACRO,EMBEDDED_FILENAME
 	@# patches as patches (on stdin: given a tracked file name, checkpatch
 	@# checks it as source and misreads the diff's context lines)
 	@for p in linux/patches/*.patch; do \

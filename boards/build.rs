@@ -121,8 +121,8 @@ fn main() {
     let i = &f.interrupts;
     writeln!(out, "    secure_timer_intid: {},", i.secure_timer).unwrap();
     assert!(
-        i.rtos_sgis.len() == 2 && i.rtos_sgis.iter().all(|&s| (8..15).contains(&s)),
-        "{}: interrupts.rtos_sgis must be two SGIs in 8..=14, got {:?}",
+        i.rtos_sgis.len() == 3 && i.rtos_sgis.iter().all(|&s| (8..15).contains(&s)),
+        "{}: interrupts.rtos_sgis must be three SGIs in 8..=14, got {:?}",
         path.display(),
         i.rtos_sgis
     );

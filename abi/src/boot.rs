@@ -1,13 +1,13 @@
 //! The boot configuration the harness hands the monitor: which world owns each
-//! core (DESIGN.md "Per-core policy"), what the RTOS runs (its workload), and
-//! which optional monitor features are on.
+//! core (DESIGN.md "Per-core policy"), what the RTOS runs (its workload),
+//! which optional monitor features are on, and which cores serve RPC calls.
 //! A small blob in normal RAM, read and validated at cold boot by the monitor
 //! and by the RTOS, before Linux can touch it.
 
 /// `"TNDMBOOT"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TNDMBOOT");
 /// Layout version of [`BootConfig`].
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// Most cores a configuration can describe.
 pub const MAX_CORES: usize = 8;
 
@@ -61,8 +61,9 @@ pub struct BootConfig {
     pub workload: WorkloadConfig,
     /// Optional monitor features ([`FEATURE_STEAL_TIME`]); other bits must be 0.
     pub features: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// Cores that run an RPC server task (bit per core; each must run the
+    /// RTOS). 0: no RPC service (`crate::rpc`).
+    pub rpc_cores: u32,
 }
 
 /// Feature bit: the monitor offers Arm PV time and accounts stolen time (off:
@@ -173,8 +174,10 @@ pub enum BootConfigError {
     WorkloadTiming,
     /// A dispatch policy that does not exist.
     Dispatch(u32),
-    /// Feature bits this layout does not define, or a non-zero reserved word.
+    /// Feature bits this layout does not define.
     Features(u32),
+    /// RPC server cores that do not exist or run no RTOS (the mask given).
+    RpcCores(u32),
 }
 
 /// A checked configuration.
@@ -229,7 +232,7 @@ impl BootConfig {
             policy,
             workload: WorkloadConfig::default(),
             features: 0,
-            reserved: 0,
+            rpc_cores: 0,
         }
     }
 
@@ -253,8 +256,14 @@ impl BootConfig {
         if !out.policy[..out.cores].iter().any(|p| p.has_linux()) {
             return Err(BootConfigError::NoLinuxCore);
         }
-        if self.features & !FEATURES_KNOWN != 0 || self.reserved != 0 {
+        if self.features & !FEATURES_KNOWN != 0 {
             return Err(BootConfigError::Features(self.features));
+        }
+        let rtos_cores = (0..out.cores)
+            .filter(|&c| out.policy[c].has_rtos())
+            .fold(0u32, |m, c| m | 1 << c);
+        if self.rpc_cores & !rtos_cores != 0 {
+            return Err(BootConfigError::RpcCores(self.rpc_cores));
         }
         Ok(out)
     }
@@ -263,6 +272,12 @@ impl BootConfig {
     /// meaningful once [`BootConfig::validate`] accepted the blob).
     pub const fn steal_time(&self) -> bool {
         self.features & FEATURE_STEAL_TIME != 0
+    }
+
+    /// The RPC server cores (bit mask; only meaningful once
+    /// [`BootConfig::validate`] accepted the blob, which keeps it to RTOS cores).
+    pub const fn rpc_cores(&self) -> u8 {
+        self.rpc_cores as u8
     }
 
     /// Checks the workload against the (already checked) policies.
@@ -340,8 +355,13 @@ mod tests {
         c.features = 2;
         assert_eq!(c.validate(), Err(BootConfigError::Features(2)));
         c = good;
-        c.reserved = 1;
-        assert_eq!(c.validate(), Err(BootConfigError::Features(0)));
+        c.rpc_cores = 0b0110;
+        assert!(c.validate().is_ok());
+        assert_eq!(c.rpc_cores(), 0b0110);
+        c.rpc_cores = 0b1_0000;
+        assert_eq!(c.validate(), Err(BootConfigError::RpcCores(0b1_0000)));
+        c.rpc_cores = 1 << 31;
+        assert_eq!(c.validate(), Err(BootConfigError::RpcCores(1 << 31)));
         c = good;
         c.features = FEATURE_STEAL_TIME;
         assert!(c.validate().is_ok() && c.steal_time());

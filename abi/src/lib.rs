@@ -5,6 +5,7 @@
 
 pub mod boot;
 pub mod image;
+pub mod rpc;
 pub mod shm;
 pub mod smc;
 
@@ -22,5 +23,6 @@ pub fn c_constants() -> impl Iterator<Item = CConstant> {
     smc::C_CONSTANTS
         .iter()
         .chain(shm::C_CONSTANTS.iter())
+        .chain(rpc::C_CONSTANTS.iter())
         .copied()
 }

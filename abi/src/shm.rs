@@ -12,6 +12,7 @@
 //! 0xC0000 Linux spin-wait histogram x 8 (4096 u32 buckets of 64 ticks)
 //! 0xE0000 RTOS dispatch histogram x 8 (4096 u32 buckets of one tick)
 //! 0x100000 stolen-time record x cores (64 B each, Arm PV time, DEN0057A)
+//! 0x110000 RPC channels (`crate::rpc`)
 //! ```
 
 use crate::CConstant;

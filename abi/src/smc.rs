@@ -49,8 +49,13 @@ pub mod sip {
     pub const VERSION: u32 = 0xC200_0000;
     /// Returns the shared region: x0 = SUCCESS, x1 = base, x2 = size.
     pub const SHM_INFO: u32 = 0xC200_0001;
+    /// Rings RPC channel x1 (`crate::rpc`): the monitor raises the RPC SGI on
+    /// the channel's server core and returns at once. x0 = SUCCESS,
+    /// INVALID_PARAMETERS (no such channel) or NOT_SUPPORTED (no RPC server
+    /// in this configuration).
+    pub const RPC_NOTIFY: u32 = 0xC200_0002;
     /// Highest SiP function number defined so far (for range checks and fuzzing).
-    pub const LAST: u32 = SHM_INFO;
+    pub const LAST: u32 = RPC_NOTIFY;
 }
 
 /// Arm PV time (DEN0057A), standard hypervisor service (fast, owner 5): the
@@ -88,14 +93,16 @@ pub const IMPLEMENTED: &[u32] = &[
     PSCI_SYSTEM_RESET,
     sip::VERSION,
     sip::SHM_INFO,
+    sip::RPC_NOTIFY,
     pv_time::FEATURES,
     pv_time::ST,
 ];
 
 /// The Tandem ABI version (`major << 16 | minor`): major changes break callers.
 /// 1.1 added the Linux lock-state words and the spin-wait and dispatch
-/// histograms; 1.2 the stolen-time records and PV time.
-pub const ABI_VERSION: u32 = (1 << 16) | 2;
+/// histograms; 1.2 the stolen-time records and PV time; 1.3 the RPC channels
+/// and `sip::RPC_NOTIFY`.
+pub const ABI_VERSION: u32 = (1 << 16) | 3;
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
@@ -109,6 +116,10 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
         name: "SMC_SHM_INFO",
         value: sip::SHM_INFO as i64,
+    },
+    CConstant {
+        name: "SMC_RPC_NOTIFY",
+        value: sip::RPC_NOTIFY as i64,
     },
     CConstant {
         name: "SMC_PV_TIME_FEATURES",

@@ -67,7 +67,7 @@ pub struct Board {
     /// Secure physical timer PPI (the RTOS tick).
     pub secure_timer_intid: u32,
     /// SGIs the RTOS owns: reschedule, demo interrupt.
-    pub rtos_sgis: [u32; 2],
+    pub rtos_sgis: [u32; 3],
     /// Non-secure virtual timer PPI (Linux's tick).
     pub nonsecure_virtual_timer_intid: u32,
     /// SPI number of the RTOS -> Linux doorbell.

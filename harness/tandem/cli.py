@@ -55,6 +55,14 @@ def _boot_options(
         "capacities), steal (PV stolen time), both, or none (default)",
     )
     parser.add_argument(
+        "--rpc-cores",
+        type=_core_list,
+        default=None,
+        metavar="LIST",
+        help="cores running an RPC server, e.g. 1,2 ('none': no RPC; default: the highest "
+        "RTOS core)",
+    )
+    parser.add_argument(
         "--bootargs",
         default="",
         help="appended to Linux's command line (e.g. tandem_lockstate=on)",
@@ -71,6 +79,17 @@ def _workload(text: str) -> Workload:
     return Workload(core=core, period_us=period, work_us=work)
 
 
+def _core_list(text: str) -> tuple[int, ...]:
+    if text == "none":
+        return ()
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}': expected core numbers separated by commas, e.g. 1,2, or none"
+        ) from None
+
+
 def _options(args: argparse.Namespace) -> BootOptions:
     return BootOptions(
         config=args.config,
@@ -79,6 +98,7 @@ def _options(args: argparse.Namespace) -> BootOptions:
         extra_bootargs=args.bootargs,
         capacity=args.capacity,
         workload=args.workload,
+        rpc_cores=args.rpc_cores,
     )
 
 

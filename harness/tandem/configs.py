@@ -13,7 +13,7 @@ from tandem.paths import CONFIGS
 POLICIES = ("shared", "rtos", "linux")
 # abi/src/boot.rs: magic "TNDMBOOT", layout version, policy codes.
 BOOT_MAGIC = int.from_bytes(b"TNDMBOOT", "little")
-BOOT_VERSION = 3
+BOOT_VERSION = 4
 BOOT_MAX_CORES = 8
 POLICY_CODES = {"shared": 0, "rtos": 1, "linux": 2}
 _KEYS = {"description", "default_policy", "cores"}
@@ -23,6 +23,8 @@ WORKLOAD_PERIODIC = 1
 DISPATCH_CODES = {"static": 0, "migrate": 1}
 # abi/src/boot.rs: feature bits.
 FEATURE_STEAL_TIME = 1 << 0
+# rtos/firmware/src/rpc.rs: the RTOS has RPC server tasks for cores 0..3.
+RPC_SERVER_CORES = 4
 MIN_PERIOD_US = 100
 MAX_PERIOD_US = 1_000_000
 
@@ -84,14 +86,37 @@ class PlatformConfig:
         """Whether the RTOS runs anywhere when QEMU has `smp` cores."""
         return any(self.policy(c) != "linux" for c in range(smp))
 
+    def default_rpc_cores(self, smp: int) -> tuple[int, ...]:
+        """Where the RPC server runs unless asked otherwise: the highest RTOS
+        core the RTOS has a server for (none without an RTOS)."""
+        cores = [c for c in range(min(smp, RPC_SERVER_CORES)) if self.policy(c) != "linux"]
+        return (cores[-1],) if cores else ()
+
+    def check_rpc_cores(self, smp: int, cores: tuple[int, ...]) -> None:
+        """The monitor and the RTOS refuse servers where there is no RTOS."""
+        for c in cores:
+            if not 0 <= c < min(smp, RPC_SERVER_CORES) or self.policy(c) == "linux":
+                raise TandemError(
+                    f"RPC server core {c}: must be a core running the RTOS "
+                    f"(0..{min(smp, RPC_SERVER_CORES) - 1}, policy shared or rtos)"
+                )
+
     def boot_blob(
-        self, smp: int, workload: Workload | None = None, steal_time: bool = False
+        self,
+        smp: int,
+        workload: Workload | None = None,
+        steal_time: bool = False,
+        rpc_cores: tuple[int, ...] | None = None,
     ) -> bytes:
-        """The boot configuration the monitor and the RTOS read (abi/src/boot.rs)."""
+        """The boot configuration the monitor and the RTOS read (abi/src/boot.rs).
+        `rpc_cores` None: `default_rpc_cores`."""
         codes = [POLICY_CODES[self.policy(c)] for c in range(smp)]
         codes += [POLICY_CODES["linux"]] * (BOOT_MAX_CORES - smp)
         head = struct.pack("<QII8B", BOOT_MAGIC, BOOT_VERSION, smp, *codes)
-        tail = struct.pack("<II", FEATURE_STEAL_TIME if steal_time else 0, 0)
+        servers = self.default_rpc_cores(smp) if rpc_cores is None else rpc_cores
+        self.check_rpc_cores(smp, servers)
+        mask = sum(1 << c for c in set(servers))
+        tail = struct.pack("<II", FEATURE_STEAL_TIME if steal_time else 0, mask)
         if workload is None:
             return head + struct.pack("<8I", WORKLOAD_DEMO, *[0] * 7) + tail
         workload.check(self, smp)

@@ -54,6 +54,9 @@ class BootOptions:
     # How Linux learns what the RTOS takes of each core: none, static (device
     # tree capacities), steal (PV stolen time) or both (tandem/capacity.py).
     capacity: str = "none"
+    # Cores running an RPC server (None: the highest RTOS core, see
+    # PlatformConfig.default_rpc_cores; (): no RPC service).
+    rpc_cores: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -151,7 +154,10 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     boot_config = run_dir / "bootconfig.bin"
     boot_config.write_bytes(
         config.boot_blob(
-            options.smp, options.workload, steal_time=capacity.uses_steal(options.capacity)
+            options.smp,
+            options.workload,
+            steal_time=capacity.uses_steal(options.capacity),
+            rpc_cores=options.rpc_cores,
         )
     )
 

@@ -12,7 +12,7 @@ import pytest
 from tandem import exp, scenario
 from tandem.errors import TandemError
 from tandem.exp import capacity as capacity_exp
-from tandem.exp import domains, lhp, linux_rt
+from tandem.exp import domains, lhp, linux_rt, rpc
 from tandem.measure import Latency, parse_results
 from tandem.results import PARTIAL
 
@@ -538,4 +538,92 @@ def test_capacity_runs_tiny(tmp_path: Path) -> None:
     assert by_mode["none"]["steal_fraction"][1] == 0.0, "no PV time, no steal"
     assert by_mode["steal"]["steal_fraction"][1] > 0.3, "the RTOS takes 80 % of core 1"
     for f in ("summary.csv", "report.md", "capacity.png"):
+        assert (out / f).stat().st_size > 0, f
+
+
+def test_rpc_crossover_parse_and_report(tmp_path: Path) -> None:
+    # Block wins from 10 000 bytes on; the noise at 1 byte is not a crossover.
+    busy = {1: 1.0, 1000: 1.1, 10000: 3.0, 50000: 14.0}
+    block = {1: 0.9, 1000: 1.3, 10000: 2.5, 50000: 10.0}
+    cross = rpc.crossover(busy, block)
+    assert cross is not None and 1000 < cross < 10000
+    assert rpc.crossover(busy, busy) is None
+    assert rpc.crossover({1: 2.0}, {1: 1.0}) == 1.0
+    lines = [
+        "model 2000 1500 2500 700000 3000",
+        "@@PHASE lat 64 auto",
+        "rt 64 busy 2200 150",
+        "@@PHASE pair 64 auto 0",
+        "pair 64 busy 1.500 0.500",
+    ]
+    model, lat, pair = rpc.parse(lines, "test")
+    assert model["x_opt"] == 3000 and model["t_ctx_ns"] == 2000
+    assert lat == {(64, "auto"): [("busy", 2.2, 0.15)]}
+    assert pair == {(64, "auto"): [1.5]}
+    with pytest.raises(TandemError, match="a call failed"):
+        rpc.parse([*lines, "error ETIMEDOUT (110)"], "test")
+    with pytest.raises(TandemError, match="no model line"):
+        rpc.parse(lines[1:], "test")
+    rows: list[dict[str, object]] = []
+    for size in (1, 64, 10000):
+        for mode, ms in (("busy", 1.0), ("block", 1.2), ("auto", 1.01)):
+            rows.append(
+                {
+                    "bytes": size,
+                    "mode": mode,
+                    "median_ms": ms,
+                    "runs_ms": [ms],
+                    "auto_used": "busy" if mode != "block" else "block",
+                    "latency_median_us": 2.0 if mode != "block" else 7.0,
+                    "latency_us": [2.0],
+                    "server_median_us": 0.1,
+                }
+            )
+    summary: dict[str, object] = {
+        "experiment": "rpc",
+        "timing": "virtual",
+        "quick": True,
+        "reps": 1,
+        "scenario": {
+            "smp": 2,
+            "server_core": 1,
+            "client_cpu": 0,
+            "pair_work": 1000,
+            "pair_calls": 5,
+            "pair_runs": 1,
+        },
+        "rows": rows,
+        "x_opt_bytes": 3000,
+        "crossover_bytes": None,
+        "latency_crossover_bytes": None,
+        "model": model,
+        "models": [model],
+        "switch_round_trip_ns": 506,
+    }
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    rpc.finish(tmp_path, summary, "./tandem exp run rpc --quick")
+    text = (tmp_path / "report.md").read_text()
+    assert (
+        "none measured" in text and "auto within 5 % of the better mode at every size: yes" in text
+    )
+    assert "4.0x, target ≤ 3x: NO" in text
+    assert (tmp_path / "rpc.png").stat().st_size > 10_000
+
+
+@pytest.mark.qemu
+def test_rpc_runs_tiny(tmp_path: Path) -> None:
+    overrides = {"sizes": [1, 4000], "pair_work": 10000, "pair_calls": 2}
+    out = exp.run("rpc", quick=True, overrides=overrides, out_root=tmp_path)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["experiment"] == "rpc" and summary["timing"] == "virtual"
+    rows = summary["rows"]
+    assert [(r["bytes"], r["mode"]) for r in rows] == [
+        (s, m) for s in (1, 4000) for m in ("busy", "block", "auto")
+    ]
+    for r in rows:
+        assert r["median_ms"] > 0 and all(x > 0 for x in r["runs_ms"])
+        assert r["latency_median_us"] > 0
+    assert isinstance(summary["x_opt_bytes"], int) and summary["x_opt_bytes"] >= 0
+    assert "crossover_bytes" in summary
+    for f in ("summary.csv", "report.md", "rpc.png"):
         assert (out / f).stat().st_size > 0, f

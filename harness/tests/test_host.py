@@ -120,13 +120,34 @@ def test_config_policies_and_boot_blob() -> None:
     blob = hetero.boot_blob(4)
     assert len(blob) == 64
     assert blob[:8] == b"TNDMBOOT"
-    assert blob[8:16] == struct.pack("<II", 3, 4)
+    assert blob[8:16] == struct.pack("<II", 4, 4)
     assert list(blob[16:24]) == [2, 2, 2, 1, 2, 2, 2, 2]
-    assert blob[24:] == bytes(40), "no workload: the demo; no features"
+    assert blob[24:56] == bytes(32), "no workload: the demo"
+    assert struct.unpack("<II", blob[56:]) == (0, 1 << 3), "no features; RPC server on core 3"
     periodic = Workload(core=3, period_us=1000, work_us=500, dispatch="migrate")
-    blob = hetero.boot_blob(4, periodic, steal_time=True)
+    blob = hetero.boot_blob(4, periodic, steal_time=True, rpc_cores=())
     assert struct.unpack("<8I", blob[24:56]) == (1, 3, 1000, 500, 1, 0, 0, 0)
-    assert struct.unpack("<II", blob[56:]) == (1, 0), "stolen-time feature bit"
+    assert struct.unpack("<II", blob[56:]) == (1, 0), "stolen-time feature bit, no RPC"
+    shared = load_config("tandem")
+    assert struct.unpack("<II", shared.boot_blob(2, rpc_cores=(0, 1))[56:]) == (0, 3)
+    assert struct.unpack("<II", shared.boot_blob(1)[56:]) == (0, 1)
+    assert struct.unpack("<II", load_config("linux-only").boot_blob(4)[56:]) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("config", "cores", "message"),
+    [
+        ("heteroos", (1,), "RPC server core 1"),
+        ("tandem", (4,), "RPC server core 4"),
+        ("tandem", (-1,), "RPC server core -1"),
+        ("linux-only", (0,), "RPC server core 0"),
+    ],
+)
+def test_bad_rpc_cores_are_refused_before_boot(
+    config: str, cores: tuple[int, ...], message: str
+) -> None:
+    with pytest.raises(TandemError, match=message):
+        load_config(config).boot_blob(8 if config == "tandem" else 4, rpc_cores=cores)
 
 
 @pytest.mark.parametrize(
@@ -223,3 +244,11 @@ def test_switch_cost_replays_qemus_execution_log() -> None:
         "vectors": 1,
         "hw::yield_to_linux (smc)": 1,
     }
+
+
+def test_rpc_cores_option() -> None:
+    args = cli.parser().parse_args(["exec", "--rpc-cores", "1,2"])
+    assert args.rpc_cores == (1, 2)
+    assert cli.parser().parse_args(["exec", "--rpc-cores", "none"]).rpc_cores == ()
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["exec", "--rpc-cores", "1;2"])

@@ -11,6 +11,8 @@
  * linux/patches) where each CPU's lock-state words and spin-wait histogram
  * are in the mapping, and starts them (they publish only if the kernel was
  * booted with tandem_lockstate=on or tandem_spinstat=on).
+ *
+ * The RPC client, /dev/tandem-rpc, is in tandem_rpc.c.
  */
 
 #include <linux/arm-smccc.h>
@@ -30,6 +32,7 @@
 #include <linux/uaccess.h>
 
 #include "tandem_abi.h"
+#include "tandem_rpc.h"
 
 struct tandem;
 
@@ -50,6 +53,7 @@ struct tandem {
 	unsigned int core_count;
 	struct tandem_core *cores[TANDEM_SHM_MAX_CORES];
 	bool lockstate_started;
+	struct tandem_rpc *rpc;
 };
 
 static u32 shm_read32(struct tandem *t, unsigned int offset)
@@ -436,6 +440,28 @@ static const struct file_operations region_fops = {
 	.llseek = default_llseek,
 };
 
+/* The RPC client; without it the rest of the driver still works. */
+static void tandem_rpc_attach(struct tandem *t, struct platform_device *pdev)
+{
+	struct tandem_rpc *rpc;
+	int irq, ret;
+
+	irq = platform_get_irq(pdev, 0);
+	if (irq < 0) {
+		dev_warn(t->dev, "no doorbell interrupt (%d): no RPC\n", irq);
+		return;
+	}
+	rpc = tandem_rpc_probe(t->dev, t->shm, t->shm_size, t->counter_hz, irq);
+	if (IS_ERR(rpc)) {
+		dev_warn(t->dev, "no RPC (%ld)\n", PTR_ERR(rpc));
+		return;
+	}
+	ret = devm_device_add_group(t->dev, &tandem_rpc_group);
+	if (ret)
+		dev_warn(t->dev, "RPC attributes missing (%d)\n", ret);
+	t->rpc = rpc;
+}
+
 static int tandem_probe(struct platform_device *pdev)
 {
 	struct device *dev = &pdev->dev;
@@ -491,6 +517,7 @@ static int tandem_probe(struct platform_device *pdev)
 	debugfs_create_file("smc", 0600, t->debugfs, t, &smc_fops);
 	debugfs_create_file("region", 0400, t->debugfs, t, &region_fops);
 	tandem_lockstate_attach(t);
+	tandem_rpc_attach(t, pdev);
 	dev_info(dev, "shared region %pa+%#zx, ABI %#x, boot %u\n", &t->shm_base,
 		 t->shm_size, shm_read32(t, TANDEM_SHM_OFF_ABI_VERSION),
 		 shm_read32(t, TANDEM_SHM_OFF_BOOT_COUNT));
@@ -504,6 +531,8 @@ static int tandem_remove(struct platform_device *pdev)
 	/* Before devm unmaps the region: no CPU writes to it after this. */
 	if (t->lockstate_started)
 		tandem_lockstate_stop();
+	if (t->rpc)
+		tandem_rpc_remove(t->rpc);
 	debugfs_remove_recursive(t->debugfs);
 	tandem_remove_cores(t);
 	return 0;

@@ -3,7 +3,7 @@
 //! Tandem's SiP calls.
 
 use crate::psci::PsciState;
-use crate::smc::{Outcome, Service, SmcCall, World, owner};
+use crate::smc::{Outcome, Service, Signal, SmcCall, World, owner};
 use tandem_abi::smc::*;
 use tandem_board::Board;
 
@@ -16,6 +16,8 @@ pub struct Monitor {
     pub board: Board,
     /// PV time is offered (boot configuration feature `FEATURE_STEAL_TIME`).
     pub steal_time: bool,
+    /// Cores running an RPC server (boot configuration; 0: no RPC).
+    pub rpc_cores: u8,
 }
 
 impl Monitor {
@@ -25,6 +27,7 @@ impl Monitor {
             psci: PsciState::new(board),
             board,
             steal_time: false,
+            rpc_cores: 0,
         }
     }
 }
@@ -117,7 +120,9 @@ fn psci(m: &mut Monitor, call: &SmcCall) -> Outcome {
         }
         PSCI_CPU_ON_32 | PSCI_CPU_ON_64 => {
             match m.psci.cpu_on(call.arg(1), call.arg(2), call.arg(3)) {
-                Ok(()) => Outcome::ReturnAndWake([0; 4], call.arg(1) as usize & 0xFF),
+                Ok(()) => {
+                    Outcome::ReturnAndSignal([0; 4], Signal::wake(call.arg(1) as usize & 0xFF))
+                }
                 Err(e) => Outcome::value(e),
             }
         }
@@ -174,6 +179,16 @@ fn sip(m: &mut Monitor, call: &SmcCall) -> Outcome {
     match call.fid.0 {
         sip::VERSION => Outcome::value(ABI_VERSION.into()),
         sip::SHM_INFO => Outcome::Return([0, m.board.shared.base, m.board.shared.size, 0]),
+        sip::RPC_NOTIFY if m.rpc_cores == 0 => Outcome::NOT_SUPPORTED,
+        // The channel number is the whole of x1: junk above it is an error,
+        // not a channel.
+        sip::RPC_NOTIFY => match usize::try_from(call.arg(1))
+            .ok()
+            .and_then(|ch| tandem_abi::rpc::server_core(m.rpc_cores, ch))
+        {
+            Some(core) => Outcome::ReturnAndSignal([0; 4], Signal::rpc(core)),
+            None => Outcome::INVALID_PARAMETERS,
+        },
         _ => Outcome::NOT_SUPPORTED,
     }
 }
@@ -288,7 +303,7 @@ mod tests {
         let mut m = booted();
         assert_eq!(
             smc(&mut m, PSCI_CPU_ON_64, &[1, 0x4020_0000, 9]),
-            Outcome::ReturnAndWake([0; 4], 1)
+            Outcome::ReturnAndSignal([0; 4], Signal::wake(1))
         );
         assert_eq!(
             smc(&mut m, PSCI_CPU_ON_64, &[1, 0x4020_0000, 9]),
@@ -364,7 +379,7 @@ mod tests {
         );
         assert_eq!(
             smc(&mut m, PSCI_CPU_ON_64, &[2, 0x4020_0000, 0]),
-            Outcome::ReturnAndWake([0; 4], 2)
+            Outcome::ReturnAndSignal([0; 4], Signal::wake(2))
         );
         m.psci.take_pending(2);
         assert_eq!(
@@ -397,6 +412,46 @@ mod tests {
     }
 
     #[test]
+    fn rpc_notify_rings_the_channels_server() {
+        let mut m = booted();
+        assert_eq!(
+            smc(&mut m, sip::RPC_NOTIFY, &[0]),
+            Outcome::NOT_SUPPORTED,
+            "no server configured"
+        );
+        m.rpc_cores = 0b1010;
+        assert_eq!(
+            smc(&mut m, sip::RPC_NOTIFY, &[0]),
+            Outcome::ReturnAndSignal([0; 4], Signal::rpc(1))
+        );
+        assert_eq!(
+            smc(&mut m, sip::RPC_NOTIFY, &[3]),
+            Outcome::ReturnAndSignal([0; 4], Signal::rpc(3))
+        );
+        for bad in [4, u64::MAX, 1 << 32] {
+            assert_eq!(
+                smc(&mut m, sip::RPC_NOTIFY, &[bad]),
+                Outcome::INVALID_PARAMETERS,
+                "{bad:#x}"
+            );
+        }
+        // SMC32 form: not ours.
+        assert_eq!(
+            smc(&mut m, sip::RPC_NOTIFY & !(1 << 30), &[0]),
+            Outcome::NOT_SUPPORTED
+        );
+        // The RTOS may not ring itself through Linux's service.
+        let call = SmcCall {
+            fid: FunctionId(sip::RPC_NOTIFY),
+            args: [0; 7],
+            imm: 0,
+            from: World::Secure,
+            core: 1,
+        };
+        assert_eq!(handle(&mut m, &call), Outcome::NOT_SUPPORTED);
+    }
+
+    #[test]
     fn pv_time_is_absent_when_off() {
         let mut m = booted();
         for (fid, arg) in [
@@ -426,6 +481,7 @@ mod tests {
         let mut seed = 0x1234_5678_9ABC_DEF0u64;
         let mut m = booted();
         m.steal_time = true;
+        m.rpc_cores = 0b0010;
         for i in 0..200_000 {
             // Half fully random IDs, half in the owner ranges we serve.
             let fid = if i % 2 == 0 {

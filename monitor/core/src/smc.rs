@@ -87,13 +87,44 @@ impl SmcCall {
     }
 }
 
+/// A core to signal after a call returns: wake it for a CPU_ON, or raise its
+/// RPC doorbell. One plain word (no niche), so `Outcome` keeps the layout and
+/// variants it had before RPC, and the RTOS's YIELD path its length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Signal(usize);
+
+impl Signal {
+    const RPC: usize = 1 << (usize::BITS - 1);
+
+    /// Wake `core` (CPU_ON).
+    pub const fn wake(core: usize) -> Self {
+        Self(core & !Self::RPC)
+    }
+
+    /// Ring `core`'s RPC doorbell.
+    pub const fn rpc(core: usize) -> Self {
+        Self(core | Self::RPC)
+    }
+
+    /// The core to signal.
+    pub const fn core(self) -> usize {
+        self.0 & !Self::RPC
+    }
+
+    /// Whether it is the RPC doorbell (else a wake-up).
+    pub const fn is_rpc(self) -> bool {
+        self.0 & Self::RPC != 0
+    }
+}
+
 /// What the monitor must do after a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Return x0..x3 to the caller.
     Return([u64; 4]),
-    /// Return x0..x3 and wake the named core (a CPU_ON was accepted).
-    ReturnAndWake([u64; 4], usize),
+    /// Return x0..x3, then signal another core: wake it (a CPU_ON was
+    /// accepted) or ring its RPC doorbell (a call waits for its server).
+    ReturnAndSignal([u64; 4], Signal),
     /// The secure world is idle on this core: run the normal world.
     YieldToNormal,
     /// Power the calling core down; it never returns to the caller.
@@ -148,6 +179,17 @@ pub fn dispatch<S>(table: &[Service<S>], state: &mut S, call: &SmcCall) -> Outco
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signals_keep_core_and_kind_apart() {
+        for core in [0, 3, 7, 255] {
+            assert_eq!(Signal::wake(core).core(), core);
+            assert!(!Signal::wake(core).is_rpc());
+            assert_eq!(Signal::rpc(core).core(), core);
+            assert!(Signal::rpc(core).is_rpc());
+        }
+        assert_ne!(Signal::wake(1), Signal::rpc(1));
+    }
 
     fn call(fid: u32) -> SmcCall {
         SmcCall {

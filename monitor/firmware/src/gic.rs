@@ -88,6 +88,24 @@ pub fn wake(core: usize) {
     GicCpuInterface::send_sgi(DOORBELL, target, SgiTargetGroup::Group0).expect("an SGI");
 }
 
+/// Raises the RTOS's RPC doorbell (Secure Group 1 SGI) on `core`. From EL3
+/// `CurrentGroup1` is the secure group, whatever SCR_EL3.NS holds: the RTOS
+/// takes it like its own interrupts (preempting Linux there, if it runs).
+pub fn ring_rpc(core: usize) {
+    let target = SgiTarget::List {
+        affinity3: 0,
+        affinity2: 0,
+        affinity1: 0,
+        target_list: 1 << core,
+    };
+    GicCpuInterface::send_sgi(
+        IntId::sgi(BOARD.rtos_sgis[2]),
+        target,
+        SgiTargetGroup::CurrentGroup1,
+    )
+    .expect("an SGI");
+}
+
 /// First INTID with a special meaning (1020..1023: "nothing of this group").
 const SPECIAL: u32 = 1020;
 

@@ -43,8 +43,8 @@ fn read_u32(addr: u64) -> u32 {
 }
 
 /// Reads and checks the boot configuration the harness left in normal RAM:
-/// the policies, and whether stolen-time accounting is on.
-fn read_boot_config() -> Result<(Policies, bool), BootConfigError> {
+/// the policies, whether stolen-time accounting is on, and the RPC server cores.
+fn read_boot_config() -> Result<(Policies, bool, u8), BootConfigError> {
     // SAFETY: the board reserves this page of normal RAM for the blob; Linux
     // has not run yet, so nothing else touches it. Any bit pattern is a valid
     // BootConfig (plain integers), and it is checked before use.
@@ -53,7 +53,7 @@ fn read_boot_config() -> Result<(Policies, bool), BootConfigError> {
     // The RTOS reads the workload itself; refusing here too means a bad one
     // stops the machine with a message before anything runs.
     blob.workload(&policies)?;
-    Ok((policies, blob.steal_time()))
+    Ok((policies, blob.steal_time(), blob.rpc_cores()))
 }
 
 /// Copies the RTOS image from secure flash to its RAM, after checking it.
@@ -115,7 +115,7 @@ extern "C" fn primary_main(core: usize) -> ! {
         BOARD.name,
         BOARD.max_cores
     );
-    let (policies, steal_time) = match read_boot_config() {
+    let (policies, steal_time, rpc_cores) = match read_boot_config() {
         Ok(c) => c,
         Err(e) => refuse(format_args!(
             "no valid boot configuration at {:#x} ({e:?}); boot with ./tandem, which writes it",
@@ -145,6 +145,7 @@ extern "C" fn primary_main(core: usize) -> ! {
     trap::POLICIES.call_once(|| policies);
     trap::STEAL_TIME.store(steal_time, Ordering::SeqCst);
     trap::MONITOR.lock().steal_time = steal_time;
+    trap::MONITOR.lock().rpc_cores = rpc_cores;
     gic::init_distributor();
     gic::init_this_core(core);
     shm::init(policies.cores() as u32, &policies);

@@ -91,13 +91,17 @@ pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
     let outcome = services::handle(&mut MONITOR.lock(), &call);
     match outcome {
         Outcome::Return(r) => ctx.x[..4].copy_from_slice(&r),
-        Outcome::ReturnAndWake(r, target) => {
+        Outcome::ReturnAndSignal(r, target) => {
             ctx.x[..4].copy_from_slice(&r);
-            // Linux-only cores park with WFE; cores with an RTOS idle with
-            // WFI and need the doorbell.
-            // SAFETY: barrier and event signal only.
-            unsafe { core::arch::asm!("dsb sy", "sev", options(nostack)) };
-            gic::wake(target);
+            if target.is_rpc() {
+                gic::ring_rpc(target.core());
+            } else {
+                // Linux-only cores park with WFE; cores with an RTOS idle
+                // with WFI and need the doorbell.
+                // SAFETY: barrier and event signal only.
+                unsafe { core::arch::asm!("dsb sy", "sev", options(nostack)) };
+                gic::wake(target.core());
+            }
         }
         Outcome::YieldToNormal => {
             // The RTOS sees its YIELD return when it is next resumed.

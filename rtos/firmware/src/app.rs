@@ -9,8 +9,11 @@
 //! 000's dummy task), the jobs' handlers stay stopped and one cyclic handler
 //! on a chosen core releases PERIODIC, which busy-waits a set time; with the
 //! `migrate` dispatch policy it starts on a core where Linux holds no lock.
+//!
+//! On the cores the boot configuration names, an RPC server task answers
+//! Linux's calls (`crate::rpc`), below every periodic job in priority.
 
-use crate::{hw, log, sched, stats, syscall};
+use crate::{hw, log, rpc, sched, stats, syscall};
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tandem_abi::boot::{Dispatch, Workload};
 use tandem_board::BOARD;
@@ -37,6 +40,11 @@ pub const PONG: TaskId = TaskId(5);
 pub const STATUS: TaskId = TaskId(6);
 /// The periodic workload's task.
 pub const PERIODIC: TaskId = TaskId(7);
+/// The RPC server of core `c` is `TaskId(RPC_SERVER0.0 + c)`.
+pub const RPC_SERVER0: TaskId = TaskId(8);
+/// Priority of the RPC servers: below every job (4), PERIODIC (3) and PING
+/// (8), so calls from Linux never delay the RTOS's own deadlines.
+const RPC_PRIORITY: u8 = 10;
 /// Its cyclic handler.
 pub const PERIODIC_RELEASE: CyclicId = CyclicId(DEMO_CORES as u8);
 /// PONG -> PING.
@@ -70,7 +78,16 @@ const fn release(core: u8) -> CyclicConfig {
     }
 }
 
-const TASK_CONFIG: [TaskConfig; 8] = [
+const fn rpc_server(core: u8) -> TaskConfig {
+    TaskConfig {
+        name: "rpc",
+        core,
+        priority: RPC_PRIORITY,
+        autostart: false,
+    }
+}
+
+const TASK_CONFIG: [TaskConfig; 12] = [
     job(0),
     job(1),
     job(2),
@@ -99,10 +116,14 @@ const TASK_CONFIG: [TaskConfig; 8] = [
         priority: 3,
         autostart: false,
     },
+    rpc_server(0),
+    rpc_server(1),
+    rpc_server(2),
+    rpc_server(3),
 ];
 
 /// Task bodies, in `TASK_CONFIG` order.
-pub const TASKS: [TaskDef; 8] = [
+pub const TASKS: [TaskDef; 12] = [
     TaskDef { body: run_job },
     TaskDef { body: run_job },
     TaskDef { body: run_job },
@@ -111,6 +132,10 @@ pub const TASKS: [TaskDef; 8] = [
     TaskDef { body: pong },
     TaskDef { body: status },
     TaskDef { body: run_periodic },
+    TaskDef { body: rpc::server },
+    TaskDef { body: rpc::server },
+    TaskDef { body: rpc::server },
+    TaskDef { body: rpc::server },
 ];
 
 const CYCLICS: [CyclicConfig; DEMO_CORES + 1] = [
@@ -172,12 +197,14 @@ pub static CONFIG: Config = Config {
 
 const _: () = assert!(CONFIG.check().is_ok(), "the RTOS configuration is invalid");
 const _: () = assert!(TASKS.len() == TASK_CONFIG.len());
+const _: () = assert!(RPC_SERVER0.0 as usize + rpc::SERVERS == TASKS.len());
 
 /// Places the tasks on the cores the RTOS really has (`mask`) before any of
 /// them runs: jobs stay with their core, PING and STATUS go to the first
 /// RTOS core, PONG to the second (or the first, if it is alone). With the
 /// periodic workload, the jobs' handlers stay stopped and PERIODIC's starts.
-pub fn place(mask: u64, workload: Workload, now: u64) {
+/// The RPC servers of the cores in `rpc_cores` start (they sleep until called).
+pub fn place(mask: u64, workload: Workload, rpc_cores: u8, now: u64) {
     let cores: [u8; 2] = {
         let first = mask.trailing_zeros() as u8;
         let rest = mask & !(1 << first);
@@ -194,6 +221,13 @@ pub fn place(mask: u64, workload: Workload, now: u64) {
         for (task, core) in [(PING, cores[0]), (STATUS, cores[0]), (PONG, cores[1])] {
             k.migrate(task, core)
                 .expect("tasks exist and cores are in range");
+        }
+        for c in 0..rpc::SERVERS {
+            if rpc_cores & (1 << c) != 0 {
+                // The boot configuration keeps server cores to RTOS cores.
+                let server = TaskId(RPC_SERVER0.0 + c as u8);
+                k.activate(server).expect("server task exists");
+            }
         }
         let periodic = matches!(workload, Workload::Periodic { .. });
         for c in 0..DEMO_CORES {
@@ -292,6 +326,14 @@ fn run_periodic() {
 /// Interrupt handler of the demo SGI: the interrupt-to-task path.
 pub fn demo_interrupt(k: &mut Kernel) {
     let _ = k.wakeup(PONG);
+}
+
+/// Interrupt handler of the RPC doorbell: wakes this core's server (a
+/// wakeup while it works is queued, so it looks again before sleeping).
+pub fn rpc_interrupt(k: &mut Kernel, core: usize) {
+    if core < rpc::SERVERS {
+        let _ = k.wakeup(TaskId(RPC_SERVER0.0 + core as u8));
+    }
 }
 
 fn run_job() {

@@ -16,6 +16,10 @@ pub const TIMER: IntId = IntId::ppi(BOARD.secure_timer_intid - 16);
 pub const RESCHEDULE: IntId = IntId::sgi(BOARD.rtos_sgis[0]);
 /// The demo's interrupt-to-task path.
 pub const DEMO: IntId = IntId::sgi(BOARD.rtos_sgis[1]);
+/// The RPC doorbell, raised by the monitor when Linux rings a channel.
+pub const RPC: IntId = IntId::sgi(BOARD.rtos_sgis[2]);
+/// GICD_ISPENDR<n>: set-pending registers of the distributor.
+const GICD_ISPENDR: usize = 0x200;
 /// Priority of RTOS interrupts: in the secure half, above anything of Linux's.
 const PRIORITY: u8 = 0x20;
 
@@ -47,7 +51,7 @@ pub fn init_core(core: usize) {
     GicCpuInterface::enable_system_register_el1();
     let mut guard = GIC.lock();
     let gic = guard.as_mut().expect("global setup done first");
-    for intid in [TIMER, RESCHEDULE, DEMO] {
+    for intid in [TIMER, RESCHEDULE, DEMO, RPC] {
         gic.set_interrupt_priority(intid, Some(core), PRIORITY)
             .expect("a private interrupt");
         gic.enable_interrupt(intid, Some(core), true)
@@ -96,6 +100,23 @@ pub fn send_reschedule(core: usize) {
 /// Raises the demo interrupt on `core`.
 pub fn send_demo_interrupt(core: usize) {
     send(DEMO, core);
+}
+
+/// Pends Linux's doorbell SPI (the RPC completion interrupt). The `arm-gic`
+/// crate has no set-pending call, so this writes GICD_ISPENDR itself: one
+/// write-one-to-set, which touches no other interrupt's state and needs no
+/// lock.
+pub fn raise_linux_doorbell() {
+    let intid = 32 + BOARD.doorbell_spi as usize;
+    let reg = (BOARD.gicd as usize + GICD_ISPENDR + intid / 32 * 4) as *mut u32;
+    // SAFETY: the board places the distributor at `gicd`, and ISPENDR<n>
+    // for an SPI the board declares is inside it; the secure world may pend
+    // any interrupt. The barrier makes the RPC answer visible to Linux
+    // before its interrupt can be taken.
+    unsafe {
+        core::arch::asm!("dsb sy", options(nostack));
+        reg.write_volatile(1 << (intid % 32));
+    }
 }
 
 /// The highest-priority pending RTOS interrupt, acknowledged.

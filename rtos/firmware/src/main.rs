@@ -9,6 +9,7 @@ mod app;
 mod console;
 mod entry;
 mod hw;
+mod rpc;
 mod sched;
 mod stats;
 mod syscall;
@@ -35,7 +36,9 @@ extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: u64) -> ! {
         hw::init_global();
         sched::init(hw::now());
         stats::set_cores(mask);
-        app::place(mask, read_workload(), hw::now());
+        let (workload, rpc_cores) = read_boot_config();
+        rpc::init(rpc_cores);
+        app::place(mask, workload, rpc_cores, hw::now());
         log!(
             core,
             "Tandem RTOS {} up on cores {mask:#x}",
@@ -53,17 +56,26 @@ extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: u64) -> ! {
     idle(core)
 }
 
-/// What the boot configuration asks the RTOS to run. Read before Linux
-/// starts (this runs first on the boot core), and checked again although the
-/// monitor checked it: the RTOS trusts nothing in normal RAM.
-fn read_workload() -> Workload {
+/// What the boot configuration asks the RTOS to run, and its RPC server
+/// cores. Read before Linux starts (this runs first on the boot core), and
+/// checked again although the monitor checked it: the RTOS trusts nothing in
+/// normal RAM.
+fn read_boot_config() -> (Workload, u8) {
     // SAFETY: the board reserves this page of normal RAM for the blob; Linux
     // has not run yet; any bit pattern is a valid BootConfig (plain integers).
     let blob = unsafe { (BOARD.boot_config as *const BootConfig).read_volatile() };
-    match blob.validate().and_then(|p| blob.workload(&p)) {
+    let workload = match blob.validate().and_then(|p| blob.workload(&p)) {
         Ok(w) => w,
         Err(e) => panic!("boot configuration refused: {e:?}"),
+    };
+    let rpc_cores = blob.rpc_cores();
+    if usize::from(rpc_cores) >> rpc::SERVERS != 0 {
+        panic!(
+            "boot configuration refused: RPC servers on cores {rpc_cores:#x}, this RTOS has them for cores 0..{}",
+            rpc::SERVERS - 1
+        );
     }
+    (workload, rpc_cores)
 }
 
 /// This core's idle loop, and the frame it is resumed in when no task is
@@ -83,10 +95,21 @@ fn idle(core: usize) -> ! {
 extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
     let core = core_index();
     let mut events = sched::Events::default();
+    // Only the RPC doorbell, and its handler answered everything: nothing in
+    // the kernel changed, so the interrupted frame resumes without a pass of
+    // the scheduler.
+    let (mut rpc_seen, mut other) = (false, false);
     while let Some(intid) = hw::acknowledge() {
         if intid.raw_value() >= 1020 {
             break;
         }
+        if intid == hw::RPC {
+            events.rpc |= rpc::interrupt(core);
+            rpc_seen = true;
+            hw::end(intid);
+            continue;
+        }
+        other = true;
         if intid == hw::TIMER {
             // SAFETY: the vector code just saved this frame.
             let entered = unsafe { (*frame).entered };
@@ -101,6 +124,9 @@ extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
             log!(core, "unexpected interrupt {intid:?}");
         }
         hw::end(intid);
+    }
+    if rpc_seen && !other && !events.rpc {
+        return frame;
     }
     sched::after_interrupt(core, frame, events)
 }

@@ -138,6 +138,8 @@ pub struct Events {
     pub timer: bool,
     /// The demo interrupt arrived.
     pub demo: bool,
+    /// The RPC doorbell rang (Linux called a channel served here).
+    pub rpc: bool,
 }
 
 /// End of every interrupt, in one pass under the lock: the timer's work, the
@@ -154,6 +156,9 @@ pub fn after_interrupt(core: usize, frame: *mut Frame, events: Events) -> *mut F
     }
     if events.demo {
         app::demo_interrupt(&mut s.kernel);
+    }
+    if events.rpc {
+        app::rpc_interrupt(&mut s.kernel, core);
     }
     switch(s, core, frame)
 }

@@ -1,0 +1,140 @@
+"""Inter-OS RPC (paper 002): /dev/tandem-rpc against the RTOS's servers, in
+QEMU (marker `qemu`, virtual timing). Good calls in every wait mode, and bad
+input of every kind: each gets a clear error, no data crosses channels, and
+the RTOS meets every deadline meanwhile."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tandem.qemu import BootOptions, ExecResult, run_exec
+
+pytestmark = pytest.mark.qemu
+
+STATUS = re.compile(r"rtos/\d+: (\d+) s \|(.*)")
+CORE = re.compile(r"core(\d+): (\d+) jobs, (\d+) missed")
+SYSFS = "/sys/bus/platform/devices/tandem"
+
+
+def run(script: str, **options: object) -> ExecResult:
+    result = run_exec(BootOptions(timing="virtual", **options), script, timeout_s=600)  # type: ignore[arg-type]
+    assert result.qemu_status == 0, f"QEMU exited {result.qemu_status} ({result.console_log})"
+    return result
+
+
+def tagged(r: ExecResult) -> dict[str, str]:
+    """Lines 'TAG: text' of the script's output, by tag."""
+    out: dict[str, str] = {}
+    for line in r.lines:
+        tag, sep, rest = line.partition(": ")
+        if sep and " " not in tag:
+            out[tag] = rest
+    return out
+
+
+def no_misses(r: ExecResult) -> None:
+    lines = [STATUS.search(line) for line in r.secure_log.read_text().splitlines()]
+    last = [m for m in lines if m][-1]
+    cores = {int(c): (int(j), int(x)) for c, j, x in CORE.findall(last.group(2))}
+    assert cores and all(missed == 0 for _, missed in cores.values()), cores
+
+
+# Channels 0 and 2 are served on core 2, 1 and 3 on core 3.
+SCRIPT = f"""
+t() {{ tag=$1; shift; echo "$tag: $(tandem-rpc "$@" 2>&1)"; }}
+echo "x_opt: $(cat {SYSFS}/rpc_x_opt)"
+echo "model: $(cat {SYSFS}/rpc_t_ctx_ns {SYSFS}/rpc_t_c_hdr_ns {SYSFS}/rpc_t_s2_ns \
+{SYSFS}/rpc_v_server_bytes_per_ms | tr '\\n' ' ')"
+t busy call -m busy send 64
+t block call -m block -c 1 send 64
+t echo call -m block -c 3 echo 65536
+t echo0 call echo 0
+t fast call -m busy echo 256
+t slow call -m busy -c 2 echo 257
+t over call send 65537
+t negative call send -1
+t channel call -c 4 send 1
+t rtos_over call -u send 100000
+t rtos_negative call -u send -5
+t long_stall call -a 5000 stall 0
+echo 1 > {SYSFS}/rpc_calibrate; echo "recalibrated: $? $(cat {SYSFS}/rpc_x_opt)"
+echo 0 > {SYSFS}/rpc_x_opt
+t auto_block call send 64
+echo 65537 > {SYSFS}/rpc_x_opt
+t auto_busy call send 65536
+echo 70000 2>/dev/null > {SYSFS}/rpc_x_opt; echo "bad_x_opt: $?"
+t stress stress -j 16 -n 20 -k 4 -s 8192
+t stall call -t 100 -a 1000 stall 0
+t behind call -t 20 send 64
+t other call -c 1 -t 100 send 64
+t after call -t 3000 echo 4096
+tandem-rpc call -m block -t 5000 -a 300 stall 0 > /dev/null & pid=$!
+sleep 0.05; kill -9 $pid; wait $pid; echo "killed_block: $?"
+tandem-rpc call -m busy -c 1 -t 5000 -a 300 stall 0 > /dev/null & pid=$!
+sleep 0.05; kill -9 $pid; wait $pid; echo "killed_busy: $?"
+t after_kill call -t 3000 echo 4096
+t after_kill1 call -c 1 -t 3000 -m block echo 100
+echo "calls: $(cat {SYSFS}/rpc_calls)"
+sleep 1
+"""
+
+
+def test_rpc_calls_and_bad_input() -> None:
+    r = run(SCRIPT, rpc_cores=(2, 3))
+    out = tagged(r)
+    ok = re.compile(r"ok mode (\w+) core (\d) seq \d+ len (\d+) .*checksum (match|n/a)$")
+
+    def good(tag: str, mode: str, core: int, length: int) -> None:
+        m = ok.match(out[tag])
+        assert m, f"{tag}: {out[tag]}"
+        assert (m[1], int(m[2]), int(m[3])) == (mode, core, length), out[tag]
+
+    assert 0 < int(out["x_opt"]) <= 65537
+    assert all(int(v) > 0 for v in out["model"].split()), out["model"]
+    status, x_opt = out["recalibrated"].split()
+    assert status == "0" and 0 < int(x_opt) <= 65537
+    good("busy", "busy", 2, 64)
+    good("block", "block", 3, 64)
+    good("echo", "block", 3, 65536)
+    good("echo0", "busy", 2, 0)
+    # The last size the doorbell's handler answers, and the first the task does.
+    good("fast", "busy", 2, 256)
+    good("slow", "busy", 2, 257)
+    # Refused by the driver, before the RTOS sees anything.
+    assert out["over"].startswith("error EMSGSIZE (90)")
+    assert out["negative"].startswith("error EINVAL (22)")
+    assert out["channel"].startswith("error ECHRNG (44)")
+    assert out["long_stall"].startswith("error EINVAL (22)")
+    # Passed through unchecked: the RTOS refuses them itself (status -1).
+    assert out["rtos_over"] == "error EMSGSIZE (90) status -1"
+    assert out["rtos_negative"] == "error EMSGSIZE (90) status -1"
+    # The per-call override of auto through the threshold.
+    good("auto_block", "block", 2, 64)
+    good("auto_busy", "busy", 2, 65536)
+    assert out["bad_x_opt"] != "0"
+    # Sixteen clients on four channels, every answer their own data.
+    assert out["stress"] == "stress clients 16 calls 20 channels 4 failed_clients 0"
+    # A stopped server: the caller times out, the next caller on that
+    # channel is told the previous call is still there, other servers'
+    # channels are unaffected, and the channel works once the server is back.
+    assert out["stall"].startswith("error ETIMEDOUT")
+    assert out["behind"].startswith("error EBUSY")
+    good("other", "busy", 3, 64)
+    good("after", "busy", 2, 4096)
+    # Clients killed in the middle of a call (blocked and spinning).
+    assert out["killed_block"] == "137" and out["killed_busy"] == "137"
+    good("after_kill", "busy", 2, 4096)
+    good("after_kill1", "block", 3, 100)
+    no_misses(r)
+
+
+def test_no_rpc_server_is_a_clear_error() -> None:
+    r = run(
+        "tandem-rpc call send 64; tandem-smc call 0xc2000002 0; dmesg | grep -c 'RPC: no server'",
+        rpc_cores=(),
+    )
+    assert r.lines[0] == "error ENODEV (19) status 0"
+    assert int(r.lines[1].split()[0]) == -1, "RPC_NOTIFY: NOT_SUPPORTED"
+    assert r.lines[2] == "1"

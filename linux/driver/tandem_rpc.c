@@ -1,0 +1,595 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tandem: synchronous RPC from Linux into the Tandem RTOS (paper 002).
+ *
+ * /dev/tandem-rpc takes one ioctl, TANDEM_RPC_IOC_CALL: the data is copied
+ * into the channel's area of the shared region, the request is written with
+ * a new sequence number last, and the doorbell rung (SiP RPC_NOTIFY); the
+ * RTOS's server copies the data into its own memory and answers. The caller
+ * waits busy (spinning politely), block (asleep until the completion SPI) or
+ * auto: busy below x_opt bytes, block from there, with x_opt from paper
+ * 002's model, x_opt = V_server * (2 T_ctx + T_c_hdr - T_s2), whose
+ * parameters are measured when the driver loads (and again on demand).
+ *
+ * One call per channel at a time (a mutex). A call whose caller gave up
+ * (timeout, signal) may still be in the server: the next call on that
+ * channel first waits for its answer, so an echo can never overwrite the
+ * next call's data.
+ */
+
+#include <linux/arm-smccc.h>
+#include <linux/delay.h>
+#include <linux/interrupt.h>
+#include <linux/jiffies.h>
+#include <linux/math64.h>
+#include <linux/miscdevice.h>
+#include <linux/mutex.h>
+#include <linux/sched/signal.h>
+#include <linux/tandem_lockstate.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+#include <linux/wait.h>
+#include <clocksource/arm_arch_timer.h>
+
+#include "tandem_abi.h"
+#include "tandem_rpc.h"
+#include "tandem_rpc_uapi.h"
+
+#define RPC_DEFAULT_TIMEOUT_MS	1000
+#define RPC_MAX_TIMEOUT_MS	60000
+/*
+ * Calibration: calls per measurement, the two sizes of the speed fit (both
+ * above the 256 bytes the RTOS answers in its interrupt handler, so both take
+ * the server task's path, where the crossover lies), and the size of the
+ * block calls that measure the interrupt and the context switch.
+ */
+#define CAL_REPS		9
+#define CAL_SMALL		4096
+#define CAL_LARGE		32768
+#define CAL_BLOCK		64
+
+struct tandem_rpc_chan {
+	struct mutex lock;
+	wait_queue_head_t wq;
+	void *base;		/* request, response, then data */
+	u32 seq;		/* of the last request written */
+	bool outstanding;	/* its answer has not been seen */
+};
+
+struct tandem_rpc {
+	struct device *dev;
+	struct miscdevice misc;
+	struct tandem_rpc_chan chan[TANDEM_RPC_CHANNELS];
+	u32 counter_hz;
+	bool available;		/* the firmware serves RPC here */
+	atomic64_t last_irq;	/* counter at the last completion interrupt */
+	struct mutex model_lock;
+	/* Model parameters (ns), server speed (bytes per ms) and threshold. */
+	u64 t_ctx_ns, t_c_hdr_ns, t_s2_ns, v_server;
+	u32 x_opt;
+	atomic64_t calls[3];	/* by the mode used */
+};
+
+/* One device: the sysfs attributes find it here. */
+static struct tandem_rpc *rpc_instance;
+
+/* Where a call's data comes from, and what it measured. */
+struct rpc_req {
+	u32 channel, op, len, copy, arg, mode;
+	const void __user *udata;	/* NULL: send what the area holds */
+	unsigned long deadline;
+	/* out */
+	s32 status;
+	u32 checksum, answer_len, core;
+	u64 sent, done_at, started_at, irq, seen;
+};
+
+static u64 rpc_counter(void)
+{
+	return arch_timer_read_counter();
+}
+
+static u64 rpc_ns(struct tandem_rpc *r, u64 ticks)
+{
+	return mul_u64_u32_div(ticks, NSEC_PER_SEC, r->counter_hz);
+}
+
+static u32 rpc_read32(struct tandem_rpc_chan *ch, unsigned int off)
+{
+	return le32_to_cpu(READ_ONCE(*(__le32 *)(ch->base + off)));
+}
+
+static u64 rpc_read64(struct tandem_rpc_chan *ch, unsigned int off)
+{
+	return le64_to_cpu(READ_ONCE(*(__le64 *)(ch->base + off)));
+}
+
+static void rpc_write32(struct tandem_rpc_chan *ch, unsigned int off, u32 v)
+{
+	WRITE_ONCE(*(__le32 *)(ch->base + off), cpu_to_le32(v));
+}
+
+static bool rpc_answered(struct tandem_rpc_chan *ch, u32 seq)
+{
+	return rpc_read32(ch, TANDEM_RPC_RESP_SEQ) == seq;
+}
+
+static irqreturn_t rpc_irq(int irq, void *arg)
+{
+	struct tandem_rpc *r = arg;
+	unsigned int i;
+
+	atomic64_set(&r->last_irq, rpc_counter());
+	for (i = 0; i < TANDEM_RPC_CHANNELS; i++)
+		wake_up(&r->chan[i].wq);
+	return IRQ_HANDLED;
+}
+
+/* Spin on the answer, giving the CPU away whenever the scheduler wants it. */
+static int rpc_wait_busy(struct tandem_rpc_chan *ch, u32 seq,
+			 unsigned long deadline)
+{
+	while (!rpc_answered(ch, seq)) {
+		if (signal_pending(current))
+			return -EINTR;
+		if (time_after(jiffies, deadline))
+			return -ETIMEDOUT;
+		cond_resched();
+		cpu_relax();
+	}
+	return 0;
+}
+
+/* Sleep until the completion interrupt shows the answer. */
+static int rpc_wait_block(struct tandem_rpc_chan *ch, u32 seq,
+			  unsigned long deadline)
+{
+	long left = (long)(deadline - jiffies);
+	long ret;
+
+	if (left <= 0)
+		return rpc_answered(ch, seq) ? 0 : -ETIMEDOUT;
+	ret = wait_event_interruptible_timeout(ch->wq, rpc_answered(ch, seq), left);
+	if (ret < 0)
+		return -EINTR;
+	if (ret == 0 && !rpc_answered(ch, seq))
+		return -ETIMEDOUT;
+	return 0;
+}
+
+/* The previous call's answer (it may not ask for an interrupt): poll. */
+static int rpc_wait_previous(struct tandem_rpc_chan *ch,
+			     unsigned long deadline)
+{
+	while (!rpc_answered(ch, ch->seq)) {
+		if (signal_pending(current))
+			return -EINTR;
+		if (time_after(jiffies, deadline))
+			return -EBUSY;
+		usleep_range(50, 100);
+	}
+	ch->outstanding = false;
+	return 0;
+}
+
+static int rpc_status_errno(s32 status)
+{
+	switch (status) {
+	case TANDEM_RPC_STATUS_OK:
+		return 0;
+	case TANDEM_RPC_STATUS_BAD_LENGTH:
+		return -EMSGSIZE;
+	case TANDEM_RPC_STATUS_BAD_OP:
+		return -EOPNOTSUPP;
+	case TANDEM_RPC_STATUS_BAD_ARG:
+		return -EINVAL;
+	default:
+		return -EPROTO;
+	}
+}
+
+/* One call on a checked request. */
+static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
+{
+	struct tandem_rpc_chan *ch = &r->chan[q->channel];
+	struct arm_smccc_res res;
+	u32 seq;
+	int ret;
+
+	if (mutex_lock_interruptible(&ch->lock))
+		return -EINTR;
+	if (ch->outstanding) {
+		ret = rpc_wait_previous(ch, q->deadline);
+		if (ret)
+			goto out;
+	}
+	if (q->udata && q->copy &&
+	    copy_from_user(ch->base + TANDEM_RPC_CONTROL_SIZE, q->udata, q->copy)) {
+		ret = -EFAULT;
+		goto out;
+	}
+	rpc_write32(ch, TANDEM_RPC_REQ_OP, q->op);
+	rpc_write32(ch, TANDEM_RPC_REQ_LEN, q->len);
+	rpc_write32(ch, TANDEM_RPC_REQ_FLAGS,
+		    q->mode == TANDEM_RPC_MODE_BLOCK ? TANDEM_RPC_FLAG_NOTIFY : 0);
+	rpc_write32(ch, TANDEM_RPC_REQ_ARG, q->arg);
+	seq = ch->seq + 1;
+	/* The data and the request before the sequence number that publishes them. */
+	wmb();
+	rpc_write32(ch, TANDEM_RPC_REQ_SEQ, seq);
+	ch->seq = seq;
+	ch->outstanding = true;
+	q->sent = rpc_counter();
+	arm_smccc_smc(TANDEM_SMC_RPC_NOTIFY, q->channel, 0, 0, 0, 0, 0, 0, &res);
+	if ((long)res.a0 != TANDEM_SMC_SUCCESS) {
+		dev_warn_ratelimited(r->dev, "RPC_NOTIFY(%u) refused: %ld\n",
+				     q->channel, (long)res.a0);
+		ch->outstanding = false;
+		ret = -EIO;
+		goto out;
+	}
+	if (q->mode == TANDEM_RPC_MODE_BLOCK)
+		ret = rpc_wait_block(ch, seq, q->deadline);
+	else
+		ret = rpc_wait_busy(ch, seq, q->deadline);
+	q->seen = rpc_counter();
+	if (ret)
+		goto out;
+	ch->outstanding = false;
+	/* The answer's fields were written before its sequence number. */
+	rmb();
+	q->irq = atomic64_read(&r->last_irq);
+	q->status = (s32)rpc_read32(ch, TANDEM_RPC_RESP_STATUS);
+	q->checksum = rpc_read32(ch, TANDEM_RPC_RESP_CHECKSUM);
+	q->answer_len = rpc_read32(ch, TANDEM_RPC_RESP_LEN);
+	q->core = rpc_read32(ch, TANDEM_RPC_RESP_CORE);
+	q->started_at = rpc_read64(ch, TANDEM_RPC_RESP_STARTED_AT);
+	q->done_at = rpc_read64(ch, TANDEM_RPC_RESP_DONE_AT);
+	atomic64_inc(&r->calls[q->mode]);
+	ret = 0;
+	if (q->op == TANDEM_RPC_ECHO && q->status == TANDEM_RPC_STATUS_OK && q->udata &&
+	    copy_to_user((void __user *)q->udata, ch->base + TANDEM_RPC_CONTROL_SIZE,
+			 min(q->answer_len, q->copy)))
+		ret = -EFAULT;
+out:
+	mutex_unlock(&ch->lock);
+	return ret;
+}
+
+static u64 rpc_median(u64 *v, unsigned int n)
+{
+	unsigned int i, j;
+
+	/* Insertion sort: n is a handful. */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && v[j - 1] > v[j]; j--)
+			swap(v[j - 1], v[j]);
+	return v[n / 2];
+}
+
+static int rpc_cal_call(struct tandem_rpc *r, u32 len, u32 mode,
+			struct rpc_req *q)
+{
+	*q = (struct rpc_req) {
+		.channel = 0, .op = TANDEM_RPC_SEND, .len = len, .mode = mode,
+		.deadline = jiffies + msecs_to_jiffies(RPC_DEFAULT_TIMEOUT_MS),
+	};
+	return rpc_call(r, q);
+}
+
+/*
+ * Measures the model's parameters on channel 0 and sets x_opt:
+ * - busy round trips of CAL_SMALL and CAL_LARGE bytes give the server's
+ *   speed V_server (bytes per time) and its fixed part T_s2, the round trip
+ *   less the copy (the line's intercept): the client's cost of waiting busy
+ *   is T_s2 + x / V_server;
+ * - block calls give T_c_hdr, from the server's answer to the completion
+ *   interrupt's handler, and T_ctx, from the handler to the caller running
+ *   again (one switch; blocking costs two): the client's cost of blocking
+ *   is 2 T_ctx + T_c_hdr.
+ * Busy is cheaper below x_opt = V_server * (2 T_ctx + T_c_hdr - T_s2).
+ * A block call whose answer was there before the caller slept (no
+ * interrupt after the answer) says nothing about blocking and is repeated.
+ */
+static long rpc_calibrate_here(void *arg)
+{
+	u64 small[CAL_REPS], large[CAL_REPS], hdr[CAL_REPS], ctx[CAL_REPS];
+	u64 rt_small, rt_large, t_block, v, x;
+	struct tandem_rpc *r = arg;
+	unsigned int i, tries = 0;
+	struct rpc_req q;
+	int ret;
+
+	for (i = 0; i < CAL_REPS; i++) {
+		ret = rpc_cal_call(r, CAL_SMALL, TANDEM_RPC_MODE_BUSY, &q);
+		if (ret)
+			return ret;
+		small[i] = q.seen - q.sent;
+		ret = rpc_cal_call(r, CAL_LARGE, TANDEM_RPC_MODE_BUSY, &q);
+		if (ret)
+			return ret;
+		large[i] = q.seen - q.sent;
+		ret = rpc_cal_call(r, CAL_BLOCK, TANDEM_RPC_MODE_BLOCK, &q);
+		if (ret)
+			return ret;
+		if (q.irq < q.done_at || q.seen < q.irq) {
+			if (++tries > 4 * CAL_REPS)
+				return -EAGAIN;
+			i--;
+			continue;
+		}
+		hdr[i] = q.irq - q.done_at;
+		ctx[i] = q.seen - q.irq;
+	}
+	rt_small = rpc_ns(r, rpc_median(small, CAL_REPS));
+	rt_large = rpc_ns(r, rpc_median(large, CAL_REPS));
+	if (rt_large <= rt_small)
+		return -ERANGE;
+	mutex_lock(&r->model_lock);
+	/* bytes per ms */
+	r->v_server = div64_u64((u64)(CAL_LARGE - CAL_SMALL) * NSEC_PER_MSEC,
+				rt_large - rt_small);
+	v = r->v_server;
+	r->t_s2_ns = rt_small - min(rt_small, div64_u64((u64)CAL_SMALL * NSEC_PER_MSEC, v));
+	r->t_c_hdr_ns = rpc_ns(r, rpc_median(hdr, CAL_REPS));
+	r->t_ctx_ns = rpc_ns(r, rpc_median(ctx, CAL_REPS));
+	t_block = 2 * r->t_ctx_ns + r->t_c_hdr_ns;
+	x = t_block > r->t_s2_ns ? div64_u64((t_block - r->t_s2_ns) * v, NSEC_PER_MSEC) : 0;
+	r->x_opt = min_t(u64, x, TANDEM_RPC_MAX_DATA + 1);
+	mutex_unlock(&r->model_lock);
+	dev_info(r->dev, "RPC model (CPU %d): T_ctx %llu ns, T_c_hdr %llu ns, T_s2 %llu ns, V_server %llu B/ms: x_opt %u bytes\n",
+		 raw_smp_processor_id(), r->t_ctx_ns, r->t_c_hdr_ns, r->t_s2_ns,
+		 r->v_server, r->x_opt);
+	return 0;
+}
+
+/*
+ * Calibrates on a CPU other than channel 0's server core, where a client
+ * really waits (on the server's own core the RTOS answers before the
+ * doorbell call returns, and no wait mode costs anything).
+ */
+static int rpc_calibrate(struct tandem_rpc *r)
+{
+	unsigned int cpu, server;
+	struct rpc_req q;
+	int ret;
+
+	ret = rpc_cal_call(r, CAL_BLOCK, TANDEM_RPC_MODE_BUSY, &q);
+	if (ret)
+		return ret;
+	server = q.core;
+	for_each_online_cpu(cpu)
+		if (tandem_lockstate_core(cpu) != server)
+			return work_on_cpu(cpu, rpc_calibrate_here, r);
+	return rpc_calibrate_here(r);
+}
+
+static long rpc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct tandem_rpc *r = container_of(file->private_data, struct tandem_rpc, misc);
+	struct tandem_rpc_call __user *uc = (void __user *)arg;
+	struct tandem_rpc_call c;
+	struct rpc_req q = { 0 };
+	u32 timeout;
+	int ret;
+
+	if (cmd != TANDEM_RPC_IOC_CALL)
+		return -ENOTTY;
+	if (copy_from_user(&c, uc, sizeof(c)))
+		return -EFAULT;
+	if (!r->available)
+		return -ENODEV;
+	if (c.channel >= TANDEM_RPC_CHANNELS)
+		return -ECHRNG;
+	if (c.mode > TANDEM_RPC_MODE_BLOCK || (c.flags & ~TANDEM_RPC_F_UNCHECKED))
+		return -EINVAL;
+	if (c.op < TANDEM_RPC_SEND || c.op > TANDEM_RPC_STALL)
+		return -EOPNOTSUPP;
+	q.channel = c.channel;
+	q.op = c.op;
+	q.arg = c.arg;
+	if (c.flags & TANDEM_RPC_F_UNCHECKED) {
+		if (!capable(CAP_SYS_RAWIO))
+			return -EPERM;
+		/* The RTOS sees the low 32 bits, as a careless client would write them. */
+		q.len = (u32)c.len;
+		q.copy = c.len < 0 ? 0 : min_t(u64, c.len, TANDEM_RPC_MAX_DATA);
+	} else {
+		if (c.len < 0)
+			return -EINVAL;
+		if (c.len > TANDEM_RPC_MAX_DATA)
+			return -EMSGSIZE;
+		if (c.op == TANDEM_RPC_STALL && c.arg > TANDEM_RPC_MAX_STALL_MS)
+			return -EINVAL;
+		q.len = c.len;
+		q.copy = c.len;
+	}
+	if (c.op == TANDEM_RPC_STALL)
+		q.copy = 0;
+	q.udata = u64_to_user_ptr(c.data);
+	timeout = c.timeout_ms ? min_t(u32, c.timeout_ms, RPC_MAX_TIMEOUT_MS) :
+		  RPC_DEFAULT_TIMEOUT_MS;
+	q.deadline = jiffies + msecs_to_jiffies(timeout);
+	q.mode = c.mode;
+	if (q.mode == TANDEM_RPC_MODE_AUTO)
+		q.mode = q.len < READ_ONCE(r->x_opt) ? TANDEM_RPC_MODE_BUSY :
+			 TANDEM_RPC_MODE_BLOCK;
+	ret = rpc_call(r, &q);
+	c.mode = q.mode;
+	c.status = q.status;
+	c.checksum = q.checksum;
+	c.answer_len = q.answer_len;
+	c.core = q.core;
+	c.seq = r->chan[q.channel].seq;
+	c.round_trip_ns = q.seen > q.sent ? rpc_ns(r, q.seen - q.sent) : 0;
+	c.server_ns = q.done_at > q.started_at ? rpc_ns(r, q.done_at - q.started_at) : 0;
+	if (copy_to_user(uc, &c, sizeof(c)))
+		return -EFAULT;
+	return ret ? ret : rpc_status_errno(q.status);
+}
+
+static const struct file_operations rpc_fops = {
+	.owner = THIS_MODULE,
+	.unlocked_ioctl = rpc_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = no_llseek,
+};
+
+#define RPC_MODEL_ATTR(name, field, fmt)				\
+static ssize_t name##_show(struct device *dev,				\
+			   struct device_attribute *attr, char *buf)	\
+{									\
+	struct tandem_rpc *r = rpc_instance;				\
+	ssize_t n;							\
+									\
+	if (!r)								\
+		return -ENODEV;						\
+	mutex_lock(&r->model_lock);					\
+	n = sysfs_emit(buf, fmt "\n", r->field);			\
+	mutex_unlock(&r->model_lock);					\
+	return n;							\
+}									\
+static DEVICE_ATTR_RO(name)
+
+RPC_MODEL_ATTR(rpc_t_ctx_ns, t_ctx_ns, "%llu");
+RPC_MODEL_ATTR(rpc_t_c_hdr_ns, t_c_hdr_ns, "%llu");
+RPC_MODEL_ATTR(rpc_t_s2_ns, t_s2_ns, "%llu");
+RPC_MODEL_ATTR(rpc_v_server_bytes_per_ms, v_server, "%llu");
+
+static ssize_t rpc_x_opt_show(struct device *dev, struct device_attribute *attr,
+			      char *buf)
+{
+	struct tandem_rpc *r = rpc_instance;
+
+	if (!r)
+		return -ENODEV;
+	return sysfs_emit(buf, "%u\n", READ_ONCE(r->x_opt));
+}
+
+/* Root may set the threshold by hand (the model's answer is what it holds). */
+static ssize_t rpc_x_opt_store(struct device *dev, struct device_attribute *attr,
+			       const char *buf, size_t len)
+{
+	struct tandem_rpc *r = rpc_instance;
+	u32 v;
+	int ret;
+
+	if (!r)
+		return -ENODEV;
+	ret = kstrtou32(buf, 0, &v);
+	if (ret)
+		return ret;
+	if (v > TANDEM_RPC_MAX_DATA + 1)
+		return -ERANGE;
+	WRITE_ONCE(r->x_opt, v);
+	return len;
+}
+static DEVICE_ATTR_RW(rpc_x_opt);
+
+/* Writing anything measures the model again. */
+static ssize_t rpc_calibrate_store(struct device *dev,
+				   struct device_attribute *attr,
+				   const char *buf, size_t len)
+{
+	struct tandem_rpc *r = rpc_instance;
+	int ret;
+
+	if (!r)
+		return -ENODEV;
+	if (!r->available)
+		return -ENODEV;
+	ret = rpc_calibrate(r);
+	return ret ? ret : len;
+}
+static DEVICE_ATTR_WO(rpc_calibrate);
+
+static ssize_t rpc_calls_show(struct device *dev, struct device_attribute *attr,
+			      char *buf)
+{
+	struct tandem_rpc *r = rpc_instance;
+
+	if (!r)
+		return -ENODEV;
+	return sysfs_emit(buf, "busy %lld block %lld\n",
+			  atomic64_read(&r->calls[TANDEM_RPC_MODE_BUSY]),
+			  atomic64_read(&r->calls[TANDEM_RPC_MODE_BLOCK]));
+}
+static DEVICE_ATTR_RO(rpc_calls);
+
+static struct attribute *rpc_attrs[] = {
+	&dev_attr_rpc_t_ctx_ns.attr,
+	&dev_attr_rpc_t_c_hdr_ns.attr,
+	&dev_attr_rpc_t_s2_ns.attr,
+	&dev_attr_rpc_v_server_bytes_per_ms.attr,
+	&dev_attr_rpc_x_opt.attr,
+	&dev_attr_rpc_calibrate.attr,
+	&dev_attr_rpc_calls.attr,
+	NULL,
+};
+
+const struct attribute_group tandem_rpc_group = {
+	.attrs = rpc_attrs,
+};
+
+struct tandem_rpc *tandem_rpc_probe(struct device *dev, void *shm,
+				    size_t shm_size, u32 counter_hz, int irq)
+{
+	struct arm_smccc_res res;
+	struct tandem_rpc *r;
+	unsigned int i;
+	int ret;
+
+	if ((u64)TANDEM_RPC_OFFSET + (u64)TANDEM_RPC_CHANNELS * TANDEM_RPC_CHANNEL_SIZE >
+	    shm_size) {
+		dev_err(dev, "RPC: shared region too small for the channels\n");
+		return ERR_PTR(-EINVAL);
+	}
+	r = devm_kzalloc(dev, sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return ERR_PTR(-ENOMEM);
+	r->dev = dev;
+	r->counter_hz = counter_hz;
+	mutex_init(&r->model_lock);
+	for (i = 0; i < TANDEM_RPC_CHANNELS; i++) {
+		struct tandem_rpc_chan *ch = &r->chan[i];
+
+		mutex_init(&ch->lock);
+		init_waitqueue_head(&ch->wq);
+		ch->base = shm + TANDEM_RPC_OFFSET + i * TANDEM_RPC_CHANNEL_SIZE;
+		/* Carry on from whatever the region holds (a driver reload). */
+		ch->seq = rpc_read32(ch, TANDEM_RPC_REQ_SEQ);
+		ch->outstanding = !rpc_answered(ch, ch->seq);
+	}
+	ret = devm_request_irq(dev, irq, rpc_irq, 0, "tandem-rpc", r);
+	if (ret) {
+		dev_err(dev, "RPC: cannot take the doorbell interrupt %d (%d)\n", irq, ret);
+		return ERR_PTR(ret);
+	}
+	/* Channel 0 exists if there is any server: ask the firmware. */
+	arm_smccc_smc(TANDEM_SMC_RPC_NOTIFY, 0, 0, 0, 0, 0, 0, 0, &res);
+	r->available = (long)res.a0 == TANDEM_SMC_SUCCESS;
+	r->misc.minor = MISC_DYNAMIC_MINOR;
+	r->misc.name = "tandem-rpc";
+	r->misc.fops = &rpc_fops;
+	r->misc.parent = dev;
+	ret = misc_register(&r->misc);
+	if (ret) {
+		dev_err(dev, "RPC: cannot register /dev/tandem-rpc (%d)\n", ret);
+		return ERR_PTR(ret);
+	}
+	rpc_instance = r;
+	if (!r->available) {
+		dev_info(dev, "RPC: no server in this configuration (%ld)\n", (long)res.a0);
+		return r;
+	}
+	ret = rpc_calibrate(r);
+	if (ret)
+		dev_warn(dev, "RPC: calibration failed (%d); auto mode always blocks\n", ret);
+	return r;
+}
+
+void tandem_rpc_remove(struct tandem_rpc *r)
+{
+	rpc_instance = NULL;
+	misc_deregister(&r->misc);
+}
