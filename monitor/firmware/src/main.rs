@@ -150,11 +150,8 @@ extern "C" fn primary_main(core: usize) -> ! {
     gic::init_this_core(core);
     shm::init(policies.cores() as u32, &policies);
     check_in(core, true);
-    entry::BOOT_READY.store(entry::BOOT_READY_MAGIC, Ordering::SeqCst);
-    // SAFETY: barrier and event signal only; secondaries wait for BOOT_READY.
-    unsafe { core::arch::asm!("dsb sy", "sev", options(nostack)) };
-
-    console::init_normal_world_uart();
+    // Logged before the secondaries start: the RTOS prints on the same
+    // secure UART from every core, and the two images share no lock.
     log!("core policies: {:?}", [0, 1, 2, 3].map(|c| policies.of(c)));
     if steal_time {
         log!("PV time on: stolen time accounted, Linux's WFI trapped");
@@ -164,6 +161,11 @@ extern "C" fn primary_main(core: usize) -> ! {
         BOARD.kernel_entry,
         BOARD.dtb
     );
+    entry::BOOT_READY.store(entry::BOOT_READY_MAGIC, Ordering::SeqCst);
+    // SAFETY: barrier and event signal only; secondaries wait for BOOT_READY.
+    unsafe { core::arch::asm!("dsb sy", "sev", options(nostack)) };
+
+    console::init_normal_world_uart();
     trap::start_core(core)
 }
 
