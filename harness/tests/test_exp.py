@@ -219,7 +219,7 @@ def test_domains_report_checks_the_papers_ordering(tmp_path: Path) -> None:
     }
     check_schema(summary, "domains", DOMAINS_ROW)
     (tmp_path / "summary.json").write_text(json.dumps(summary))
-    domains.finish(tmp_path, summary, "./tandem exp run domains")
+    exp.finish(exp.REGISTRY["domains"], tmp_path, summary, "./tandem exp run domains")
     text = (tmp_path / "report.md").read_text()
     assert "heteroos worst 20.0 µs below smp 300.0 µs: yes; affinity 200.0 µs: yes" in text
     assert "virtual timing" in text and "QEMU models no caches" in text
@@ -358,7 +358,7 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     (tmp_path / "dispatch_histograms.csv").write_text(
         "policy,latency_us,count\nstatic,1.0,9\nstatic,3.0,1\nmigrate,1.0,8\nmigrate,8.0,2\n"
     )
-    lhp.finish(tmp_path, summary, "./tandem exp run lhp --quick")
+    exp.finish(exp.REGISTRY["lhp"], tmp_path, summary, "./tandem exp run lhp --quick")
     text = (tmp_path / "report.md").read_text()
     assert "- 1000 µs: static 40, migrate 10: 75 % fewer" in text
     assert "+25.0 % for migrate, beyond the run-to-run spread (0.100 s)" in text
@@ -372,7 +372,9 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     only_patch.mkdir()
     summary |= {"parts": ["patch"], "period_sweep": [], "bench": [], "overhead": []}
     (only_patch / "summary.json").write_text(json.dumps(summary))
-    lhp.finish(only_patch, summary, "./tandem exp run lhp --set 'parts=[\"patch\"]'")
+    exp.finish(
+        exp.REGISTRY["lhp"], only_patch, summary, "./tandem exp run lhp --set 'parts=[\"patch\"]'"
+    )
     text = (only_patch / "report.md").read_text()
     assert "Parts run: patch; not run here: e1, e2, e3." in text
     assert "## E1" not in text and "## E2" not in text and "## E3" not in text
@@ -478,7 +480,7 @@ def _capacity_summary() -> dict[str, object]:
 def test_capacity_report_checks_gain_trend_and_changing_load(tmp_path: Path) -> None:
     summary = _capacity_summary()
     (tmp_path / "summary.json").write_text(json.dumps(summary))
-    capacity_exp.finish(tmp_path, summary, "./tandem exp run capacity")
+    exp.finish(exp.REGISTRY["capacity"], tmp_path, summary, "./tandem exp run capacity")
     text = (tmp_path / "report.md").read_text()
     assert "at 50 % +1.10 s (beyond the spread 0.40 s)" in text
     assert "at 80 % +8.00 s (beyond the spread 1.00 s)" in text
@@ -601,7 +603,7 @@ def test_rpc_crossover_parse_and_report(tmp_path: Path) -> None:
         "switch_round_trip_ns": 506,
     }
     (tmp_path / "summary.json").write_text(json.dumps(summary))
-    rpc.finish(tmp_path, summary, "./tandem exp run rpc --quick")
+    exp.finish(exp.REGISTRY["rpc"], tmp_path, summary, "./tandem exp run rpc --quick")
     text = (tmp_path / "report.md").read_text()
     assert (
         "none measured" in text and "auto within 5 % of the better mode at every size: yes" in text

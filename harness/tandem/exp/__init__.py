@@ -25,14 +25,20 @@ class Experiment:
     name: str
     schema: Mapping[str, scenario.Key]
     run: Callable[[scenario.Scenario, Path], dict[str, object]]
-    finish: Callable[[Path, dict[str, object], str], None]
+    plot: Callable[[Path, dict[str, object]], None]
     report: Callable[[Path, str], str]
 
 
 REGISTRY = {
-    m.NAME: Experiment(m.NAME, m.SCHEMA, m.run, m.finish, m.report)
+    m.NAME: Experiment(m.NAME, m.SCHEMA, m.run, m.plot, m.report)
     for m in (domains, linux_rt, lhp, capacity, rpc)
 }
+
+
+def finish(exp: Experiment, run_dir: Path, summary: dict[str, object], command: str) -> None:
+    """Plots and report of a run whose summary is written."""
+    exp.plot(run_dir, summary)
+    write_atomic(run_dir / "report.md", exp.report(run_dir, command))
 
 
 def get(name: str) -> Experiment:
@@ -84,7 +90,7 @@ def run(
         summary = exp.run(s, partial.dir)
         summary["command"] = command
         write_atomic(partial.dir / "summary.json", json.dumps(summary, indent=2) + "\n")
-        exp.finish(partial.dir, summary, command)
+        finish(exp, partial.dir, summary, command)
     except BaseException:
         for leftover in ("summary.json", "summary.csv"):
             (partial.dir / leftover).unlink(missing_ok=True)
@@ -118,7 +124,7 @@ def report(name: str, run_id: str | None, out_root: Path = RESULTS) -> tuple[Pat
     exp = get(name)
     run_dir = resolve_run(name, run_id, out_root)
     summary = read_summary(run_dir, name)
-    exp.finish(run_dir, summary, str(summary.get("command", f"./tandem exp run {name}")))
+    finish(exp, run_dir, summary, str(summary.get("command", f"./tandem exp run {name}")))
     return run_dir, (run_dir / "report.md").read_text()
 
 

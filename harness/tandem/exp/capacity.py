@@ -423,8 +423,3 @@ def report(run_dir: Path, command: str) -> str:
         "script and console log), `capacity.png`.",
     ]
     return "\n".join(out) + "\n"
-
-
-def finish(run_dir: Path, summary: dict[str, object], command: str) -> None:
-    plot(run_dir, summary)
-    write_atomic(run_dir / "report.md", report(run_dir, command))

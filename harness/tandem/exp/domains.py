@@ -33,7 +33,6 @@ from tandem.exp.common import (
 )
 from tandem.measure import Latency, merged, script_header
 from tandem.qemu import BootOptions
-from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
 
 NAME = "domains"
@@ -404,9 +403,3 @@ def report(run_dir: Path, command: str) -> str:
         "`response_by_load.png`, `worst_vs_loaded_cores.png`.",
     ]
     return "\n".join(out) + "\n"
-
-
-def finish(run_dir: Path, summary: dict[str, object], command: str) -> None:
-    """Plots and report for a run whose summary is written."""
-    plot(run_dir, summary)
-    write_atomic(run_dir / "report.md", report(run_dir, command))

@@ -762,8 +762,3 @@ def _without_sections(lines: list[str], skipped: list[str]) -> list[str]:
         if not dropping:
             out.append(line)
     return out
-
-
-def finish(run_dir: Path, summary: dict[str, object], command: str) -> None:
-    plot(run_dir, summary)
-    write_atomic(run_dir / "report.md", report(run_dir, command))

@@ -29,7 +29,6 @@ from tandem.exp.common import (
 )
 from tandem.measure import Latency, merged, script_header
 from tandem.qemu import BootOptions
-from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
 
 NAME = "linux-rt"
@@ -349,8 +348,3 @@ def report(run_dir: Path, command: str) -> str:
         "(each boot's script and console log), `distributions.png`, `worst_vs_cores.png`.",
     ]
     return "\n".join(out) + "\n"
-
-
-def finish(run_dir: Path, summary: dict[str, object], command: str) -> None:
-    plot(run_dir, summary)
-    write_atomic(run_dir / "report.md", report(run_dir, command))

@@ -35,7 +35,6 @@ from tandem.exp.common import (
 )
 from tandem.paths import RESULTS
 from tandem.qemu import BootOptions
-from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
 
 NAME = "rpc"
@@ -427,8 +426,3 @@ def report(run_dir: Path, command: str) -> str:
         "`rpc.png`.",
     ]
     return "\n".join(out) + "\n"
-
-
-def finish(run_dir: Path, summary: dict[str, object], command: str) -> None:
-    plot(run_dir, summary)
-    write_atomic(run_dir / "report.md", report(run_dir, command))
