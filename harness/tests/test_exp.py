@@ -482,11 +482,11 @@ def test_capacity_report_checks_gain_trend_and_changing_load(tmp_path: Path) -> 
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     exp.finish(exp.REGISTRY["capacity"], tmp_path, summary, "./tandem exp run capacity")
     text = (tmp_path / "report.md").read_text()
-    assert "at 50 % +1.10 s (beyond the spread 0.40 s)" in text
-    assert "at 80 % +8.00 s (beyond the spread 1.00 s)" in text
+    assert "at 50 % +1.10 s (beyond the spread 0.40 s; faster in 3 of 3 paired" in text
+    assert "at 80 % +8.00 s (beyond the spread 1.00 s; faster in 3 of 3 paired" in text
     assert "the paper's trend, the gain over equal capacities grows" in text
     assert "(50 % -> 80 %): holds" in text
-    assert "steal beats static by +0.10 s (spread 0.40 s)" in text
+    assert "steal beats static by +0.10 s (spread 0.40 s); steal faster in 3 of 3 paired" in text
     assert "| 80 | static | 1024 205 | 60.0 | 20.0 |" in text
     assert (tmp_path / "capacity.png").stat().st_size > 10_000
 

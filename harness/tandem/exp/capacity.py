@@ -274,6 +274,25 @@ def gain(summary: dict[str, object], load: object, mode: str, bench: str) -> tup
     return num(base, "median_s") - num(other, "median_s"), spread
 
 
+def paired(
+    summary: dict[str, object], load: object, base: str, mode: str, bench: str
+) -> list[float]:
+    """Per repetition, `base`'s time minus `mode`'s (the two ran back to back
+    in that repetition; runs_s lists them in repetition order)."""
+    a = cell(summary, load, base, bench)["runs_s"]
+    b = cell(summary, load, mode, bench)["runs_s"]
+    assert isinstance(a, list) and isinstance(b, list)
+    return [round(float(x) - float(y), 3) for x, y in zip(a, b, strict=False)]
+
+
+def _paired_words(gains: list[float]) -> str:
+    wins = sum(g > 0 for g in gains)
+    return (
+        f"faster in {wins} of {len(gains)} paired repetitions "
+        f"(gains {', '.join(f'{g:+.2f}' for g in gains)} s; median {statistics.median(gains):+.2f})"
+    )
+
+
 def plot(run_dir: Path, summary: dict[str, object]) -> None:
     """Like the paper's fig. 7: benchmark time per RTOS load, one bar per mode,
     whiskers from the fastest to the slowest run."""
@@ -360,7 +379,10 @@ def report(run_dir: Path, command: str) -> str:
                 if has(summary, load, bench, "none", mode):
                     g, spread = gain(summary, load, mode, bench)
                     verdict = "beyond" if g > spread else "within"
-                    parts.append(f"at {load} % {g:+.2f} s ({verdict} the spread {spread:.2f} s)")
+                    parts.append(
+                        f"at {load} % {g:+.2f} s ({verdict} the spread {spread:.2f} s; "
+                        f"{_paired_words(paired(summary, load, 'none', mode, bench))})"
+                    )
             if parts:
                 out.append(f"- {bench}, {mode} vs none: " + "; ".join(parts))
             if has(summary, 50, bench, "none", mode) and has(summary, 80, bench, "none", mode):
@@ -376,9 +398,20 @@ def report(run_dir: Path, command: str) -> str:
             who = "steal beats static" if d > 0 else "steal does NOT beat static"
             out.append(
                 f"- {bench}, changing load: static {num(st, 'median_s'):.2f} s, steal "
-                f"{num(sl, 'median_s'):.2f} s: {who} by {d:+.2f} s (spread {spread:.2f} s)"
+                f"{num(sl, 'median_s'):.2f} s: {who} by {d:+.2f} s (spread {spread:.2f} s); "
+                f"steal {_paired_words(paired(summary, CHANGING, 'static', 'steal', bench))}"
             )
     out += [
+        "",
+        "The spread is the range (slowest minus fastest) of the five runs of a cell, the "
+        "strictest reading of run-to-run spread; the paired count compares the two modes "
+        "within each repetition, where they ran back to back on the same host.",
+        "",
+        "`sysbench cpu` runs a fixed amount of CPU-bound work in more threads than Linux "
+        "has cores, so both cores stay busy until the last thread ends however the threads "
+        "are placed: its time is the work over the capacity the RTOS leaves, whatever "
+        "Linux knows. hackbench's senders and receivers wait for each other, so a group "
+        "left on the RTOS's core holds its partners up: that is where placement shows.",
         "",
         "## What Linux saw",
         "",
