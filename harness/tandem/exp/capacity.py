@@ -22,7 +22,15 @@ from pathlib import Path
 from tandem import capacity
 from tandem.configs import Workload
 from tandem.errors import TandemError
-from tandem.exp.common import QEMU_CAVEATS, Boot, Progress, boot_lines, num, read_summary
+from tandem.exp.common import (
+    QEMU_CAVEATS,
+    Boot,
+    Progress,
+    boot_lines,
+    num,
+    paired_words,
+    read_summary,
+)
 from tandem.qemu import BootOptions
 from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
@@ -285,14 +293,6 @@ def paired(
     return [round(float(x) - float(y), 3) for x, y in zip(a, b, strict=False)]
 
 
-def _paired_words(gains: list[float]) -> str:
-    wins = sum(g > 0 for g in gains)
-    return (
-        f"faster in {wins} of {len(gains)} paired repetitions "
-        f"(gains {', '.join(f'{g:+.2f}' for g in gains)} s; median {statistics.median(gains):+.2f})"
-    )
-
-
 def plot(run_dir: Path, summary: dict[str, object]) -> None:
     """Like the paper's fig. 7: benchmark time per RTOS load, one bar per mode,
     whiskers from the fastest to the slowest run."""
@@ -381,7 +381,7 @@ def report(run_dir: Path, command: str) -> str:
                     verdict = "beyond" if g > spread else "within"
                     parts.append(
                         f"at {load} % {g:+.2f} s ({verdict} the spread {spread:.2f} s; "
-                        f"{_paired_words(paired(summary, load, 'none', mode, bench))})"
+                        f"{paired_words(paired(summary, load, 'none', mode, bench))})"
                     )
             if parts:
                 out.append(f"- {bench}, {mode} vs none: " + "; ".join(parts))
@@ -399,7 +399,7 @@ def report(run_dir: Path, command: str) -> str:
             out.append(
                 f"- {bench}, changing load: static {num(st, 'median_s'):.2f} s, steal "
                 f"{num(sl, 'median_s'):.2f} s: {who} by {d:+.2f} s (spread {spread:.2f} s); "
-                f"steal {_paired_words(paired(summary, CHANGING, 'static', 'steal', bench))}"
+                f"steal {paired_words(paired(summary, CHANGING, 'static', 'steal', bench))}"
             )
     out += [
         "",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import statistics
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -148,3 +149,13 @@ def fmt_us(value: object) -> str:
     if not isinstance(value, int | float):
         return "-"
     return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def paired_words(gains: list[float]) -> str:
+    """How often B beat A in paired repetitions (gains: A's time minus B's,
+    one per repetition, the two run back to back), for a report."""
+    wins = sum(g > 0 for g in gains)
+    return (
+        f"faster in {wins} of {len(gains)} paired repetitions "
+        f"(gains {', '.join(f'{g:+.2f}' for g in gains)} s; median {statistics.median(gains):+.2f})"
+    )

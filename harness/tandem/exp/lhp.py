@@ -35,6 +35,7 @@ from tandem.exp.common import (
     boot_lines,
     fmt_us,
     num,
+    paired_words,
     read_summary,
 )
 from tandem.measure import from_rtos
@@ -654,9 +655,14 @@ def report(run_dir: Path, command: str) -> str:
             a, b = num(st[0], "median_s"), num(mi[0], "median_s")
             spread = max(num(st[0], "spread_s"), num(mi[0], "spread_s"))
             beyond = "beyond" if a - b > spread else "within"
+            gains = [
+                round(float(x) - float(y), 3)
+                for x, y in zip(st[0]["runs_s"], mi[0]["runs_s"], strict=False)  # type: ignore[call-overload]
+            ]
             out.append(
                 f"- {name}: static {a:.3f} s, migrate {b:.3f} s: {(a - b) / a * 100:+.1f} % "
-                f"for migrate, {beyond} the run-to-run spread ({spread:.3f} s)"
+                f"for migrate, {beyond} the run-to-run spread ({spread:.3f} s); migrate "
+                f"{paired_words(gains)}"
             )
     patch = summary.get("lock_patch_overhead")
     if isinstance(patch, dict):
