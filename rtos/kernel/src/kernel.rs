@@ -395,7 +395,7 @@ impl Kernel {
     }
 
     /// Takes the Ready task `i` out of its ready queue.
-    fn unready(&mut self, i: usize) {
+    pub(crate) fn unready(&mut self, i: usize) {
         let (c, p) = (self.tasks[i].core as usize, self.tasks[i].priority as usize);
         self.ready[c][p].remove(&mut self.links, i);
         if self.ready[c][p].is_empty() {
@@ -404,7 +404,7 @@ impl Kernel {
     }
 
     /// The Running task `i` leaves its core, which has to dispatch.
-    fn stop_running(&mut self, i: usize) {
+    pub(crate) fn stop_running(&mut self, i: usize) {
         let c = self.tasks[i].core;
         self.running[c as usize] = None;
         self.request(c);
@@ -440,7 +440,7 @@ impl Kernel {
     /// if there is one.
     fn with_wait_queue(&mut self, reason: WaitReason, f: impl FnOnce(&mut Queue, &mut Links)) {
         let q = match reason {
-            WaitReason::Sleep | WaitReason::Delay => return,
+            WaitReason::Sleep | WaitReason::Delay | WaitReason::HandOff => return,
             WaitReason::Semaphore(s) => &mut self.semaphores[s.0 as usize].waiters,
             WaitReason::Flag { flag, .. } => &mut self.flags[flag.0 as usize].waiters,
             WaitReason::Receive(q) => &mut self.dataqueues[q.0 as usize].receivers,
@@ -525,7 +525,9 @@ impl Kernel {
         for (i, tcb) in self.tasks[..n].iter().enumerate() {
             let in_queue = match tcb.state {
                 TaskState::Ready => true,
-                TaskState::Waiting(WaitReason::Sleep | WaitReason::Delay) => false,
+                TaskState::Waiting(
+                    WaitReason::Sleep | WaitReason::Delay | WaitReason::HandOff,
+                ) => false,
                 TaskState::Waiting(_) => true,
                 TaskState::Dormant => false,
                 TaskState::Running => {
