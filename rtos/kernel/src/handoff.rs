@@ -27,7 +27,12 @@ impl Kernel {
     /// cores). `target` is released with `Value(value)` at the head of its
     /// priority's ready queue, so it runs next on the core unless a task of
     /// higher priority is ready.
-    pub fn hand_off(&mut self, caller: TaskId, target: TaskId, value: usize) -> Result<Done, Error> {
+    pub fn hand_off(
+        &mut self,
+        caller: TaskId,
+        target: TaskId,
+        value: usize,
+    ) -> Result<Done, Error> {
         let i = self.running_caller(caller)?;
         let t = self.task(target)?;
         if t == i || self.tasks[t].core != self.tasks[i].core {
@@ -89,10 +94,7 @@ mod tests {
         let mut k = kernel();
         // B and C share priority 5 on core 0; D (9) is ready behind them.
         run(&mut k, C);
-        assert_eq!(
-            k.wait_hand_off(C, Timeout::Forever, 0),
-            Ok(Done::Blocked)
-        );
+        assert_eq!(k.wait_hand_off(C, Timeout::Forever, 0), Ok(Done::Blocked));
         k.activate(D).unwrap();
         assert_eq!(k.dispatch(0), Some(D));
         k.activate(B).unwrap();

@@ -525,9 +525,9 @@ impl Kernel {
         for (i, tcb) in self.tasks[..n].iter().enumerate() {
             let in_queue = match tcb.state {
                 TaskState::Ready => true,
-                TaskState::Waiting(
-                    WaitReason::Sleep | WaitReason::Delay | WaitReason::HandOff,
-                ) => false,
+                TaskState::Waiting(WaitReason::Sleep | WaitReason::Delay | WaitReason::HandOff) => {
+                    false
+                }
                 TaskState::Waiting(_) => true,
                 TaskState::Dormant => false,
                 TaskState::Running => {
