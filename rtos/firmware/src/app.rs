@@ -44,8 +44,39 @@ pub const HANDOFF: SemaphoreId = SemaphoreId(0);
 
 /// A task's code.
 pub struct TaskDef {
-    /// Runs when the task is activated; returning ends the task (ext_tsk).
-    pub body: fn(),
+    /// What runs when the task is activated.
+    pub body: Body,
+}
+
+/// Where a task runs.
+#[derive(Clone, Copy)]
+pub enum Body {
+    /// At S-EL1, in the kernel's address space: this function; returning
+    /// ends the task (ext_tsk).
+    Kernel(fn()),
+    /// At S-EL0 in its own address space (the `ctxsw` workload): code and
+    /// pages set up by [`crate::protect`].
+    Protected,
+}
+
+/// The protected tasks: the hand-off pair (the first waits first), and the
+/// one that makes a stray access.
+pub const PROTECTED_TASKS: [TaskId; crate::protect::PROTECTED] = [TaskId(8), TaskId(9), TaskId(10)];
+/// Slot of the stray task in [`PROTECTED_TASKS`].
+pub const STRAY_SLOT: usize = 2;
+
+/// The configured name of `t`.
+pub fn task_name(t: TaskId) -> &'static str {
+    TASK_CONFIG.get(t.0 as usize).map_or("?", |c| c.name)
+}
+
+const fn protected(name: &'static str) -> TaskConfig {
+    TaskConfig {
+        name,
+        core: 0,
+        priority: 12,
+        autostart: false,
+    }
 }
 
 const fn job(core: u8) -> TaskConfig {
@@ -70,7 +101,7 @@ const fn release(core: u8) -> CyclicConfig {
     }
 }
 
-const TASK_CONFIG: [TaskConfig; 8] = [
+const TASK_CONFIG: [TaskConfig; 11] = [
     job(0),
     job(1),
     job(2),
@@ -99,18 +130,46 @@ const TASK_CONFIG: [TaskConfig; 8] = [
         priority: 3,
         autostart: false,
     },
+    protected("chg_a"),
+    protected("chg_b"),
+    protected("stray"),
 ];
 
 /// Task bodies, in `TASK_CONFIG` order.
-pub const TASKS: [TaskDef; 8] = [
-    TaskDef { body: run_job },
-    TaskDef { body: run_job },
-    TaskDef { body: run_job },
-    TaskDef { body: run_job },
-    TaskDef { body: ping },
-    TaskDef { body: pong },
-    TaskDef { body: status },
-    TaskDef { body: run_periodic },
+pub const TASKS: [TaskDef; 11] = [
+    TaskDef {
+        body: Body::Kernel(run_job),
+    },
+    TaskDef {
+        body: Body::Kernel(run_job),
+    },
+    TaskDef {
+        body: Body::Kernel(run_job),
+    },
+    TaskDef {
+        body: Body::Kernel(run_job),
+    },
+    TaskDef {
+        body: Body::Kernel(ping),
+    },
+    TaskDef {
+        body: Body::Kernel(pong),
+    },
+    TaskDef {
+        body: Body::Kernel(status),
+    },
+    TaskDef {
+        body: Body::Kernel(run_periodic),
+    },
+    TaskDef {
+        body: Body::Protected,
+    },
+    TaskDef {
+        body: Body::Protected,
+    },
+    TaskDef {
+        body: Body::Protected,
+    },
 ];
 
 const CYCLICS: [CyclicConfig; DEMO_CORES + 1] = [
@@ -199,6 +258,15 @@ pub fn place(mask: u64, workload: Workload, now: u64) {
         for c in 0..DEMO_CORES {
             if periodic || mask & (1 << c) == 0 {
                 k.stop_cyclic(CyclicId(c as u8)).expect("cyclic exists");
+            }
+        }
+        if let Workload::Ctxsw { core, stray, .. } = workload {
+            // The pair in order: the first to run waits for the second's
+            // hand-off. The checked boot configuration names an RTOS core.
+            let count = if stray { 3 } else { 2 };
+            for &t in &PROTECTED_TASKS[..count] {
+                k.migrate(t, core as u8).expect("checked workload");
+                k.activate(t).expect("a dormant task");
             }
         }
         if let Workload::Periodic {
