@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tandem import scenario
 from tandem.errors import TandemError
-from tandem.exp import domains, lhp, linux_rt
+from tandem.exp import ctxsw, domains, lhp, linux_rt
 from tandem.exp.common import num, read_summary
 from tandem.paths import RESULTS
 from tandem.results import PARTIAL, PartialRun, write_atomic
@@ -31,7 +31,7 @@ class Experiment:
 
 REGISTRY = {
     m.NAME: Experiment(m.NAME, m.SCHEMA, m.run, m.finish, m.report)
-    for m in (domains, linux_rt, lhp)
+    for m in (domains, linux_rt, lhp, ctxsw)
 }
 
 
