@@ -120,7 +120,7 @@ def test_config_policies_and_boot_blob() -> None:
     blob = hetero.boot_blob(4)
     assert len(blob) == 64
     assert blob[:8] == b"TNDMBOOT"
-    assert blob[8:16] == struct.pack("<II", 3, 4)
+    assert blob[8:16] == struct.pack("<II", 4, 4)
     assert list(blob[16:24]) == [2, 2, 2, 1, 2, 2, 2, 2]
     assert blob[24:] == bytes(40), "no workload: the demo; no features"
     periodic = Workload(core=3, period_us=1000, work_us=500, dispatch="migrate")

@@ -152,7 +152,11 @@ def test_monitor_refuses_a_bad_boot_configuration_and_powers_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def stale(
-        self: PlatformConfig, smp: int, workload: object = None, steal_time: bool = False
+        self: PlatformConfig,
+        smp: int,
+        workload: object = None,
+        steal_time: bool = False,
+        ctxsw: object = None,
     ) -> bytes:
         # A harness older than the firmware: layout version 1.
         blob = bytearray(good(self, smp))
