@@ -86,9 +86,13 @@ pub fn slot(t: usize) -> Option<usize> {
     app::PROTECTED_TASKS.iter().position(|p| p.0 as usize == t)
 }
 
-fn space_pa(space: usize) -> u64 {
+fn space_ptr(space: usize) -> *mut AddressSpace {
     // SAFETY: only the address is taken.
-    (unsafe { addr_of_mut!(SPACES[space]) }) as u64
+    unsafe { addr_of_mut!(SPACES[space]) }
+}
+
+fn space_pa(space: usize) -> u64 {
+    space_ptr(space) as u64
 }
 
 fn area(slot: usize) -> u64 {
@@ -161,7 +165,7 @@ pub fn init(workload: Workload) {
         let result = if space == 0 {
             // SAFETY: no core uses the tables yet (MMUs are off) and only
             // this core builds them.
-            unsafe { (*addr_of_mut!(SPACES[0])).build(pa, kernel, &[]) }
+            unsafe { (*space_ptr(0)).build(pa, kernel, &[]) }
         } else {
             let data = Mapping {
                 base: area(space - 1),
@@ -169,7 +173,7 @@ pub fn init(workload: Workload) {
                 kind: Kind::UserData,
             };
             // SAFETY: as above.
-            unsafe { (*addr_of_mut!(SPACES[space])).build(pa, kernel, &[code, data]) }
+            unsafe { (*space_ptr(space)).build(pa, kernel, &[code, data]) }
         };
         if let Err(e) = result {
             panic!("address space {space}: {e:?}");
