@@ -101,12 +101,24 @@ def test_report_from_a_summary(tmp_path: Path) -> None:
         "quick": True,
         "smp": 1,
         "rows": rows,
-        "handoff_path_instructions": {"asid": 740.0, "flush": 741.0},
+        "handoff_path": [
+            {
+                "mode": mode,
+                "pages": 0,
+                "samples": 399,
+                "median_instructions": n,
+                "min_instructions": n,
+                "max_instructions": n + 2,
+                "by_function": {"sched::system_call": 200, "protect::enter": n - 200},
+            }
+            for mode, n in (("asid", 734), ("flush", 736))
+        ],
     }
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     ctxsw.finish(tmp_path, summary, "./tandem exp run ctxsw --quick")
     text = (tmp_path / "report.md").read_text()
-    assert "asid 740, flush 741 instructions" in text
+    assert "| asid | 0 | 399 | 734 | 734 | 736 |" in text
+    assert "| `protect::enter` | 534 |" in text
     assert "100 switches in 7.5 s" in text and "vmsa_ttbr_write" in text
     assert (tmp_path / "per_switch.png").stat().st_size > 0
 
@@ -167,6 +179,7 @@ def test_experiment_runs_tiny(tmp_path: Path) -> None:
         "timings": ["virtual"],
         "switches": 2000,
         "pages": [0, 8],
+        "path_switches": 200,
     }
     out = exp.run("ctxsw", quick=True, overrides=overrides, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
@@ -179,10 +192,15 @@ def test_experiment_runs_tiny(tmp_path: Path) -> None:
         assert set(ctxsw.COLUMNS) <= set(r)
         assert r["timing"] == "virtual" and r["switches"] == 2000
         assert 100 < r["best_per_switch_ns"] <= r["per_switch_ns"] < 100_000
-    path = summary["handoff_path_instructions"]
-    assert set(path) == {"asid", "flush"}
-    # Writing pages adds instructions; flush adds a few (the tlbi) in this mode.
+    paths = {p["mode"]: p for p in summary["handoff_path"]}
+    assert set(paths) == {"asid", "flush"}
     by = {(r["mode"], r["pages"]): r["best_per_switch_ns"] for r in rows}
+    for mode, p in paths.items():
+        # The log's count and the counter's time (1 instruction = 1 ns) agree.
+        assert p["samples"] >= 100
+        assert abs(p["median_instructions"] - by[(mode, 0)]) <= 8, (p, by)
+        assert "sched::system_call" in p["by_function"]
+    # Writing pages adds instructions; flush adds a few (the tlbi) in this mode.
     assert by[("asid", 8)] > by[("asid", 0)]
     assert 0 < by[("flush", 0)] - by[("asid", 0)] < 20
     for f in ("summary.csv", "report.md", "per_switch.png"):

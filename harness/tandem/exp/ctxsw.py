@@ -16,8 +16,11 @@ it) is the instruction count of the hand-off path.
 
 from __future__ import annotations
 
+import re
+import shutil
 import statistics
 import struct
+from collections import Counter
 from pathlib import Path
 
 from tandem.board import load_board
@@ -32,9 +35,11 @@ from tandem.exp.common import (
     read_summary,
     write_summary,
 )
-from tandem.qemu import TIMINGS, BootOptions
+from tandem.paths import ROOT
+from tandem.qemu import TIMINGS, BootOptions, run_exec
 from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
+from tandem.switchcost import LOWER_SYNC, Log, Symbols, parse
 
 NAME = "ctxsw"
 MODES = tuple(TLB_MODES)
@@ -48,7 +53,17 @@ SCHEMA = {
     "switches": Key(int, "hand-offs per boot", minimum=2, maximum=100_000_000),
     "smp": Key(int, "cores (the tasks run on the last)", minimum=1, maximum=8),
     "host_reps": Key(int, "boots per cell in host timing", minimum=1, maximum=100),
+    "path_switches": Key(
+        int, "hand-offs in the boot that counts the path from QEMU's log", minimum=2, maximum=10_000
+    ),
 }
+RTOS_ELF = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release" / "tandem-rtos"
+# The RTOS's code (and the protected tasks' code) lies in the first MiB of
+# its RAM (boards/qemu-virt.toml): what QEMU logs.
+RTOS_CODE = "0xe100000..0xe1fffff"
+# Vector offsets: IRQ from S-EL1 and from S-EL0.
+CURRENT_IRQ = 0x280
+LOWER_IRQ = 0x480
 
 RESULT = "@@CTXSW@@"
 # abi/src/shm.rs: CTXSW_OFFSET and the record's states.
@@ -141,6 +156,90 @@ def per_switch(record: dict[str, int], counter_hz: int) -> tuple[float, float]:
     return mean, best
 
 
+def _short(name: str) -> str:
+    """`tandem_rtos::sched::system_call::h0123456789abcdef` -> `sched::system_call`."""
+    return "::".join(re.sub(r"::h[0-9a-f]{16}$", "", name).split("::")[-2:])
+
+
+def hand_off_cycles(log: Log, symbols: Symbols, vectors: int) -> list[Counter[str]]:
+    """Every hand-off cycle in QEMU's log: from one entry of the S-EL0
+    synchronous vector (a task's `svc`) to the next, by function; cycles
+    with an interrupt in them are left out."""
+    sync = vectors + LOWER_SYNC
+    irqs = {vectors + CURRENT_IRQ, vectors + LOWER_IRQ}
+    cycles: list[Counter[str]] = []
+    current: Counter[str] | None = None
+    for pc in log.executed:
+        if pc == sync:
+            if current is not None:
+                cycles.append(current)
+            current = Counter()
+        if current is None:
+            continue
+        if pc in irqs:
+            current = None
+            continue
+        block = log.blocks.get(pc)
+        if block is None:
+            current = None
+            continue
+        for address, _ in block:
+            current[_short(symbols.name(address))] += 1
+    return cycles
+
+
+def count_path(
+    s: Scenario, mode: str, pages: int, raw: Path, progress: Progress
+) -> dict[str, object]:
+    """The hand-off path in instructions, counted from QEMU's execution log
+    (as `tandem bench switch` does): the median cycle, and where it goes."""
+    if not RTOS_ELF.exists():
+        raise TandemError(f"{RTOS_ELF} missing (run `make build`)")
+    label = f"path-{mode}-{pages}p"
+    progress.next(label)
+    options = BootOptions(
+        timing="virtual",
+        smp=1,
+        ctxsw=Ctxsw(core=0, mode=mode, pages=pages, switches=s.integer("path_switches")),
+        extra_qemu_args=(
+            "-d",
+            "in_asm,exec,nochain",
+            "-dfilter",
+            RTOS_CODE,
+            "-D",
+            "{run_dir}/exec.log",
+        ),
+    )
+    result = run_exec(options, script(), timeout_s=1800)
+    raw.mkdir(parents=True, exist_ok=True)
+    shutil.copy(result.console_log, raw / f"{label}.console.log")
+    where = f"{label} (console: {result.console_log})"
+    if result.status != 0:
+        raise TandemError(f"{where}: the script exited with {result.status}")
+    parse_record(result.lines, where)
+    log_path = result.console_log.parent / "exec.log"
+    with log_path.open() as f:
+        log = parse(f)
+    log_path.unlink()
+    symbols = Symbols.load([RTOS_ELF])
+    cycles = hand_off_cycles(log, symbols, symbols.address("vectors"))
+    if len(cycles) < s.integer("path_switches") // 2:
+        raise TandemError(f"{where}: only {len(cycles)} hand-off cycles in QEMU's log")
+    totals = sorted(sum(c.values()) for c in cycles)
+    median = statistics.median_low(totals)
+    typical = next(c for c in cycles if sum(c.values()) == median)
+    progress.note(f"{median} instructions per hand-off ({len(cycles)} cycles)")
+    return {
+        "mode": mode,
+        "pages": pages,
+        "samples": len(cycles),
+        "median_instructions": median,
+        "min_instructions": totals[0],
+        "max_instructions": totals[-1],
+        "by_function": dict(typical.most_common()),
+    }
+
+
 def run(s: Scenario, out: Path) -> dict[str, object]:
     counter_hz = load_board().counter_hz
     smp = s.integer("smp")
@@ -151,7 +250,9 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
         for mode in s.texts("modes")
     ]
     boots = sum(1 if t == "virtual" else s.integer("host_reps") for t, _, _ in cells)
-    progress = Progress(NAME, boots)
+    path_pages = min(s.integers("pages"))
+    counted = "virtual" in s.texts("timings")
+    progress = Progress(NAME, boots + (len(s.texts("modes")) if counted else 0))
     rows: list[dict[str, object]] = []
     raw = out / "raw"
     for timing, mode, pages in cells:
@@ -186,11 +287,11 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
                 "boots": reps,
             }
         )
-    path = {
-        str(r["mode"]): r["best_per_switch_ns"]
-        for r in rows
-        if r["timing"] == "virtual" and r["pages"] == min(s.integers("pages"))
-    }
+    paths = (
+        [count_path(s, mode, path_pages, raw, progress) for mode in s.texts("modes")]
+        if counted
+        else []
+    )
     summary: dict[str, object] = {
         "experiment": NAME,
         "timing": s.text("timing"),
@@ -198,8 +299,8 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
         "smp": smp,
         "scenario": s.values,
         "rows": rows,
-        # Virtual timing: ns = instructions; the best batch has no interrupt.
-        "handoff_path_instructions": path,
+        # Counted from QEMU's execution log: one hand-off, svc to svc.
+        "handoff_path": paths,
     }
     write_summary(out, summary, COLUMNS)
     return summary
@@ -247,7 +348,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
 def report(run_dir: Path, command: str) -> str:
     summary = read_summary(run_dir, NAME)
     rows = _rows(summary)
-    path = summary.get("handoff_path_instructions")
+    paths = summary.get("handoff_path")
     out = [
         "# ctxsw: protected tasks, ASID-tagged switch vs TLB flush (paper 004)",
         "",
@@ -274,18 +375,39 @@ def report(run_dir: Path, command: str) -> str:
             f"{r['boots']} |"
         )
     out += ["", "## The hand-off path in instructions", ""]
-    if isinstance(path, dict) and path:
+    if isinstance(paths, list) and paths:
         out.append(
-            "Virtual timing counts one nanosecond per instruction, so the best batch's "
-            "per-switch time is the instruction count of one hand-off: "
-            + ", ".join(f"{m} {v:.0f}" for m, v in path.items())
-            + " instructions, from one task's `svc` through the kernel (SVC entry, the "
-            "kernel lock, `hand_off`, dispatch, the timer re-armed, TTBR0 written, and in "
-            "`flush` mode the TLB invalidated) and back out to the other task, including "
-            "the few instructions of the task's own loop."
+            "Counted from QEMU's execution log (`-d in_asm,exec,nochain`, as `tandem bench "
+            "switch` does), virtual timing, one core: one cycle is from a task's `svc` (the "
+            "S-EL0 synchronous vector) to the next task's `svc`: SVC entry, the kernel lock, "
+            "`hand_off`, dispatch, the timer re-armed, TTBR0 written (and in `flush` mode "
+            "the TLB invalidated), the exit to the other task, and that task's own loop "
+            "up to its `svc`. Cycles with an interrupt in them are left out."
         )
+        out += ["", "| mode | pages | cycles | median | min | max |", "|---|---|---|---|---|---|"]
+        for p in paths:
+            out.append(
+                f"| {p['mode']} | {p['pages']} | {p['samples']} | {p['median_instructions']} | "
+                f"{p['min_instructions']} | {p['max_instructions']} |"
+            )
+        first = paths[0]
+        by = first.get("by_function")
+        if isinstance(by, dict):
+            out += [
+                "",
+                f"Where the median `{first['mode']}` cycle goes (instructions by function):",
+                "",
+                "| function | instructions |",
+                "|---|---|",
+            ]
+            out += [f"| `{name}` | {count} |" for name, count in by.items()]
+        out += [
+            "",
+            "The virtual-timing rows above agree: their best-batch ns per hand-off is the "
+            "same path timed by the counter (one instruction = one ns).",
+        ]
     else:
-        out.append("No virtual-timing cell in this run: no instruction count.")
+        out.append("No virtual-timing cell in this run: the path was not counted.")
     out += [
         "",
         "## Beside the paper",
