@@ -199,7 +199,7 @@ def test_experiment_runs_tiny(tmp_path: Path) -> None:
         # The log's count and the counter's time (1 instruction = 1 ns) agree.
         assert p["samples"] >= 100
         assert abs(p["median_instructions"] - by[(mode, 0)]) <= 8, (p, by)
-        assert "sched::system_call" in p["by_function"]
+        assert "sched::switch" in p["by_function"]
     # Writing pages adds instructions; flush adds a few (the tlbi) in this mode.
     assert by[("asid", 8)] > by[("asid", 0)]
     assert 0 < by[("flush", 0)] - by[("asid", 0)] < 20
