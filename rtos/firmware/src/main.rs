@@ -50,7 +50,7 @@ extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: u64) -> ! {
             core::hint::spin_loop();
         }
     }
-    protect::enable_mmu(core);
+    protect::enable_mmu();
     hw::init_core(core);
     // Run the scheduler once at start: autostart tasks, first timer.
     hw::send_reschedule(core);

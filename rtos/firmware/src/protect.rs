@@ -11,6 +11,10 @@
 
 use crate::entry::{Frame, MAX_CORES};
 use crate::{app, log};
+use arm_sysregs::el1::accessors::{
+    read_sctlr_el1, write_mair_el1, write_sctlr_el1, write_tcr_el1, write_ttbr0_el1,
+};
+use arm_sysregs::el1::registers::{MairEl1, SctlrEl1, TcrEl1, Ttbr0El1};
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use tandem_abi::boot::{CTXSW_ASID, CTXSW_FLUSH, TlbMode as BootTlbMode, Workload};
@@ -56,8 +60,6 @@ static ON: AtomicBool = AtomicBool::new(false);
 static FLUSH: AtomicBool = AtomicBool::new(false);
 static PAGES: AtomicU32 = AtomicU32::new(0);
 static SWITCHES: AtomicU64 = AtomicU64::new(0);
-/// TTBR0 each core runs with now.
-static TTBR: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
 /// Address space index (0: kernel) each core runs with now.
 static SPACE_OF_CORE: [AtomicU8; MAX_CORES] = [const { AtomicU8::new(0) }; MAX_CORES];
 
@@ -210,37 +212,28 @@ fn clear_record(mode: u32, pages: u32) {
 
 /// Turns this core's MMU on with the kernel's address space (ASID 0), if
 /// the workload wants protected tasks.
-pub fn enable_mmu(core: usize) {
+pub fn enable_mmu() {
     if !on() {
         return;
     }
     let ttbr = tandem_rtos_mm::ttbr0(space_pa(0), 0);
-    TTBR[core].store(ttbr, Ordering::Relaxed);
+    // SAFETY: the tables are complete (built before any core got here) and
+    // the MMU is still off, so these registers take effect only below.
+    unsafe {
+        core::arch::asm!("dsb ish", options(nostack));
+        write_mair_el1(MairEl1::from_bits_retain(tandem_rtos_mm::MAIR));
+        write_tcr_el1(TcrEl1::from_bits_retain(tandem_rtos_mm::TCR));
+        write_ttbr0_el1(Ttbr0El1::from_bits_retain(ttbr));
+        core::arch::asm!("isb", "tlbi vmalle1", "dsb nsh", "isb", options(nostack));
+    }
+    let sctlr = read_sctlr_el1() | SctlrEl1::from_bits_retain(tandem_rtos_mm::SCTLR_ON);
     // SAFETY: the tables map everything the RTOS touches (its RAM, devices,
     // the shared region) at the same address, so execution continues
-    // unchanged once translation is on; the TLB is invalidated first.
+    // unchanged once translation is on; the TLB was invalidated above.
     unsafe {
-        core::arch::asm!(
-            "dsb ish",
-            "msr mair_el1, {mair}",
-            "msr tcr_el1, {tcr}",
-            "msr ttbr0_el1, {ttbr}",
-            "isb",
-            "tlbi vmalle1",
-            "dsb nsh",
-            "isb",
-            "mrs {t}, sctlr_el1",
-            "orr {t}, {t}, {on}",
-            "msr sctlr_el1, {t}",
-            "isb",
-            mair = in(reg) tandem_rtos_mm::MAIR,
-            tcr = in(reg) tandem_rtos_mm::TCR,
-            ttbr = in(reg) ttbr,
-            on = in(reg) tandem_rtos_mm::SCTLR_ON,
-            t = out(reg) _,
-            options(nostack)
-        )
-    };
+        write_sctlr_el1(sctlr);
+        core::arch::asm!("isb", options(nostack));
+    }
 }
 
 /// Before resuming task `t` on `core`: its address space, if it is
@@ -259,24 +252,24 @@ pub fn enter(core: usize, t: usize) {
     let mode = if flush { TlbMode::Flush } else { TlbMode::Asid };
     let asid = tandem_rtos_mm::asid(mode, slot).expect("few protected tasks");
     let ttbr = tandem_rtos_mm::ttbr0(space_pa(space), asid);
-    TTBR[core].store(ttbr, Ordering::Relaxed);
+    // SAFETY: the new tables map the kernel exactly as the old ones did, so
+    // the kernel runs on unchanged; only the task pages differ.
+    unsafe {
+        write_ttbr0_el1(Ttbr0El1::from_bits_retain(ttbr));
+        core::arch::asm!("isb", options(nostack));
+    }
     if flush {
-        // SAFETY: the new tables map the kernel as the old ones did; the
-        // whole TLB (all ASIDs, global entries too) is invalidated.
-        unsafe {
-            core::arch::asm!("msr ttbr0_el1, {}", "isb", "tlbi vmalle1", "dsb nsh", "isb",
-                in(reg) ttbr, options(nostack))
-        };
-    } else {
-        // SAFETY: as above; entries of other ASIDs stay but cannot match.
-        unsafe { core::arch::asm!("msr ttbr0_el1, {}", "isb", in(reg) ttbr, options(nostack)) };
+        // SAFETY: invalidating the whole TLB (all ASIDs, global entries
+        // too) only costs walks; entries of other ASIDs stay in `asid` mode
+        // but cannot match.
+        unsafe { core::arch::asm!("tlbi vmalle1", "dsb nsh", "isb", options(nostack)) };
     }
 }
 
-/// A fresh frame for protected task `t` (slot `slot`): it starts at its
+/// A fresh frame for the protected task in `slot`: it starts at its
 /// S-EL0 entry point with its own stack page; `kernel_top` is the top of its
 /// kernel stack, where the frame goes.
-pub fn fresh_frame(t: usize, slot: usize, kernel_top: usize) -> usize {
+pub fn fresh_frame(slot: usize, kernel_top: usize) -> usize {
     let frame = (kernel_top - core::mem::size_of::<Frame>()) as *mut Frame;
     let base = area(slot);
     let mut x = [0u64; 31];
@@ -292,7 +285,6 @@ pub fn fresh_frame(t: usize, slot: usize, kernel_top: usize) -> usize {
         x[3] = slot as u64;
         handoff_entry as *const () as u64
     };
-    let _ = t;
     // SAFETY: the frame lies at the top of this task's kernel stack, which
     // nothing uses while the task does not run.
     unsafe {

@@ -73,7 +73,7 @@ fn fresh_frame(task: usize) -> usize {
     // written below and the task does not run while we do it.
     let top = unsafe { core::ptr::addr_of_mut!(TASK_STACKS[task]) } as usize + TASK_STACK;
     if let Some(slot) = protect::slot(task) {
-        return protect::fresh_frame(task, slot, top);
+        return protect::fresh_frame(slot, top);
     }
     let frame = (top - core::mem::size_of::<Frame>()) as *mut Frame;
     let mut x = [0u64; 31];
