@@ -73,24 +73,31 @@ pub const FEATURE_STEAL_TIME: u32 = 1 << 0;
 /// Every feature bit this layout defines.
 pub const FEATURES_KNOWN: u32 = FEATURE_STEAL_TIME;
 
-/// What the RTOS runs, as it lies in the blob.
+/// What the RTOS runs, as it lies in the blob. The fields are named after
+/// the periodic workload; the context-switch workload gives them other
+/// meanings (read them through [`Workload`]).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkloadConfig {
-    /// [`WORKLOAD_DEMO`] or [`WORKLOAD_PERIODIC`].
+    /// [`WORKLOAD_DEMO`], [`WORKLOAD_PERIODIC`] or [`WORKLOAD_CTXSW`].
     pub kind: u32,
-    /// Periodic: the core its cyclic handler runs on.
+    /// Periodic: the core its cyclic handler runs on. Ctxsw: the core the
+    /// protected tasks run on.
     pub core: u32,
-    /// Periodic: release period, µs.
+    /// Periodic: release period, µs. Ctxsw: hand-offs to make
+    /// ([`MIN_SWITCHES`]..=[`MAX_SWITCHES`]).
     pub period_us: u32,
-    /// Periodic: busy work per job, µs of counter time.
+    /// Periodic: busy work per job, µs of counter time. Ctxsw: pages each
+    /// task writes between two hand-offs (0..=[`MAX_PAGES`]).
     pub work_us: u32,
-    /// Periodic: [`DISPATCH_STATIC`] or [`DISPATCH_MIGRATE`].
+    /// Periodic: [`DISPATCH_STATIC`] or [`DISPATCH_MIGRATE`]. Ctxsw:
+    /// [`CTXSW_ASID`] or [`CTXSW_FLUSH`].
     pub dispatch: u32,
     /// Periodic: work per job in alternate phases, µs (a load that changes).
+    /// Ctxsw: option bits ([`CTXSW_STRAY`]).
     pub alt_work_us: u32,
     /// Periodic: switch between `work_us` and `alt_work_us` every this many
-    /// ms; 0: never (constant load).
+    /// ms; 0: never (constant load). Ctxsw: zero.
     pub alt_every_ms: u32,
     /// Zero.
     pub reserved: u32,
@@ -102,6 +109,22 @@ pub const WORKLOAD_DEMO: u32 = 0;
 /// One periodic task (paper 000's dummy task): a cyclic handler on one core
 /// releases a task that busy-loops for a set time.
 pub const WORKLOAD_PERIODIC: u32 = 1;
+/// Protected tasks at S-EL0 hand a value back and forth (paper 004's
+/// `sys_chg`), each in its own address space; the demo runs beside them.
+pub const WORKLOAD_CTXSW: u32 = 2;
+/// Ctxsw: each protected task has its own ASID; a switch writes TTBR0 only.
+pub const CTXSW_ASID: u32 = 0;
+/// Ctxsw: one ASID for all, the TLB invalidated on every switch.
+pub const CTXSW_FLUSH: u32 = 1;
+/// Ctxsw option: a third protected task makes a stray access (the fault
+/// path: it is reported and stopped, everything else runs on).
+pub const CTXSW_STRAY: u32 = 1 << 0;
+/// Fewest hand-offs accepted.
+pub const MIN_SWITCHES: u32 = 2;
+/// Most hand-offs accepted.
+pub const MAX_SWITCHES: u32 = 100_000_000;
+/// Most pages a protected task writes between hand-offs.
+pub const MAX_PAGES: u32 = 256;
 /// The periodic task always starts on its handler's core.
 pub const DISPATCH_STATIC: u32 = 0;
 /// The periodic task starts on a core where Linux holds no spin lock
@@ -119,6 +142,15 @@ pub enum Dispatch {
     Static,
     /// Around Linux's lock holders.
     Migrate,
+}
+
+/// How protected tasks' address spaces are told apart in the TLB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlbMode {
+    /// An ASID per task.
+    Asid,
+    /// One ASID, the TLB flushed on every switch.
+    Flush,
 }
 
 /// A checked workload.
@@ -140,6 +172,19 @@ pub enum Workload {
         alt_work_us: u32,
         /// Phase length, ms (0: constant load).
         alt_every_ms: u32,
+    },
+    /// Two protected tasks handing a value back and forth (and the demo).
+    Ctxsw {
+        /// The core the protected tasks run on.
+        core: usize,
+        /// How their address spaces are told apart.
+        mode: TlbMode,
+        /// Pages each writes between two hand-offs.
+        pages: u32,
+        /// Hand-offs to make.
+        switches: u32,
+        /// A third protected task makes a stray access.
+        stray: bool,
     },
 }
 
@@ -172,8 +217,10 @@ pub enum BootConfigError {
     /// Period out of [`MIN_PERIOD_US`]..=[`MAX_PERIOD_US`], or work not
     /// shorter than the period.
     WorkloadTiming,
-    /// A dispatch policy that does not exist.
+    /// A dispatch policy (or TLB mode) that does not exist.
     Dispatch(u32),
+    /// Ctxsw: hand-offs or pages out of range, or unknown option bits.
+    WorkloadSize,
     /// Feature bits this layout does not define.
     Features(u32),
     /// RPC server cores that do not exist or run no RTOS (the mask given).
@@ -308,6 +355,31 @@ impl BootConfig {
                     alt_every_ms: w.alt_every_ms,
                 })
             }
+            WORKLOAD_CTXSW => {
+                let core = w.core as usize;
+                if core >= policies.cores() || !policies.of(core).has_rtos() {
+                    return Err(BootConfigError::WorkloadCore(w.core));
+                }
+                let mode = match w.dispatch {
+                    CTXSW_ASID => TlbMode::Asid,
+                    CTXSW_FLUSH => TlbMode::Flush,
+                    other => return Err(BootConfigError::Dispatch(other)),
+                };
+                if !(MIN_SWITCHES..=MAX_SWITCHES).contains(&w.period_us)
+                    || w.work_us > MAX_PAGES
+                    || w.alt_work_us & !CTXSW_STRAY != 0
+                    || w.alt_every_ms != 0
+                {
+                    return Err(BootConfigError::WorkloadSize);
+                }
+                Ok(Workload::Ctxsw {
+                    core,
+                    mode,
+                    pages: w.work_us,
+                    switches: w.period_us,
+                    stray: w.alt_work_us & CTXSW_STRAY != 0,
+                })
+            }
             other => Err(BootConfigError::WorkloadKind(other)),
         }
     }
@@ -432,5 +504,52 @@ mod tests {
             periodic(&linux_on_1, good),
             Err(BootConfigError::WorkloadCore(1))
         );
+    }
+
+    #[test]
+    fn ctxsw_workload_is_checked() {
+        let shared = [Policy::Shared; 2];
+        let good = WorkloadConfig {
+            kind: WORKLOAD_CTXSW,
+            core: 1,
+            period_us: 100_000,
+            work_us: 64,
+            dispatch: CTXSW_FLUSH,
+            alt_work_us: CTXSW_STRAY,
+            ..Default::default()
+        };
+        assert_eq!(
+            periodic(&shared, good),
+            Ok(Workload::Ctxsw {
+                core: 1,
+                mode: TlbMode::Flush,
+                pages: 64,
+                switches: 100_000,
+                stray: true,
+            })
+        );
+        let bad = |f: fn(&mut WorkloadConfig)| {
+            let mut w = good;
+            f(&mut w);
+            periodic(&shared, w)
+        };
+        assert!(matches!(
+            bad(|w| w.dispatch = CTXSW_ASID),
+            Ok(Workload::Ctxsw {
+                mode: TlbMode::Asid,
+                ..
+            })
+        ));
+        assert_eq!(bad(|w| w.core = 2), Err(BootConfigError::WorkloadCore(2)));
+        assert_eq!(bad(|w| w.dispatch = 2), Err(BootConfigError::Dispatch(2)));
+        for f in [
+            (|w: &mut WorkloadConfig| w.period_us = 1) as fn(&mut WorkloadConfig),
+            |w| w.period_us = MAX_SWITCHES + 1,
+            |w| w.work_us = MAX_PAGES + 1,
+            |w| w.alt_work_us = 2,
+            |w| w.alt_every_ms = 1,
+        ] {
+            assert_eq!(bad(f), Err(BootConfigError::WorkloadSize));
+        }
     }
 }

@@ -12,6 +12,7 @@
 //! 0xC0000 Linux spin-wait histogram x 8 (4096 u32 buckets of 64 ticks)
 //! 0xE0000 RTOS dispatch histogram x 8 (4096 u32 buckets of one tick)
 //! 0x100000 stolen-time record x cores (64 B each, Arm PV time, DEN0057A)
+//! 0x108000 context-switch record (64 B, the `ctxsw` workload)
 //! 0x110000 RPC channels (`crate::rpc`)
 //! ```
 
@@ -198,6 +199,50 @@ pub struct StolenTime {
 /// Offset of `core`'s stolen-time record.
 pub const fn steal_offset(core: usize) -> usize {
     STEAL_OFFSET as usize + core * STEAL_RECORD_SIZE as usize
+}
+
+/// Where the context-switch record lies (the `ctxsw` workload; up to
+/// 0x10FFFF is kept for it).
+pub const CTXSW_OFFSET: u32 = 0x10_8000;
+
+const _: () = assert!(steal_offset(crate::boot::MAX_CORES) <= CTXSW_OFFSET as usize);
+const _: () = assert!(core::mem::size_of::<CtxswRecord>() == 64);
+
+/// [`CtxswRecord::state`]: the hand-offs have not started.
+pub const CTXSW_IDLE: u32 = 0;
+/// [`CtxswRecord::state`]: hand-offs running.
+pub const CTXSW_RUNNING: u32 = 1;
+/// [`CtxswRecord::state`]: all hand-offs done; the times are final.
+pub const CTXSW_DONE: u32 = 2;
+
+/// What the RTOS's `ctxsw` workload measured (written by the RTOS only;
+/// Linux reads it). Times are counter ticks.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CtxswRecord {
+    /// [`CTXSW_IDLE`], [`CTXSW_RUNNING`] or [`CTXSW_DONE`], written last.
+    pub state: u32,
+    /// `boot::CTXSW_ASID` or `boot::CTXSW_FLUSH`.
+    pub mode: u32,
+    /// Pages each task writes between two hand-offs.
+    pub pages: u32,
+    /// Hand-offs per batch in `best_batch_ticks`.
+    pub batch: u32,
+    /// Hand-offs done.
+    pub switches: u64,
+    /// Ticks from the first hand-off to the last.
+    pub ticks: u64,
+    /// Fewest ticks any batch of `batch` hand-offs took (one with no
+    /// interrupt in it).
+    pub best_batch_ticks: u64,
+    /// Protected tasks stopped for a stray access.
+    pub faults: u32,
+    /// Task ID of the last one.
+    pub fault_task: u32,
+    /// The address it touched (FAR_EL1).
+    pub fault_address: u64,
+    /// Its syndrome (ESR_EL1).
+    pub fault_esr: u64,
 }
 
 /// Bytes the layout needs for `cores` cores.

@@ -20,7 +20,14 @@ _KEYS = {"description", "default_policy", "cores"}
 # abi/src/boot.rs: workload kinds, dispatch policies, period limits.
 WORKLOAD_DEMO = 0
 WORKLOAD_PERIODIC = 1
+WORKLOAD_CTXSW = 2
 DISPATCH_CODES = {"static": 0, "migrate": 1}
+# abi/src/boot.rs: the ctxsw workload's TLB modes, option bits and limits.
+TLB_MODES = {"asid": 0, "flush": 1}
+CTXSW_STRAY = 1 << 0
+MIN_SWITCHES = 2
+MAX_SWITCHES = 100_000_000
+MAX_PAGES = 256
 # abi/src/boot.rs: feature bits.
 FEATURE_STEAL_TIME = 1 << 0
 # rtos/firmware/src/rpc.rs: the RTOS has RPC server tasks for cores 0..3.
@@ -70,6 +77,51 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class Ctxsw:
+    """The RTOS's context-switch workload (paper 004): two protected tasks at
+    S-EL0 on `core`, each in its own address space, hand a value back and
+    forth `switches` times with sys_chg, each writing `pages` pages of its own
+    between hand-offs; `mode` asid (a tag per task) or flush (the TLB
+    invalidated on every switch). With `stray`, a third protected task reads
+    the kernel's memory and must be stopped. The demo keeps running."""
+
+    core: int
+    mode: str = "asid"
+    pages: int = 0
+    switches: int = 100_000
+    stray: bool = False
+
+    def check(self, config: PlatformConfig, smp: int) -> None:
+        """The monitor and the RTOS refuse a bad workload; say why before booting."""
+        if not 0 <= self.core < smp or config.policy(self.core) == "linux":
+            raise TandemError(
+                f"ctxsw core {self.core}: must be a core running the RTOS "
+                f"(0..{smp - 1}, policy shared or rtos)"
+            )
+        if self.mode not in TLB_MODES:
+            raise TandemError(f"ctxsw mode '{self.mode}': one of {', '.join(TLB_MODES)}")
+        if not 0 <= self.pages <= MAX_PAGES:
+            raise TandemError(f"ctxsw pages {self.pages}: must be 0..{MAX_PAGES}")
+        if not MIN_SWITCHES <= self.switches <= MAX_SWITCHES:
+            raise TandemError(
+                f"ctxsw switches {self.switches}: must be {MIN_SWITCHES}..{MAX_SWITCHES}"
+            )
+
+    def words(self) -> tuple[int, ...]:
+        """The workload's eight words in the boot configuration."""
+        return (
+            WORKLOAD_CTXSW,
+            self.core,
+            self.switches,
+            self.pages,
+            TLB_MODES[self.mode],
+            CTXSW_STRAY if self.stray else 0,
+            0,
+            0,
+        )
+
+
+@dataclass(frozen=True)
 class PlatformConfig:
     """A named configuration: a policy per core."""
 
@@ -107,6 +159,7 @@ class PlatformConfig:
         workload: Workload | None = None,
         steal_time: bool = False,
         rpc_cores: tuple[int, ...] | None = None,
+        ctxsw: Ctxsw | None = None,
     ) -> bytes:
         """The boot configuration the monitor and the RTOS read (abi/src/boot.rs).
         `rpc_cores` None: `default_rpc_cores`."""
@@ -117,6 +170,11 @@ class PlatformConfig:
         self.check_rpc_cores(smp, servers)
         mask = sum(1 << c for c in set(servers))
         tail = struct.pack("<II", FEATURE_STEAL_TIME if steal_time else 0, mask)
+        if ctxsw is not None:
+            if workload is not None:
+                raise TandemError("the RTOS runs one workload: periodic or ctxsw, not both")
+            ctxsw.check(self, smp)
+            return head + struct.pack("<8I", *ctxsw.words()) + tail
         if workload is None:
             return head + struct.pack("<8I", WORKLOAD_DEMO, *[0] * 7) + tail
         workload.check(self, smp)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tandem import capacity, cpio, dtb
 from tandem.board import Board, load_board
-from tandem.configs import Workload, load_config
+from tandem.configs import Ctxsw, Workload, load_config
 from tandem.errors import TandemError
 from tandem.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
 
@@ -51,6 +51,8 @@ class BootOptions:
     disk_mib: int = 0
     # What the RTOS runs (None: its demo application).
     workload: Workload | None = None
+    # Protected tasks handing off (paper 004); instead of `workload`.
+    ctxsw: Ctxsw | None = None
     # How Linux learns what the RTOS takes of each core: none, static (device
     # tree capacities), steal (PV stolen time) or both (tandem/capacity.py).
     capacity: str = "none"
@@ -158,6 +160,7 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
             options.workload,
             steal_time=capacity.uses_steal(options.capacity),
             rpc_cores=options.rpc_cores,
+            ctxsw=options.ctxsw,
         )
     )
 

@@ -157,6 +157,7 @@ def test_monitor_refuses_a_bad_boot_configuration_and_powers_off(
         workload: object = None,
         steal_time: bool = False,
         rpc_cores: object = None,
+        ctxsw: object = None,
     ) -> bytes:
         # A harness older than the firmware: layout version 1.
         blob = bytearray(good(self, smp))

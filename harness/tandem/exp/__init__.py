@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tandem import scenario
 from tandem.errors import TandemError
-from tandem.exp import capacity, domains, lhp, linux_rt, rpc
+from tandem.exp import capacity, ctxsw, domains, lhp, linux_rt, rpc
 from tandem.exp.common import num, read_summary
 from tandem.paths import RESULTS
 from tandem.results import PARTIAL, PartialRun, write_atomic
@@ -31,7 +31,7 @@ class Experiment:
 
 REGISTRY = {
     m.NAME: Experiment(m.NAME, m.SCHEMA, m.run, m.plot, m.report)
-    for m in (domains, linux_rt, lhp, capacity, rpc)
+    for m in (domains, linux_rt, lhp, capacity, rpc, ctxsw)
 }
 
 

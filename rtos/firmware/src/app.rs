@@ -52,8 +52,39 @@ pub const HANDOFF: SemaphoreId = SemaphoreId(0);
 
 /// A task's code.
 pub struct TaskDef {
-    /// Runs when the task is activated; returning ends the task (ext_tsk).
-    pub body: fn(),
+    /// What runs when the task is activated.
+    pub body: Body,
+}
+
+/// Where a task runs.
+#[derive(Clone, Copy)]
+pub enum Body {
+    /// At S-EL1, in the kernel's address space: this function; returning
+    /// ends the task (ext_tsk).
+    Kernel(fn()),
+    /// At S-EL0 in its own address space (the `ctxsw` workload): code and
+    /// pages set up by [`crate::protect`].
+    Protected,
+}
+
+/// The protected tasks: the hand-off pair (the first waits first), and the
+/// one that makes a stray access.
+pub const PROTECTED_TASKS: [TaskId; crate::protect::PROTECTED] = [TaskId(12), TaskId(13), TaskId(14)];
+/// Slot of the stray task in [`PROTECTED_TASKS`].
+pub const STRAY_SLOT: usize = 2;
+
+/// The configured name of `t`.
+pub fn task_name(t: TaskId) -> &'static str {
+    TASK_CONFIG.get(t.0 as usize).map_or("?", |c| c.name)
+}
+
+const fn protected(name: &'static str) -> TaskConfig {
+    TaskConfig {
+        name,
+        core: 0,
+        priority: 12,
+        autostart: false,
+    }
 }
 
 const fn job(core: u8) -> TaskConfig {
@@ -87,7 +118,7 @@ const fn rpc_server(core: u8) -> TaskConfig {
     }
 }
 
-const TASK_CONFIG: [TaskConfig; 12] = [
+const TASK_CONFIG: [TaskConfig; 15] = [
     job(0),
     job(1),
     job(2),
@@ -120,22 +151,58 @@ const TASK_CONFIG: [TaskConfig; 12] = [
     rpc_server(1),
     rpc_server(2),
     rpc_server(3),
+    protected("chg_a"),
+    protected("chg_b"),
+    protected("stray"),
 ];
 
 /// Task bodies, in `TASK_CONFIG` order.
-pub const TASKS: [TaskDef; 12] = [
-    TaskDef { body: run_job },
-    TaskDef { body: run_job },
-    TaskDef { body: run_job },
-    TaskDef { body: run_job },
-    TaskDef { body: ping },
-    TaskDef { body: pong },
-    TaskDef { body: status },
-    TaskDef { body: run_periodic },
-    TaskDef { body: rpc::server },
-    TaskDef { body: rpc::server },
-    TaskDef { body: rpc::server },
-    TaskDef { body: rpc::server },
+pub const TASKS: [TaskDef; 15] = [
+    TaskDef {
+        body: Body::Kernel(run_job),
+    },
+    TaskDef {
+        body: Body::Kernel(run_job),
+    },
+    TaskDef {
+        body: Body::Kernel(run_job),
+    },
+    TaskDef {
+        body: Body::Kernel(run_job),
+    },
+    TaskDef {
+        body: Body::Kernel(ping),
+    },
+    TaskDef {
+        body: Body::Kernel(pong),
+    },
+    TaskDef {
+        body: Body::Kernel(status),
+    },
+    TaskDef {
+        body: Body::Kernel(run_periodic),
+    },
+    TaskDef {
+        body: Body::Kernel(rpc::server),
+    },
+    TaskDef {
+        body: Body::Kernel(rpc::server),
+    },
+    TaskDef {
+        body: Body::Kernel(rpc::server),
+    },
+    TaskDef {
+        body: Body::Kernel(rpc::server),
+    },
+    TaskDef {
+        body: Body::Protected,
+    },
+    TaskDef {
+        body: Body::Protected,
+    },
+    TaskDef {
+        body: Body::Protected,
+    },
 ];
 
 const CYCLICS: [CyclicConfig; DEMO_CORES + 1] = [
@@ -197,7 +264,8 @@ pub static CONFIG: Config = Config {
 
 const _: () = assert!(CONFIG.check().is_ok(), "the RTOS configuration is invalid");
 const _: () = assert!(TASKS.len() == TASK_CONFIG.len());
-const _: () = assert!(RPC_SERVER0.0 as usize + rpc::SERVERS == TASKS.len());
+const _: () = assert!(RPC_SERVER0.0 as usize + rpc::SERVERS == PROTECTED_TASKS[0].0 as usize);
+const _: () = assert!(PROTECTED_TASKS[2].0 as usize + 1 == TASKS.len());
 
 /// Places the tasks on the cores the RTOS really has (`mask`) before any of
 /// them runs: jobs stay with their core, PING and STATUS go to the first
@@ -233,6 +301,15 @@ pub fn place(mask: u64, workload: Workload, rpc_cores: u8, now: u64) {
         for c in 0..DEMO_CORES {
             if periodic || mask & (1 << c) == 0 {
                 k.stop_cyclic(CyclicId(c as u8)).expect("cyclic exists");
+            }
+        }
+        if let Workload::Ctxsw { core, stray, .. } = workload {
+            // The pair in order: the first to run waits for the second's
+            // hand-off. The checked boot configuration names an RTOS core.
+            let count = if stray { 3 } else { 2 };
+            for &t in &PROTECTED_TASKS[..count] {
+                k.migrate(t, core as u8).expect("checked workload");
+                k.activate(t).expect("a dormant task");
             }
         }
         if let Workload::Periodic {

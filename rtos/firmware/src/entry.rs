@@ -33,10 +33,14 @@ pub struct Frame {
     pub elr: u64,
     /// PSTATE to resume with.
     pub spsr: u64,
+    /// The S-EL0 stack pointer (a protected task's; unused by the others).
+    pub sp_el0: u64,
+    /// Keeps the frame a multiple of 16 bytes.
+    pub pad: u64,
 }
 
 const FRAME_SIZE: usize = core::mem::size_of::<Frame>();
-const _: () = assert!(FRAME_SIZE == 34 * 8 && FRAME_SIZE.is_multiple_of(16));
+const _: () = assert!(FRAME_SIZE == 36 * 8 && FRAME_SIZE.is_multiple_of(16));
 
 core::arch::global_asm!(
     r#"
@@ -123,6 +127,8 @@ _start:
     mrs     x1, spsr_el1
     str     x30, [sp, #0xf0]
     stp     x0, x1, [sp, #0x100]
+    mrs     x0, sp_el0
+    str     x0, [sp, #0x110]
     mov     x0, sp
     .endm
 
@@ -143,6 +149,8 @@ sync_entry:
     /* x0 = the frame to resume. */
 restore_frame:
     mov     sp, x0
+    ldr     x0, [sp, #0x110]
+    msr     sp_el0, x0
     ldp     x0, x1, [sp, #0x100]
     msr     elr_el1, x0
     msr     spsr_el1, x1
@@ -188,8 +196,18 @@ vectors:
     b       unexpected_entry        /* FIQs (Linux's) stay masked */
     .balign 0x80
     b       unexpected_entry
-    /* Lower ELs: the RTOS has none. */
-    .rept 8
+    /* Lower EL, AArch64: protected tasks (S-EL0). Their frame goes on
+       their kernel stack (SP_EL1 is its top while they run). */
+    .balign 0x80
+    b       sync_entry
+    .balign 0x80
+    b       irq_entry
+    .balign 0x80
+    b       unexpected_entry        /* FIQs stay masked at S-EL0 too */
+    .balign 0x80
+    b       unexpected_entry
+    /* Lower EL, AArch32: none. */
+    .rept 4
     .balign 0x80
     b       unexpected_entry
     .endr

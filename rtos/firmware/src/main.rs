@@ -9,6 +9,7 @@ mod app;
 mod console;
 mod entry;
 mod hw;
+mod protect;
 mod rpc;
 mod sched;
 mod stats;
@@ -38,6 +39,7 @@ extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: u64) -> ! {
         stats::set_cores(mask);
         let (workload, rpc_cores) = read_boot_config();
         rpc::init(rpc_cores);
+        protect::init(workload);
         app::place(mask, workload, rpc_cores, hw::now());
         log!(
             core,
@@ -50,6 +52,7 @@ extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: u64) -> ! {
             core::hint::spin_loop();
         }
     }
+    protect::enable_mmu();
     hw::init_core(core);
     // Run the scheduler once at start: autostart tasks, first timer.
     hw::send_reschedule(core);
@@ -131,16 +134,23 @@ extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
     sched::after_interrupt(core, frame, events)
 }
 
-/// ESR exception class of an SVC from AArch64.
-const EC_SVC64: u64 = 0x15;
-
-/// Synchronous exception at S-EL1: a system call, or a bug in the RTOS.
+/// Synchronous exception at S-EL1: a system call, a protected task's
+/// fault, or a bug in the RTOS.
 extern "C" fn sync_handler(frame: *mut Frame) -> *mut Frame {
-    let esr: u64;
-    // SAFETY: reading ESR has no side effects.
-    unsafe { core::arch::asm!("mrs {}, esr_el1", out(reg) esr, options(nomem, nostack)) };
-    if esr >> 26 == EC_SVC64 {
+    let (esr, far): (u64, u64);
+    // SAFETY: reading ESR and FAR has no side effects.
+    unsafe {
+        core::arch::asm!("mrs {}, esr_el1", "mrs {}, far_el1", out(reg) esr, out(reg) far,
+            options(nomem, nostack))
+    };
+    let what = tandem_rtos_mm::classify(esr);
+    if !what.is_fault() {
         return sched::system_call(core_index(), frame);
+    }
+    // SAFETY: the frame was just saved by the vector code on this stack.
+    if unsafe { (*frame).spsr } & 0xF == 0 {
+        // From S-EL0: a protected task touched what is not its own.
+        return sched::fault(core_index(), frame, what, esr, far);
     }
     // SAFETY: the frame was just saved by the vector code on this stack.
     let elr = unsafe { (*frame).elr };

@@ -8,7 +8,7 @@
 //! frames (FMP's giant lock); cross-core dispatch goes by an SGI.
 
 use crate::entry::{Frame, MAX_CORES};
-use crate::{app, hw};
+use crate::{app, hw, protect};
 use tandem_lock::SpinLock;
 use tandem_rtos_kernel::{CyclicId, Done, Error, Kernel, MAX_CYCLICS, TaskId, WaitResult};
 
@@ -57,17 +57,24 @@ pub fn with_kernel<R>(f: impl FnOnce(&mut Kernel) -> R) -> R {
     hw::without_interrupts(|| f(&mut SCHED.lock().as_mut().expect("scheduler initialised").kernel))
 }
 
-/// First instruction of every task.
+/// First instruction of every kernel task (protected tasks start at S-EL0,
+/// see [`protect`]).
 extern "C" fn task_entry(task: usize) -> ! {
-    (app::TASKS[task].body)();
+    if let app::Body::Kernel(body) = app::TASKS[task].body {
+        body();
+    }
     crate::syscall::exit()
 }
 
-/// A frame that starts `task` from its entry point, at the top of its stack.
+/// A frame that starts `task` from its entry point, at the top of its stack
+/// (for a protected task, its kernel stack).
 fn fresh_frame(task: usize) -> usize {
     // SAFETY: only the address of this task's stack is taken; the frame is
     // written below and the task does not run while we do it.
     let top = unsafe { core::ptr::addr_of_mut!(TASK_STACKS[task]) } as usize + TASK_STACK;
+    if let Some(slot) = protect::slot(task) {
+        return protect::fresh_frame(slot, top);
+    }
     let frame = (top - core::mem::size_of::<Frame>()) as *mut Frame;
     let mut x = [0u64; 31];
     x[0] = task as u64;
@@ -79,6 +86,8 @@ fn fresh_frame(task: usize) -> usize {
             entered: 0,
             elr: task_entry as *const () as u64,
             spsr: SPSR_TASK,
+            sp_el0: 0,
+            pad: 0,
         })
     };
     frame as usize
@@ -122,6 +131,9 @@ fn switch(s: &mut Sched, core: usize, frame: *mut Frame) -> *mut Frame {
     if s.fresh[i] {
         s.fresh[i] = false;
         s.frames[i] = fresh_frame(i);
+    }
+    if protect::on() {
+        protect::enter(core, i);
     }
     let resumed = s.frames[i] as *mut Frame;
     if s.awaiting[i] {
@@ -173,7 +185,19 @@ pub fn system_call(core: usize, frame: *mut Frame) -> *mut Frame {
     // SAFETY: the vector code just saved this frame on the caller's stack.
     let regs = unsafe { &mut *frame };
     let now = hw::now();
-    let result = crate::syscall::serve(&mut s.kernel, caller, &regs.x, now);
+    let from_el0 = regs.spsr & 0xF == 0;
+    let number = regs.x[8];
+    let result = if from_el0 && !crate::syscall::el0_allowed(number) {
+        Err(Error::Parameter)
+    } else if from_el0 && number == crate::syscall::CHG && !protect::hand_off_allowed() {
+        // The measurement is over: the pair stops.
+        Err(Error::Object)
+    } else {
+        crate::syscall::serve(&mut s.kernel, caller, &regs.x, now)
+    };
+    if from_el0 && number == crate::syscall::CHG && result.is_ok() {
+        protect::handed_off(now);
+    }
     match &result {
         Ok(Done::Now(v)) => encode(frame, Ok(*v)),
         Ok(Done::Blocked) => s.awaiting[caller.0 as usize] = true,
@@ -184,5 +208,30 @@ pub fn system_call(core: usize, frame: *mut Frame) -> *mut Frame {
     if crate::syscall::is_exit(&regs.x) && result.is_ok() {
         s.fresh[caller.0 as usize] = true;
     }
+    switch(s, core, frame)
+}
+
+/// The protected task running on `core` faulted (`esr`, `far`): reports it,
+/// stops it, and returns the frame to resume instead.
+pub fn fault(
+    core: usize,
+    frame: *mut Frame,
+    what: tandem_rtos_mm::Exception,
+    esr: u64,
+    far: u64,
+) -> *mut Frame {
+    let mut guard = SCHED.lock();
+    let s = guard.as_mut().expect("scheduler initialised");
+    let Some(t) = s.current[core] else {
+        panic!("S-EL0 exception with no task on core {core}");
+    };
+    // SAFETY: the vector code just saved this frame.
+    let elr = unsafe { (*frame).elr };
+    protect::report_fault(core, t, what, esr, far, elr);
+    s.kernel
+        .terminate(t)
+        .expect("the faulting task was running");
+    s.fresh[t.0 as usize] = true;
+    s.awaiting[t.0 as usize] = false;
     switch(s, core, frame)
 }

@@ -25,6 +25,17 @@ const MIGRATE: u64 = 12;
 const START_CYCLIC: u64 = 13;
 const STOP_CYCLIC: u64 = 14;
 const YIELD: u64 = 15;
+/// sys_chg(task, value): hand `value` to `task`, which waits in a hand-off,
+/// and switch to it; returns the value handed back.
+pub const CHG: u64 = 16;
+/// Wait for a value from sys_chg (timeout in x0).
+const WAIT_HAND_OFF: u64 = 17;
+
+/// Whether a protected task (S-EL0) may make system call `number`: only
+/// those that act on the caller itself or hand off to a peer.
+pub fn el0_allowed(number: u64) -> bool {
+    matches!(number, EXIT | SLEEP | DELAY | YIELD | CHG | WAIT_HAND_OFF)
+}
 
 /// Wait forever.
 pub const FOREVER: Ticks = u64::MAX;
@@ -82,6 +93,8 @@ pub fn serve(k: &mut Kernel, caller: TaskId, x: &[u64; 31], now: Ticks) -> Resul
         START_CYCLIC => done(k.start_cyclic(CyclicId(id(a0)?), now)),
         STOP_CYCLIC => done(k.stop_cyclic(CyclicId(id(a0)?))),
         YIELD => done(k.yield_task(caller)),
+        CHG => k.hand_off(caller, TaskId(id(a0)?), a1 as usize),
+        WAIT_HAND_OFF => k.wait_hand_off(caller, timeout(a0), now),
         _ => Err(Error::Parameter),
     }
 }
@@ -127,4 +140,39 @@ pub fn signal(s: SemaphoreId) -> Result<(), i32> {
 /// wai_sem / twai_sem / pol_sem.
 pub fn wait(s: SemaphoreId, timeout: Ticks) -> Result<(), i32> {
     call(WAIT_SEMAPHORE, [s.0.into(), timeout, 0, 0]).map(drop)
+}
+
+// ----- The task side for protected tasks: inlined into their S-EL0 code,
+// which may call nothing in the kernel's pages. -----
+
+#[inline(always)]
+fn user_call(number: u64, a0: u64, a1: u64) -> Result<u64, u64> {
+    let (code, value): (u64, u64);
+    // SAFETY: as `call`: only x0 and x1 change.
+    unsafe {
+        core::arch::asm!("svc #0", inout("x0") a0 => code, inout("x1") a1 => value,
+            in("x8") number, options(nostack))
+    };
+    if code == 0 { Ok(value) } else { Err(code) }
+}
+
+/// ext_tsk from S-EL0.
+#[inline(always)]
+pub fn user_exit() -> ! {
+    let _ = user_call(EXIT, 0, 0);
+    loop {
+        core::hint::spin_loop();
+    }
+}
+
+/// sys_chg from S-EL0: the value handed back, or the error code.
+#[inline(always)]
+pub fn user_chg(task: u64, value: u64) -> Result<u64, u64> {
+    user_call(CHG, task, value)
+}
+
+/// Waits (forever) for a hand-off, from S-EL0.
+#[inline(always)]
+pub fn user_wait_hand_off() -> Result<u64, u64> {
+    user_call(WAIT_HAND_OFF, FOREVER, 0)
 }

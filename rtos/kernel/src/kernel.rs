@@ -395,7 +395,7 @@ impl Kernel {
     }
 
     /// Takes the Ready task `i` out of its ready queue.
-    fn unready(&mut self, i: usize) {
+    pub(crate) fn unready(&mut self, i: usize) {
         let (c, p) = (self.tasks[i].core as usize, self.tasks[i].priority as usize);
         self.ready[c][p].remove(&mut self.links, i);
         if self.ready[c][p].is_empty() {
@@ -404,7 +404,7 @@ impl Kernel {
     }
 
     /// The Running task `i` leaves its core, which has to dispatch.
-    fn stop_running(&mut self, i: usize) {
+    pub(crate) fn stop_running(&mut self, i: usize) {
         let c = self.tasks[i].core;
         self.running[c as usize] = None;
         self.request(c);
@@ -440,7 +440,7 @@ impl Kernel {
     /// if there is one.
     fn with_wait_queue(&mut self, reason: WaitReason, f: impl FnOnce(&mut Queue, &mut Links)) {
         let q = match reason {
-            WaitReason::Sleep | WaitReason::Delay => return,
+            WaitReason::Sleep | WaitReason::Delay | WaitReason::HandOff => return,
             WaitReason::Semaphore(s) => &mut self.semaphores[s.0 as usize].waiters,
             WaitReason::Flag { flag, .. } => &mut self.flags[flag.0 as usize].waiters,
             WaitReason::Receive(q) => &mut self.dataqueues[q.0 as usize].receivers,
@@ -525,7 +525,9 @@ impl Kernel {
         for (i, tcb) in self.tasks[..n].iter().enumerate() {
             let in_queue = match tcb.state {
                 TaskState::Ready => true,
-                TaskState::Waiting(WaitReason::Sleep | WaitReason::Delay) => false,
+                TaskState::Waiting(WaitReason::Sleep | WaitReason::Delay | WaitReason::HandOff) => {
+                    false
+                }
                 TaskState::Waiting(_) => true,
                 TaskState::Dormant => false,
                 TaskState::Running => {
@@ -1131,6 +1133,7 @@ mod tests {
         let mut fired = [CyclicId(0); crate::MAX_CYCLICS];
         let n = CONFIG.tasks.len() as u64 + 1; // one past the end, sometimes
         let (mut blocked, mut completed, mut errors) = (0, 0, [0u32; 64]);
+        let mut handed = 0;
         for step in 0..200_000 {
             let r = |s: &mut u64, m: u64| xorshift(s) % m;
             let t = TaskId(r(&mut seed, n) as u8);
@@ -1157,7 +1160,8 @@ mod tests {
             };
             let core = r(&mut seed, 4) as u8;
             // `Some` for what a blocking service did, `None` for the others.
-            let outcome: Result<Option<Done>, Error> = match r(&mut seed, 22) {
+            let op = r(&mut seed, 25);
+            let outcome: Result<Option<Done>, Error> = match op {
                 0 | 1 => k.activate(t).map(|_| None),
                 2 => k.exit(caller).map(|_| None),
                 3 => k.sleep(caller, timeout, now).map(Some),
@@ -1181,6 +1185,9 @@ mod tests {
                     .map(Some),
                 16 => k.receive_dataqueue(caller, queue, timeout, now).map(Some),
                 17 => k.take_wait_result(t).map(|w| Some(Done::Now(w))),
+                22 => k.wait_hand_off(caller, timeout, now).map(Some),
+                23 => k.hand_off(caller, t, step).map(Some),
+                24 => k.terminate(t).map(|_| None),
                 18 => k
                     .start_cyclic(CyclicId(r(&mut seed, 3) as u8), now)
                     .map(|_| None),
@@ -1192,6 +1199,9 @@ mod tests {
                     Ok(None)
                 }
             };
+            if op == 23 && outcome.is_ok() {
+                handed += 1;
+            }
             match outcome {
                 Ok(Some(Done::Blocked)) => blocked += 1,
                 Ok(Some(Done::Now(_))) => completed += 1,
@@ -1211,6 +1221,7 @@ mod tests {
             }
         }
         // The walk really went through the interesting paths.
+        assert!(handed > 100, "{handed} hand-offs");
         assert!(
             blocked > 5_000 && completed > 5_000,
             "{blocked} {completed}"

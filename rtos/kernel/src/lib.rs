@@ -37,6 +37,7 @@
 extern crate std;
 
 mod config;
+mod handoff;
 mod kernel;
 pub mod placement;
 mod queue;

@@ -144,6 +144,8 @@ pub enum WaitReason {
     },
     /// A value from a data queue.
     Receive(DataQueueId),
+    /// A value handed over by [`crate::Kernel::hand_off`] (sys_chg).
+    HandOff,
     /// Room in a full data queue.
     Send {
         /// The queue.

@@ -1,0 +1,422 @@
+//! One address space: stage-1 tables for the S-EL1&0 regime, 4 KiB granule,
+//! 32-bit addresses, identity-mapped. The kernel's part (its RAM, devices, the
+//! shared region) is 2 MiB blocks, global, EL1 only; a task's own pages are
+//! 4 KiB pages, not global (tagged with the ASID), EL0 accessible, in level-3
+//! tables that split the kernel block they lie in.
+
+use crate::{BLOCK, PAGE, VA_BITS};
+
+/// Tables in one address space: one level 1, two level 2 (the first 2 GiB),
+/// the rest level 3.
+pub const TABLES: usize = 7;
+const L2_TABLES: usize = 2;
+const ENTRIES: usize = 512;
+/// Highest address + 1 the kernel part may map (two level-2 tables).
+const LIMIT: u64 = (L2_TABLES as u64) << 30;
+
+const VALID: u64 = 1;
+const TABLE: u64 = 1 << 1;
+const ATTR_DEVICE: u64 = 0 << 2;
+const ATTR_NORMAL: u64 = 1 << 2;
+const NS: u64 = 1 << 5;
+const AP_EL0: u64 = 1 << 6;
+const AP_RO: u64 = 1 << 7;
+const INNER_SHAREABLE: u64 = 3 << 8;
+const AF: u64 = 1 << 10;
+const NG: u64 = 1 << 11;
+const PXN: u64 = 1 << 53;
+const UXN: u64 = 1 << 54;
+const ADDRESS: u64 = 0x0000_FFFF_FFFF_F000;
+
+/// What a range of memory is, and so how it is mapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Device-nGnRnE, EL1 read/write, never executable.
+    Device,
+    /// The kernel's RAM: Normal, EL1 read/write/execute, no EL0 access.
+    Kernel,
+    /// Normal-world memory (the shared region): Normal, Non-secure, EL1
+    /// read/write, never executable.
+    Shared,
+    /// A task's data and stack: EL0 and EL1 read/write, never executable.
+    UserData,
+    /// Code for tasks: EL0 and EL1 read-only, executable at EL0 only.
+    UserCode,
+}
+
+impl Kind {
+    const fn attributes(self) -> u64 {
+        let normal = ATTR_NORMAL | INNER_SHAREABLE;
+        AF | match self {
+            Kind::Device => ATTR_DEVICE | PXN | UXN,
+            Kind::Kernel => normal | UXN,
+            Kind::Shared => normal | NS | PXN | UXN,
+            Kind::UserData => normal | NG | AP_EL0 | PXN | UXN,
+            Kind::UserCode => normal | NG | AP_EL0 | AP_RO | PXN,
+        }
+    }
+
+    const fn user(self) -> bool {
+        matches!(self, Kind::UserData | Kind::UserCode)
+    }
+}
+
+/// A range to map, identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    /// First address.
+    pub base: u64,
+    /// Bytes.
+    pub size: u64,
+    /// How.
+    pub kind: Kind,
+}
+
+/// Why tables could not be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// A kernel range not 2 MiB aligned, or a task range not 4 KiB aligned,
+    /// or a user kind in the kernel part (or the reverse).
+    Unaligned(u64),
+    /// A kernel range beyond the first 2 GiB.
+    OutOfRange(u64),
+    /// Two ranges map the same address.
+    Overlap(u64),
+    /// A task page outside the kernel's RAM (the kernel must reach it).
+    NotKernelMemory(u64),
+    /// Task pages spread over more 2 MiB blocks than there are level-3 tables.
+    TooManyBlocks(u64),
+}
+
+/// One page-aligned translation table.
+#[repr(C, align(4096))]
+#[derive(Clone, Copy, Debug)]
+pub struct Table(pub [u64; ENTRIES]);
+
+/// The tables of one address space, laid out at a known physical address
+/// (the firmware's static, identity-mapped).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct AddressSpace {
+    tables: [Table; TABLES],
+}
+
+/// What an address translates to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Translation {
+    /// Output address.
+    pub pa: u64,
+    /// The descriptor's kind.
+    pub kind: Kind,
+    /// Tagged with the ASID (nG).
+    pub not_global: bool,
+    /// Mapped by a level-3 page (else a 2 MiB block).
+    pub page: bool,
+}
+
+impl Translation {
+    /// Whether EL0 may read it.
+    pub const fn el0_read(&self) -> bool {
+        self.kind.user()
+    }
+    /// Whether EL0 may write it.
+    pub const fn el0_write(&self) -> bool {
+        matches!(self.kind, Kind::UserData)
+    }
+    /// Whether EL0 may execute it.
+    pub const fn el0_exec(&self) -> bool {
+        matches!(self.kind, Kind::UserCode)
+    }
+}
+
+impl AddressSpace {
+    /// No mappings at all.
+    pub const EMPTY: AddressSpace = AddressSpace {
+        tables: [Table([0; ENTRIES]); TABLES],
+    };
+
+    /// Builds the tables, which lie at physical address `pa`: `kernel`
+    /// ranges as 2 MiB blocks, then `user` ranges as pages inside them.
+    pub fn build(&mut self, pa: u64, kernel: &[Mapping], user: &[Mapping]) -> Result<(), MapError> {
+        *self = Self::EMPTY;
+        for l2 in 0..L2_TABLES {
+            self.tables[0].0[l2] = table_pa(pa, 1 + l2) | TABLE | VALID;
+        }
+        for m in kernel {
+            if m.base % BLOCK != 0 || m.size % BLOCK != 0 || m.kind.user() {
+                return Err(MapError::Unaligned(m.base));
+            }
+            if m.base.checked_add(m.size).is_none_or(|end| end > LIMIT) {
+                return Err(MapError::OutOfRange(m.base));
+            }
+            for block in (m.base..m.base + m.size).step_by(BLOCK as usize) {
+                let slot = self.l2_slot(block);
+                if *slot & VALID != 0 {
+                    return Err(MapError::Overlap(block));
+                }
+                *slot = block | m.kind.attributes() | VALID;
+            }
+        }
+        let mut next_l3 = 1 + L2_TABLES;
+        for m in user {
+            if m.base % PAGE != 0 || m.size % PAGE != 0 || !m.kind.user() {
+                return Err(MapError::Unaligned(m.base));
+            }
+            if m.base.checked_add(m.size).is_none_or(|end| end > LIMIT) {
+                return Err(MapError::NotKernelMemory(m.base));
+            }
+            for page in (m.base..m.base + m.size).step_by(PAGE as usize) {
+                let entry = *self.l2_slot(page);
+                let l3 = if entry & VALID == 0 {
+                    return Err(MapError::NotKernelMemory(page));
+                } else if entry & TABLE != 0 {
+                    ((entry & ADDRESS) - pa) as usize / PAGE as usize
+                } else {
+                    if entry & ATTR_NORMAL == 0 || entry & NS != 0 {
+                        return Err(MapError::NotKernelMemory(page));
+                    }
+                    if next_l3 == TABLES {
+                        return Err(MapError::TooManyBlocks(page));
+                    }
+                    // Split the block into pages with its own attributes.
+                    let base = entry & ADDRESS;
+                    let attributes = entry & !ADDRESS & !VALID;
+                    for (i, e) in self.tables[next_l3].0.iter_mut().enumerate() {
+                        *e = (base + i as u64 * PAGE) | attributes | TABLE | VALID;
+                    }
+                    *self.l2_slot(page) = table_pa(pa, next_l3) | TABLE | VALID;
+                    next_l3 += 1;
+                    next_l3 - 1
+                };
+                let e = &mut self.tables[l3].0[(page / PAGE) as usize % ENTRIES];
+                if *e & NG != 0 {
+                    return Err(MapError::Overlap(page));
+                }
+                *e = page | m.kind.attributes() | TABLE | VALID;
+            }
+        }
+        Ok(())
+    }
+
+    fn l2_slot(&mut self, address: u64) -> &mut u64 {
+        let block = (address / BLOCK) as usize;
+        &mut self.tables[1 + block / ENTRIES].0[block % ENTRIES]
+    }
+
+    /// Walks the tables (at physical address `pa`) as the MMU would.
+    pub fn translate(&self, pa: u64, va: u64) -> Option<Translation> {
+        if va >> VA_BITS != 0 {
+            return None;
+        }
+        let l1 = self.tables[0].0[(va >> 30) as usize];
+        if l1 & (VALID | TABLE) != VALID | TABLE {
+            return None;
+        }
+        let l2 = self.table_at(pa, l1)?.0[(va >> 21) as usize % ENTRIES];
+        let (descriptor, page) = match l2 & (VALID | TABLE) {
+            VALID => (l2, false),
+            3 => (
+                self.table_at(pa, l2)?.0[(va >> 12) as usize % ENTRIES],
+                true,
+            ),
+            _ => return None,
+        };
+        if descriptor & VALID == 0 {
+            return None;
+        }
+        let size = if page { PAGE } else { BLOCK };
+        Some(Translation {
+            pa: (descriptor & ADDRESS & !(size - 1)) | (va & (size - 1)),
+            kind: kind_of(descriptor)?,
+            not_global: descriptor & NG != 0,
+            page,
+        })
+    }
+
+    fn table_at(&self, pa: u64, descriptor: u64) -> Option<&Table> {
+        let offset = (descriptor & ADDRESS).checked_sub(pa)?;
+        self.tables.get((offset / PAGE) as usize)
+    }
+}
+
+fn table_pa(pa: u64, index: usize) -> u64 {
+    pa + index as u64 * PAGE
+}
+
+fn kind_of(descriptor: u64) -> Option<Kind> {
+    let d = descriptor & !ADDRESS & !(VALID | TABLE);
+    [
+        Kind::Device,
+        Kind::Kernel,
+        Kind::Shared,
+        Kind::UserData,
+        Kind::UserCode,
+    ]
+    .into_iter()
+    .find(|k| k.attributes() == d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::boxed::Box;
+
+    const PA: u64 = 0x0E40_0000;
+    const RAM: Mapping = Mapping {
+        base: 0x0E00_0000,
+        size: 16 << 20,
+        kind: Kind::Kernel,
+    };
+    const GIC: Mapping = Mapping {
+        base: 0x0800_0000,
+        size: BLOCK,
+        kind: Kind::Device,
+    };
+    const SHARED: Mapping = Mapping {
+        base: 0x7FE0_0000,
+        size: BLOCK,
+        kind: Kind::Shared,
+    };
+
+    fn space(user: &[Mapping]) -> Result<Box<AddressSpace>, MapError> {
+        let mut s = Box::new(AddressSpace::EMPTY);
+        s.build(PA, &[RAM, GIC, SHARED], user)?;
+        Ok(s)
+    }
+
+    #[test]
+    fn kernel_part_is_an_identity_map_of_blocks() {
+        let s = space(&[]).unwrap();
+        let t = s.translate(PA, 0x0E12_3458).unwrap();
+        assert_eq!(t.pa, 0x0E12_3458);
+        assert_eq!(t.kind, Kind::Kernel);
+        assert!(!t.page && !t.not_global && !t.el0_read());
+        assert_eq!(s.translate(PA, 0x0800_1000).unwrap().kind, Kind::Device);
+        let shared = s.translate(PA, 0x7FF0_0010).unwrap();
+        assert_eq!((shared.kind, shared.pa), (Kind::Shared, 0x7FF0_0010));
+        // Nothing else: Linux's RAM, flash, above 2 GiB, above 4 GiB.
+        for va in [0x4000_0000, 0x0, 0x0F00_0000, 0x9000_0000, 1 << 32] {
+            assert_eq!(s.translate(PA, va), None, "{va:#x}");
+        }
+    }
+
+    #[test]
+    fn task_pages_split_their_block() {
+        let user = [
+            Mapping {
+                base: 0x0E30_0000,
+                size: PAGE,
+                kind: Kind::UserCode,
+            },
+            Mapping {
+                base: 0x0E31_0000,
+                size: 3 * PAGE,
+                kind: Kind::UserData,
+            },
+            // Across a block boundary.
+            Mapping {
+                base: 0x0E3F_F000,
+                size: 2 * PAGE,
+                kind: Kind::UserData,
+            },
+        ];
+        let s = space(&user).unwrap();
+        let code = s.translate(PA, 0x0E30_0004).unwrap();
+        assert!(code.el0_exec() && !code.el0_write() && code.not_global && code.page);
+        for va in [0x0E31_0000, 0x0E31_2FF8, 0x0E3F_F000, 0x0E40_0FFF] {
+            let t = s.translate(PA, va).unwrap();
+            assert!(t.el0_write() && !t.el0_exec() && t.not_global, "{va:#x}");
+            assert_eq!(t.pa, va);
+        }
+        // The rest of the split blocks is still the kernel's, EL1 only.
+        for va in [
+            0x0E30_1000,
+            0x0E31_3000,
+            0x0E20_0000,
+            0x0E3F_E000,
+            0x0E40_1000,
+        ] {
+            let t = s.translate(PA, va).unwrap();
+            assert_eq!(t.kind, Kind::Kernel, "{va:#x}");
+            assert!(!t.el0_read() && !t.not_global);
+        }
+    }
+
+    #[test]
+    fn bad_layouts_are_refused() {
+        let page = |base, kind| Mapping {
+            base,
+            size: PAGE,
+            kind,
+        };
+        let mut s = Box::new(AddressSpace::EMPTY);
+        let odd = Mapping {
+            base: 0x0E01_0000,
+            ..RAM
+        };
+        assert_eq!(
+            s.build(PA, &[odd], &[]),
+            Err(MapError::Unaligned(0x0E01_0000))
+        );
+        let high = Mapping {
+            base: 0x8000_0000,
+            ..GIC
+        };
+        assert_eq!(
+            s.build(PA, &[high], &[]),
+            Err(MapError::OutOfRange(0x8000_0000))
+        );
+        assert_eq!(
+            s.build(PA, &[RAM, RAM], &[]),
+            Err(MapError::Overlap(0x0E00_0000))
+        );
+        assert!(matches!(
+            space(&[page(0x0E10_0800, Kind::UserData)]),
+            Err(MapError::Unaligned(_))
+        ));
+        assert!(matches!(
+            space(&[page(0x4000_0000, Kind::UserData)]),
+            Err(MapError::NotKernelMemory(_))
+        ));
+        assert!(matches!(
+            space(&[page(0x0800_0000, Kind::UserData)]),
+            Err(MapError::NotKernelMemory(_))
+        ));
+        assert!(matches!(
+            space(&[page(0x7FE0_0000, Kind::UserData)]),
+            Err(MapError::NotKernelMemory(_))
+        ));
+        assert!(matches!(
+            space(&[
+                page(0x0E10_0000, Kind::UserData),
+                page(0x0E10_0000, Kind::UserCode)
+            ]),
+            Err(MapError::Overlap(0x0E10_0000))
+        ));
+        let spread: std::vec::Vec<Mapping> = (0..5)
+            .map(|i| page(0x0E00_0000 + i * BLOCK, Kind::UserData))
+            .collect();
+        assert!(matches!(space(&spread), Err(MapError::TooManyBlocks(_))));
+        assert!(space(&spread[..4]).is_ok());
+    }
+
+    #[test]
+    fn two_tasks_do_not_see_each_other() {
+        let a = Mapping {
+            base: 0x0E50_0000,
+            size: 4 * PAGE,
+            kind: Kind::UserData,
+        };
+        let b = Mapping {
+            base: 0x0E50_4000,
+            size: 4 * PAGE,
+            kind: Kind::UserData,
+        };
+        let sa = space(&[a]).unwrap();
+        let sb = space(&[b]).unwrap();
+        assert!(sa.translate(PA, 0x0E50_0000).unwrap().el0_write());
+        assert!(!sa.translate(PA, 0x0E50_4000).unwrap().el0_read());
+        assert!(sb.translate(PA, 0x0E50_4000).unwrap().el0_write());
+        assert!(!sb.translate(PA, 0x0E50_0000).unwrap().el0_read());
+    }
+}
