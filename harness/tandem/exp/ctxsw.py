@@ -37,7 +37,6 @@ from tandem.exp.common import (
 )
 from tandem.paths import ROOT
 from tandem.qemu import TIMINGS, BootOptions, run_exec
-from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
 from tandem.switchcost import LOWER_SYNC, Log, Symbols, parse
 
@@ -491,4 +490,3 @@ def report(run_dir: Path, command: str) -> str:
         "script and console log).",
     ]
     return "\n".join(out) + "\n"
-

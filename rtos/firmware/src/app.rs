@@ -69,7 +69,8 @@ pub enum Body {
 
 /// The protected tasks: the hand-off pair (the first waits first), and the
 /// one that makes a stray access.
-pub const PROTECTED_TASKS: [TaskId; crate::protect::PROTECTED] = [TaskId(12), TaskId(13), TaskId(14)];
+pub const PROTECTED_TASKS: [TaskId; crate::protect::PROTECTED] =
+    [TaskId(12), TaskId(13), TaskId(14)];
 /// Slot of the stray task in [`PROTECTED_TASKS`].
 pub const STRAY_SLOT: usize = 2;
 
