@@ -18,8 +18,9 @@ from tandem.errors import TandemError
 from tandem.exp import ctxsw
 from tandem.qemu import BootOptions, run_exec
 
-# Task IDs and the RTOS RAM base (rtos/firmware/src/app.rs, boards/qemu-virt.toml).
-STRAY_TASK = 10
+# The stray task's ID (PROTECTED_TASKS in rtos/firmware/src/app.rs, after the
+# four RPC servers) and the RTOS RAM base (boards/qemu-virt.toml).
+STRAY_TASK = 14
 RTOS_RAM = 0x0E10_0000
 EC_DATA_ABORT_LOWER = 0x24
 
