@@ -141,7 +141,7 @@ host-test:
 
 qemu-test:
 	@echo "== QEMU tests"
-	.venv/bin/pytest -q -m qemu harness/tests
+	.venv/bin/pytest -q --durations=10 -m qemu harness/tests
 
 clean:
 	rm -rf $(KOUT) $(BUILD)/firmware $(BUILD)/driver $(BUILD)/tools $(BUILD)/include \
