@@ -30,6 +30,7 @@ from tandem.exp.common import (
     num,
     paired_words,
     read_summary,
+    summary_list,
 )
 from tandem.qemu import BootOptions
 from tandem.results import write_atomic
@@ -255,15 +256,9 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     return summary
 
 
-def _rows(summary: dict[str, object]) -> list[dict[str, object]]:
-    rows = summary["rows"]
-    assert isinstance(rows, list)
-    return rows
-
-
 def cell(summary: dict[str, object], load: object, mode: str, bench: str) -> dict[str, object]:
     """The summary row of one (load, mode, bench)."""
-    for r in _rows(summary):
+    for r in summary_list(summary):
         if r["rtos_load"] == load and r["mode"] == mode and r["bench"] == bench:
             return r
     raise TandemError(f"no row for load {load}, mode {mode}, bench {bench}")
@@ -271,7 +266,7 @@ def cell(summary: dict[str, object], load: object, mode: str, bench: str) -> dic
 
 def has(summary: dict[str, object], load: object, bench: str, *modes: str) -> bool:
     """Whether the run measured `bench` at `load` in all of `modes`."""
-    keys = {(r["rtos_load"], r["mode"], r["bench"]) for r in _rows(summary)}
+    keys = {(r["rtos_load"], r["mode"], r["bench"]) for r in summary_list(summary)}
     return {(load, mode, bench) for mode in modes} <= keys
 
 
@@ -301,7 +296,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = _rows(summary)
+    rows = summary_list(summary)
     benches = sorted({str(r["bench"]) for r in rows})
     load_cells: list[object] = []
     modes: list[str] = []
@@ -345,7 +340,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
 
 def report(run_dir: Path, command: str) -> str:
     summary = read_summary(run_dir, NAME)
-    rows = _rows(summary)
+    rows = summary_list(summary)
     ch = summary["changing_load"]
     assert isinstance(ch, dict)
     out = [

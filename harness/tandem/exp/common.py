@@ -159,3 +159,11 @@ def paired_words(gains: list[float]) -> str:
         f"faster in {wins} of {len(gains)} paired repetitions "
         f"(gains {', '.join(f'{g:+.2f}' for g in gains)} s; median {statistics.median(gains):+.2f})"
     )
+
+
+def summary_list(summary: dict[str, object], key: str = "rows") -> list[dict[str, object]]:
+    """A list of rows from a summary (summaries come from JSON: typed as object)."""
+    value = summary.get(key)
+    if not isinstance(value, list):
+        raise TandemError(f"summary of '{summary.get('experiment')}' without a '{key}' list")
+    return value

@@ -33,6 +33,7 @@ from tandem.exp.common import (
     boot_lines,
     num,
     read_summary,
+    summary_list,
     write_summary,
 )
 from tandem.paths import ROOT
@@ -305,13 +306,6 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     return summary
 
 
-def _rows(summary: dict[str, object]) -> list[dict[str, object]]:
-    rows = summary.get("rows")
-    if not isinstance(rows, list):
-        raise TandemError("ctxsw summary without rows")
-    return rows
-
-
 def plot(run_dir: Path, summary: dict[str, object]) -> None:
     """Per-switch time by pages touched, one panel per timing mode."""
     import matplotlib
@@ -319,7 +313,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = _rows(summary)
+    rows = summary_list(summary)
     timings = sorted({str(r["timing"]) for r in rows}, key=TIMINGS.index)
     fig, axes = plt.subplots(1, len(timings), figsize=(5.2 * len(timings), 4.0), squeeze=False)
     for ax, timing in zip(axes[0], timings, strict=True):
@@ -373,7 +367,7 @@ def _host_gap(rows: list[dict[str, object]]) -> str:
 
 def report(run_dir: Path, command: str) -> str:
     summary = read_summary(run_dir, NAME)
-    rows = _rows(summary)
+    rows = summary_list(summary)
     paths = summary.get("handoff_path")
     out = [
         "# ctxsw: protected tasks, ASID-tagged switch vs TLB flush (paper 004)",

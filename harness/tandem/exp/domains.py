@@ -28,6 +28,7 @@ from tandem.exp.common import (
     num,
     read_summary,
     run_boot,
+    summary_list,
     write_histograms,
     write_summary,
 )
@@ -220,12 +221,6 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     return summary
 
 
-def _rows(summary: dict[str, object]) -> list[dict[str, object]]:
-    rows = summary["rows"]
-    assert isinstance(rows, list)
-    return rows
-
-
 def _find(rows: list[dict[str, object]], env: str, load: str, k: int) -> dict[str, object] | None:
     for r in rows:
         if r["env"] == env and r["load"] == load and r["loaded_cores"] == k:
@@ -240,7 +235,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = _rows(summary)
+    rows = summary_list(summary)
     timing = summary["timing"]
     envs = [e for e in ENVS if any(r["env"] == e for r in rows)]
     written: list[Path] = []
@@ -305,7 +300,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
 def report(run_dir: Path, command: str) -> str:
     """report.md: our numbers beside the paper's, and what QEMU can't show."""
     summary = read_summary(run_dir, NAME)
-    rows = _rows(summary)
+    rows = summary_list(summary)
     timing = str(summary["timing"])
     envs = [e for e in ENVS if any(r["env"] == e for r in rows)]
     out = [

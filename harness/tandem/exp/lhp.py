@@ -37,6 +37,7 @@ from tandem.exp.common import (
     num,
     paired_words,
     read_summary,
+    summary_list,
 )
 from tandem.measure import from_rtos
 from tandem.qemu import TIMINGS, BootOptions
@@ -491,12 +492,6 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     return summary
 
 
-def _list(summary: dict[str, object], key: str) -> list[dict[str, object]]:
-    value = summary[key]
-    assert isinstance(value, list)
-    return value
-
-
 def plot(run_dir: Path, summary: dict[str, object]) -> None:
     """Fig. 4-6 of the paper from our data."""
     import matplotlib
@@ -505,13 +500,13 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
     import matplotlib.pyplot as plt
 
     timing = summary["timing"]
-    sweep = _list(summary, "period_sweep")
-    bench = _list(summary, "bench")
+    sweep = summary_list(summary, "period_sweep")
+    bench = summary_list(summary, "bench")
     if sweep:
         _plot_e1(plt, run_dir, sweep, str(summary["sweep_timing"]))
     if bench:
         _plot_e2(plt, run_dir, bench, str(timing))
-    if _list(summary, "overhead"):
+    if summary_list(summary, "overhead"):
         _plot_e3(plt, run_dir, str(summary["sweep_timing"]))
 
 
@@ -574,9 +569,9 @@ def _plot_e3(plt: ModuleType, run_dir: Path, timing: str) -> None:
 def report(run_dir: Path, command: str) -> str:
     summary = read_summary(run_dir, NAME)
     timing = str(summary["timing"])
-    sweep = _list(summary, "period_sweep")
-    bench = _list(summary, "bench")
-    overhead = _list(summary, "overhead")
+    sweep = summary_list(summary, "period_sweep")
+    bench = summary_list(summary, "bench")
+    overhead = summary_list(summary, "overhead")
     out = [
         "# lhp: lock-holder preemption and RTOS task migration (paper 000 §3)",
         "",

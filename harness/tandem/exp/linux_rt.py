@@ -24,6 +24,7 @@ from tandem.exp.common import (
     num,
     read_summary,
     run_boot,
+    summary_list,
     write_histograms,
     write_summary,
 )
@@ -160,12 +161,6 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     return summary
 
 
-def _rows(summary: dict[str, object]) -> list[dict[str, object]]:
-    rows = summary["rows"]
-    assert isinstance(rows, list)
-    return rows
-
-
 def _value(
     rows: list[dict[str, object]], cores: int, aff: bool, io: bool, key: str
 ) -> float | None:
@@ -188,7 +183,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = _rows(summary)
+    rows = summary_list(summary)
     timing = summary["timing"]
     hist: dict[tuple[int, bool, bool], dict[float, int]] = {}
     with (run_dir / "histograms.csv").open() as f:
@@ -255,7 +250,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
 
 def report(run_dir: Path, command: str) -> str:
     summary = read_summary(run_dir, NAME)
-    rows = _rows(summary)
+    rows = summary_list(summary)
     timing = str(summary["timing"])
     out = [
         "# linux-rt: Linux's wake-up latency against cores, affinity and I/O (paper 001)",

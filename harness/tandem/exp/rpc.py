@@ -31,6 +31,7 @@ from tandem.exp.common import (
     boot_lines,
     num,
     read_summary,
+    summary_list,
     write_summary,
 )
 from tandem.paths import RESULTS
@@ -244,12 +245,6 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     return summary
 
 
-def _rows(summary: dict[str, object]) -> list[dict[str, object]]:
-    rows = summary["rows"]
-    assert isinstance(rows, list)
-    return rows
-
-
 def _by(rows: list[dict[str, object]], mode: str, key: str) -> dict[int, float]:
     return {int(num(r, "bytes")): num(r, key) for r in rows if r["mode"] == mode}
 
@@ -260,7 +255,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = _rows(summary)
+    rows = summary_list(summary)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     for ax, key, label in (
         (axes[0], "median_ms", "task pair done (ms)"),
@@ -297,7 +292,7 @@ def _f(v: object, digits: int = 3) -> str:
 
 def report(run_dir: Path, command: str) -> str:
     summary = read_summary(run_dir, NAME)
-    rows = _rows(summary)
+    rows = summary_list(summary)
     timing = str(summary["timing"])
     model = summary["model"]
     assert isinstance(model, dict)
