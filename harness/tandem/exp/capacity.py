@@ -28,6 +28,7 @@ from tandem.exp.common import (
     Progress,
     boot_lines,
     num,
+    paired_gains,
     paired_words,
     read_summary,
     summary_list,
@@ -282,10 +283,7 @@ def paired(
 ) -> list[float]:
     """Per repetition, `base`'s time minus `mode`'s (the two ran back to back
     in that repetition; runs_s lists them in repetition order)."""
-    a = cell(summary, load, base, bench)["runs_s"]
-    b = cell(summary, load, mode, bench)["runs_s"]
-    assert isinstance(a, list) and isinstance(b, list)
-    return [round(float(x) - float(y), 3) for x, y in zip(a, b, strict=False)]
+    return paired_gains(cell(summary, load, base, bench), cell(summary, load, mode, bench))
 
 
 def plot(run_dir: Path, summary: dict[str, object]) -> None:

@@ -151,6 +151,15 @@ def fmt_us(value: object) -> str:
     return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
+def paired_gains(a: Mapping[str, object], b: Mapping[str, object]) -> list[float]:
+    """Per repetition, row `a`'s time minus row `b`'s (`runs_s` lists each
+    row's runs in repetition order, and the two ran back to back)."""
+    runs_a, runs_b = a.get("runs_s"), b.get("runs_s")
+    if not isinstance(runs_a, list) or not isinstance(runs_b, list):
+        raise TandemError(f"summary rows {a!r} / {b!r} without runs_s")
+    return [round(float(x) - float(y), 3) for x, y in zip(runs_a, runs_b, strict=False)]
+
+
 def paired_words(gains: list[float]) -> str:
     """How often B beat A in paired repetitions (gains: A's time minus B's,
     one per repetition, the two run back to back), for a report."""

@@ -35,6 +35,7 @@ from tandem.exp.common import (
     boot_lines,
     fmt_us,
     num,
+    paired_gains,
     paired_words,
     read_summary,
     summary_list,
@@ -650,10 +651,7 @@ def report(run_dir: Path, command: str) -> str:
             a, b = num(st[0], "median_s"), num(mi[0], "median_s")
             spread = max(num(st[0], "spread_s"), num(mi[0], "spread_s"))
             beyond = "beyond" if a - b > spread else "within"
-            gains = [
-                round(float(x) - float(y), 3)
-                for x, y in zip(st[0]["runs_s"], mi[0]["runs_s"], strict=False)  # type: ignore[call-overload]
-            ]
+            gains = paired_gains(st[0], mi[0])
             out.append(
                 f"- {name}: static {a:.3f} s, migrate {b:.3f} s: {(a - b) / a * 100:+.1f} % "
                 f"for migrate, {beyond} the run-to-run spread ({spread:.3f} s); migrate "
