@@ -90,6 +90,9 @@ $(KOUT)/.config: linux/tandem.config $(BUILD)/.ksrc-stamp scripts/check-kconfig.
 	@mkdir -p $(KOUT)
 	@KCONFIG_ALLCONFIG=$(ROOT)/linux/tandem.config $(KMAKE) -s allnoconfig
 	@scripts/check-kconfig.sh linux/tandem.config $@
+	@# Kconfig leaves an unchanged .config alone; the stamp must still be
+	@# newer than the sources, or patched sources would not rebuild Linux.
+	@touch $@
 	@echo "  CONFIG  $@"
 
 $(IMAGE): $(KOUT)/.config
