@@ -399,9 +399,12 @@ static long rpc_calibrate_here(void *arg)
 	mutex_unlock(&r->model_lock);
 	dev_info(r->dev, "RPC model (CPU %d): T_ctx %llu ns, T_c_hdr %llu ns, T_s2 %llu ns, V_server %llu B/ms: x_opt %llu bytes%s\n",
 		 raw_smp_processor_id(), t_ctx, t_c_hdr, t_s2, v, x,
-		 x ? "" : " (blocking costs less than T_s2: auto always blocks)");
+		 t_block > t_s2 ? "" : " (blocking costs less than T_s2: auto always blocks)");
 	ret = 0;
 out:
+	if (ret == -EAGAIN)
+		dev_warn(r->dev, "RPC calibration: %u calls with stamps out of order, giving up\n",
+			 tries);
 	kfree(c);
 	return ret;
 }
