@@ -566,6 +566,15 @@ def test_rpc_crossover_parse_and_report(tmp_path: Path) -> None:
         rpc.parse([*lines, "error ETIMEDOUT (110)"], "test")
     with pytest.raises(TandemError, match="no model line"):
         rpc.parse(lines[1:], "test")
+    assert rpc.calibrated(model)
+    # A failed calibration leaves zeros; x_opt 0 alone is the model's answer.
+    assert not rpc.calibrated(dict.fromkeys(rpc.MODEL_KEYS, 0))
+    assert rpc.calibrated({**model, "x_opt": 0})
+    failed = "RPC calibration: the server's time does not grow;RPC: calibration failed (-34);"
+    assert rpc.calibration_log([*lines, f"calibration {failed}"]) == (
+        "RPC calibration: the server's time does not grow; RPC: calibration failed (-34)"
+    )
+    assert rpc.calibration_log(lines) is None and rpc.calibration_log(["calibration "]) is None
     rows: list[dict[str, object]] = []
     for size in (1, 64, 10000):
         for mode, ms in (("busy", 1.0), ("block", 1.2), ("auto", 1.01)):
@@ -609,7 +618,15 @@ def test_rpc_crossover_parse_and_report(tmp_path: Path) -> None:
         "none measured" in text and "auto within 5 % of the better mode at every size: yes" in text
     )
     assert "4.0x, target ≤ 3x: NO" in text
+    assert "calibration failed" not in text
     assert (tmp_path / "rpc.png").stat().st_size > 10_000
+    zeros = dict.fromkeys(rpc.MODEL_KEYS, 0)
+    log = "RPC: calibration failed (-34); auto mode always blocks"
+    failed_summary = {**summary, "model": zeros, "models": [zeros], "calibration_log": log}
+    (tmp_path / "summary.json").write_text(json.dumps(failed_summary))
+    exp.finish(exp.REGISTRY["rpc"], tmp_path, failed_summary, "./tandem exp run rpc --quick")
+    text = (tmp_path / "report.md").read_text()
+    assert "**The driver's calibration failed**" in text and log in text
 
 
 @pytest.mark.qemu
@@ -626,6 +643,8 @@ def test_rpc_runs_tiny(tmp_path: Path) -> None:
         assert r["median_ms"] > 0 and all(x > 0 for x in r["runs_ms"])
         assert r["latency_median_us"] > 0
     assert isinstance(summary["x_opt_bytes"], int) and summary["x_opt_bytes"] >= 0
+    assert summary["calibrated"] is True, summary["model"]
+    assert summary["calibration_log"].startswith("RPC model"), summary["calibration_log"]
     assert "crossover_bytes" in summary
     for f in ("summary.csv", "report.md", "rpc.png"):
         assert (out / f).stat().st_size > 0, f

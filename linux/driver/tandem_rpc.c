@@ -25,6 +25,7 @@
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/tandem_lockstate.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
@@ -38,14 +39,15 @@
 #define RPC_DEFAULT_TIMEOUT_MS	1000
 #define RPC_MAX_TIMEOUT_MS	60000
 /*
- * Calibration: calls per measurement, the two sizes of the speed fit (both
- * above the 256 bytes the RTOS answers in its interrupt handler, so both take
- * the server task's path, where the crossover lies), and the size of the
- * block calls that measure the interrupt and the context switch.
+ * Calibration: calls per measurement, the two sizes whose server times give
+ * the server's speed (both above the 256 bytes the RTOS answers in its
+ * interrupt handler, so both take the server task's path, where the
+ * crossover lies; far apart, so the copy dominates the difference), and the
+ * size of the block calls that measure the interrupt and the context switch.
  */
-#define CAL_REPS		9
+#define CAL_REPS		15
 #define CAL_SMALL		4096
-#define CAL_LARGE		32768
+#define CAL_LARGE		TANDEM_RPC_MAX_DATA
 #define CAL_BLOCK		64
 
 struct tandem_rpc_chan {
@@ -277,70 +279,134 @@ static int rpc_cal_call(struct tandem_rpc *r, u32 len, u32 mode,
 	return rpc_call(r, q);
 }
 
-/*
- * Measures the model's parameters on channel 0 and sets x_opt:
- * - busy round trips of CAL_SMALL and CAL_LARGE bytes give the server's
- *   speed V_server (bytes per time) and its fixed part T_s2, the round trip
- *   less the copy (the line's intercept): the client's cost of waiting busy
- *   is T_s2 + x / V_server;
- * - block calls give T_c_hdr, from the server's answer to the completion
- *   interrupt's handler, and T_ctx, from the handler to the caller running
- *   again (one switch; blocking costs two): the client's cost of blocking
- *   is 2 T_ctx + T_c_hdr.
- * Busy is cheaper below x_opt = V_server * (2 T_ctx + T_c_hdr - T_s2).
- * A block call whose answer was there before the caller slept (no
- * interrupt after the answer) says nothing about blocking and is repeated.
- */
-static long rpc_calibrate_here(void *arg)
+/* One busy calibration call: its round trip and the server's own time (ns). */
+static int rpc_cal_busy(struct tandem_rpc *r, u32 len, u64 *rt, u64 *server)
 {
-	u64 small[CAL_REPS], large[CAL_REPS], hdr[CAL_REPS], ctx[CAL_REPS];
-	u64 rt_small, rt_large, t_block, v, x;
-	struct tandem_rpc *r = arg;
-	unsigned int i, tries = 0;
 	struct rpc_req q;
 	int ret;
 
+	ret = rpc_cal_call(r, len, TANDEM_RPC_MODE_BUSY, &q);
+	if (ret)
+		return ret;
+	ret = rpc_status_errno(q.status);
+	if (ret)
+		return ret;
+	/* The server's interval lies inside the round trip (one counter). */
+	if (q.done_at <= q.started_at || q.started_at < q.sent || q.seen < q.done_at)
+		return -EAGAIN;
+	*rt = rpc_ns(r, q.seen - q.sent);
+	*server = rpc_ns(r, q.done_at - q.started_at);
+	return 0;
+}
+
+/* Samples of one calibration (too many for the stack). */
+struct rpc_cal {
+	u64 waited[2 * CAL_REPS];	/* busy round trip - server's time */
+	u64 server[2][CAL_REPS];	/* server's own time, CAL_SMALL, CAL_LARGE */
+	u64 hdr[CAL_REPS], ctx[CAL_REPS];
+};
+
+/*
+ * Measures the model's parameters on channel 0 and sets x_opt. Every busy
+ * round trip also carries the doorbell's and the answer's latency, which
+ * in QEMU's host timing varies by hundreds of microseconds from call to
+ * call, more than the copy of 64 KiB takes; so the copy is timed by the
+ * server itself (its own counter stamps in the answer), never by the
+ * difference of two round trips:
+ * - V_server (bytes per time): the size difference over the difference of
+ *   the server's own times (medians) for CAL_SMALL and CAL_LARGE bytes;
+ *   the server's fixed part (reading the request, writing the answer) is
+ *   what that line leaves at 0 bytes;
+ * - T_s2, the fixed part of waiting busy (T_s2 + x / V_server): the median
+ *   over the busy calls of each round trip less that call's copy (the
+ *   server's own time less its fixed part);
+ * - block calls give T_c_hdr, from the server's answer to the completion
+ *   interrupt's handler, and T_ctx, from the handler to the caller running
+ *   again (one switch; blocking costs two), medians: the client's cost of
+ *   blocking is 2 T_ctx + T_c_hdr.
+ * Busy is cheaper below x_opt = V_server * (2 T_ctx + T_c_hdr - T_s2), and
+ * never if blocking costs less than T_s2 (x_opt 0, logged as such).
+ * A block call whose answer was there before the caller slept (no
+ * interrupt after the answer), or a busy call whose stamps are out of
+ * order, says nothing and is repeated. A parameter that comes out zero or
+ * a server time that does not grow with the size is an error (logged; the
+ * previous model stays), never a model of zeros.
+ */
+static long rpc_calibrate_here(void *arg)
+{
+	u64 rt, sv_small, sv_large, fixed, v, t_s2, t_c_hdr, t_ctx, t_block, x;
+	struct tandem_rpc *r = arg;
+	unsigned int i, k, tries = 0;
+	struct rpc_cal *c;
+	struct rpc_req q;
+	long ret;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
 	for (i = 0; i < CAL_REPS; i++) {
-		ret = rpc_cal_call(r, CAL_SMALL, TANDEM_RPC_MODE_BUSY, &q);
-		if (ret)
-			return ret;
-		small[i] = q.seen - q.sent;
-		ret = rpc_cal_call(r, CAL_LARGE, TANDEM_RPC_MODE_BUSY, &q);
-		if (ret)
-			return ret;
-		large[i] = q.seen - q.sent;
+		for (k = 0; k < 2; k++) {
+			do {
+				ret = rpc_cal_busy(r, k ? CAL_LARGE : CAL_SMALL,
+						   &rt, &c->server[k][i]);
+			} while (ret == -EAGAIN && ++tries <= 4 * CAL_REPS);
+			if (ret)
+				goto out;
+			c->waited[k * CAL_REPS + i] = rt - c->server[k][i];
+		}
 		ret = rpc_cal_call(r, CAL_BLOCK, TANDEM_RPC_MODE_BLOCK, &q);
 		if (ret)
-			return ret;
+			goto out;
 		if (q.irq < q.done_at || q.seen < q.irq) {
+			ret = -EAGAIN;
 			if (++tries > 4 * CAL_REPS)
-				return -EAGAIN;
+				goto out;
 			i--;
 			continue;
 		}
-		hdr[i] = q.irq - q.done_at;
-		ctx[i] = q.seen - q.irq;
+		c->hdr[i] = rpc_ns(r, q.irq - q.done_at);
+		c->ctx[i] = rpc_ns(r, q.seen - q.irq);
 	}
-	rt_small = rpc_ns(r, rpc_median(small, CAL_REPS));
-	rt_large = rpc_ns(r, rpc_median(large, CAL_REPS));
-	if (rt_large <= rt_small)
-		return -ERANGE;
-	mutex_lock(&r->model_lock);
+	sv_small = rpc_median(c->server[0], CAL_REPS);
+	sv_large = rpc_median(c->server[1], CAL_REPS);
+	if (sv_large <= sv_small) {
+		dev_warn(r->dev, "RPC calibration: the server's time does not grow with the size (%u bytes %llu ns, %u bytes %llu ns)\n",
+			 CAL_SMALL, sv_small, CAL_LARGE, sv_large);
+		ret = -ERANGE;
+		goto out;
+	}
 	/* bytes per ms */
-	r->v_server = div64_u64((u64)(CAL_LARGE - CAL_SMALL) * NSEC_PER_MSEC,
-				rt_large - rt_small);
-	v = r->v_server;
-	r->t_s2_ns = rt_small - min(rt_small, div64_u64((u64)CAL_SMALL * NSEC_PER_MSEC, v));
-	r->t_c_hdr_ns = rpc_ns(r, rpc_median(hdr, CAL_REPS));
-	r->t_ctx_ns = rpc_ns(r, rpc_median(ctx, CAL_REPS));
-	t_block = 2 * r->t_ctx_ns + r->t_c_hdr_ns;
-	x = t_block > r->t_s2_ns ? div64_u64((t_block - r->t_s2_ns) * v, NSEC_PER_MSEC) : 0;
-	r->x_opt = min_t(u64, x, TANDEM_RPC_MAX_DATA + 1);
+	v = div64_u64((u64)(CAL_LARGE - CAL_SMALL) * NSEC_PER_MSEC, sv_large - sv_small);
+	fixed = sv_small - min(sv_small, div64_u64((u64)CAL_SMALL * NSEC_PER_MSEC, v));
+	t_s2 = rpc_median(c->waited, 2 * CAL_REPS) + fixed;
+	t_c_hdr = rpc_median(c->hdr, CAL_REPS);
+	t_ctx = rpc_median(c->ctx, CAL_REPS);
+	if (!v || !t_s2 || !t_c_hdr || !t_ctx) {
+		dev_warn(r->dev, "RPC calibration: a parameter is zero (T_ctx %llu ns, T_c_hdr %llu ns, T_s2 %llu ns, V_server %llu B/ms)\n",
+			 t_ctx, t_c_hdr, t_s2, v);
+		ret = -ERANGE;
+		goto out;
+	}
+	t_block = 2 * t_ctx + t_c_hdr;
+	x = t_block > t_s2 ? div64_u64((t_block - t_s2) * v, NSEC_PER_MSEC) : 0;
+	x = min_t(u64, x, TANDEM_RPC_MAX_DATA + 1);
+	mutex_lock(&r->model_lock);
+	r->v_server = v;
+	r->t_s2_ns = t_s2;
+	r->t_c_hdr_ns = t_c_hdr;
+	r->t_ctx_ns = t_ctx;
+	r->x_opt = x;
 	mutex_unlock(&r->model_lock);
-	dev_info(r->dev, "RPC model (CPU %d): T_ctx %llu ns, T_c_hdr %llu ns, T_s2 %llu ns, V_server %llu B/ms: x_opt %u bytes\n",
-		 raw_smp_processor_id(), r->t_ctx_ns, r->t_c_hdr_ns, r->t_s2_ns,
-		 r->v_server, r->x_opt);
-	return 0;
+	dev_info(r->dev, "RPC model (CPU %d): T_ctx %llu ns, T_c_hdr %llu ns, T_s2 %llu ns, V_server %llu B/ms: x_opt %llu bytes%s\n",
+		 raw_smp_processor_id(), t_ctx, t_c_hdr, t_s2, v, x,
+		 t_block > t_s2 ? "" : " (blocking costs less than T_s2: auto always blocks)");
+	ret = 0;
+out:
+	if (ret == -EAGAIN)
+		dev_warn(r->dev, "RPC calibration: %u calls with stamps out of order, giving up\n",
+			 tries);
+	kfree(c);
+	return ret;
 }
 
 /*

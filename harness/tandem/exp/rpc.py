@@ -80,6 +80,9 @@ def script(s: Scenario) -> str:
     lines = [
         "set -e",
         f'echo "model $(cat {" ".join(f"{SYSFS}/rpc_{k}" for k in MODEL_KEYS)} | tr "\\n" " ")"',
+        # The driver's own account of its calibration at load (or why it failed).
+        "echo \"calibration $(dmesg | grep -o 'RPC:\\? \\(model\\|calibration\\).*' "
+        "| tr '\\n' ';')\"",
     ]
     for size in s.integers("sizes"):
         for mode in s.texts("modes"):
@@ -97,6 +100,23 @@ def script(s: Scenario) -> str:
 
 
 Cell = tuple[int, str]
+
+
+def calibrated(model: dict[str, int]) -> bool:
+    """Whether the driver's calibration succeeded: every parameter measured
+    (a failed one leaves them at 0 and auto always blocks; x_opt itself may
+    be 0, the model's own answer when blocking costs less than T_s2)."""
+    return all(model.get(k, 0) > 0 for k in MODEL_KEYS if k != "x_opt")
+
+
+def calibration_log(lines: list[str]) -> str | None:
+    """The driver's messages about its calibration at load (the script's
+    `calibration` line, messages separated by ';'), or None."""
+    for line in reversed(lines):
+        tag, _, rest = line.partition(" ")
+        if tag == "calibration":
+            return "; ".join(m.strip() for m in rest.split(";") if m.strip()) or None
+    return None
 
 
 def parse(
@@ -239,6 +259,8 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
         "latency_crossover_bytes": crossover(lat_busy, lat_block),
         "model": model,
         "models": models,
+        "calibrated": all(calibrated(m) for m in models),
+        "calibration_log": calibration_log(lines),  # the last boot's, like the model
         "switch_round_trip_ns": switch_round_trip_ns(),
     }
     write_summary(out, summary, COLUMNS)
@@ -348,6 +370,17 @@ def report(run_dir: Path, command: str) -> str:
         f"**x_opt = V_server · (2 T_ctx + T_c_hdr - T_s2) = {x_opt} bytes** "
         f"(paper: {PAPER_X_OPT_BYTES} bytes on its hardware).",
         "",
+    ]
+    if not calibrated(model):
+        out += [
+            "**The driver's calibration failed**: the parameters are zeros, so `auto` "
+            "always blocked in this run.",
+            "",
+        ]
+    log = summary.get("calibration_log")
+    if isinstance(log, str) and log:
+        out += [f"The driver's log: `{log}`.", ""]
+    out += [
         "The model's parts against the measured round trips: waiting busy should cost "
         "T_s2 + x / V_server, blocking 2 T_ctx + T_c_hdr more than busy.",
         "",
