@@ -13,6 +13,7 @@ from tandem import exp, scenario
 from tandem.errors import TandemError
 from tandem.exp import capacity as capacity_exp
 from tandem.exp import domains, lhp, linux_rt, rpc
+from tandem.exp.common import median_change_ci
 from tandem.measure import Latency, parse_results
 from tandem.results import PARTIAL
 
@@ -648,3 +649,17 @@ def test_rpc_runs_tiny(tmp_path: Path) -> None:
     assert "crossover_bytes" in summary
     for f in ("summary.csv", "report.md", "rpc.png"):
         assert (out / f).stat().st_size > 0, f
+
+
+def test_median_change_ci_brackets_the_change_and_is_repeatable() -> None:
+    base = [1.00, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97]
+    new = [x * 1.10 for x in base]
+    low, high = median_change_ci(base, new)
+    assert low <= 10.0 <= high
+    assert high - low < 10
+    assert median_change_ci(base, new) == (low, high)
+
+
+def test_median_change_ci_rejects_empty_samples() -> None:
+    with pytest.raises(TandemError):
+        median_change_ci([], [1.0])

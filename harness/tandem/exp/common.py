@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 import shutil
 import statistics
 import sys
@@ -176,3 +177,30 @@ def summary_list(summary: dict[str, object], key: str = "rows") -> list[dict[str
     if not isinstance(value, list):
         raise TandemError(f"summary of '{summary.get('experiment')}' without a '{key}' list")
     return value
+
+
+def median_change_ci(
+    base: Sequence[float], new: Sequence[float], level: float = 0.95, resamples: int = 4000
+) -> tuple[float, float]:
+    """A bootstrap interval of the change of the median from `base` to `new`,
+    in percent of base's median: both samples are resampled with replacement
+    `resamples` times. Seeded, so a report regenerates the same interval."""
+    if not base or not new:
+        raise TandemError("median_change_ci needs two non-empty samples")
+    if not 0 < level < 1:
+        raise TandemError(f"confidence level {level} not between 0 and 1")
+    rng = random.Random(0)
+    changes = sorted(
+        (
+            statistics.median(rng.choices(new, k=len(new)))
+            / statistics.median(rng.choices(base, k=len(base)))
+            - 1
+        )
+        * 100
+        for _ in range(resamples)
+    )
+    tail = (1 - level) / 2
+    return (
+        round(changes[int(tail * (resamples - 1))], 2),
+        round(changes[int((1 - tail) * (resamples - 1))], 2),
+    )

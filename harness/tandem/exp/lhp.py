@@ -34,6 +34,7 @@ from tandem.exp.common import (
     Progress,
     boot_lines,
     fmt_us,
+    median_change_ci,
     num,
     paired_gains,
     paired_words,
@@ -352,7 +353,11 @@ def patch_cost(s: Scenario, out: Path, progress: Progress) -> dict[str, object]:
             times[setting] += _times(lines, HACKBENCH_TIME, label, runs)
     off, on = statistics.median(times["off"]), statistics.median(times["on"])
     pct = round((on - off) / off * 100, 2)
-    progress.note(f"hackbench median off {off:.3f} s, on {on:.3f} s: {pct:+.2f} %")
+    low, high = median_change_ci(times["off"], times["on"])
+    progress.note(
+        f"hackbench median off {off:.3f} s, on {on:.3f} s: {pct:+.2f} % "
+        f"(95 % interval {low:+.2f} to {high:+.2f} %)"
+    )
     return {
         "timing": timing,
         "smp": s.integer("patch_smp"),
@@ -363,6 +368,7 @@ def patch_cost(s: Scenario, out: Path, progress: Progress) -> dict[str, object]:
         "spread_off_pct": round((max(times["off"]) - min(times["off"])) / off * 100, 2),
         "spread_on_pct": round((max(times["on"]) - min(times["on"])) / on * 100, 2),
         "pct": pct,
+        "pct_ci95": [low, high],
     }
 
 
@@ -679,17 +685,23 @@ def report(run_dir: Path, command: str) -> str:
                 f"| {setting} | {num(patch, f'median_{setting}_s'):.3f} | "
                 f"{num(patch, f'spread_{setting}_pct'):.1f} | {runs} |"
             )
+        # From the runs, so that reports of runs older than the interval have it.
+        low, high = median_change_ci(
+            [float(x) for x in patch["runs_off_s"]], [float(x) for x in patch["runs_on_s"]]
+        )
+        interval = f"95 % bootstrap interval {low:+.2f} to {high:+.2f} %; "
         out += [
             "",
             f"`lock_patch_overhead_pct` = {pct:+.2f} % ({verdict} the "
-            f"{PATCH_COST_LIMIT_PCT} % target; run-to-run spread up to {noise:.1f} %).",
+            f"{PATCH_COST_LIMIT_PCT} % target; {interval}"
+            f"run-to-run spread up to {noise:.1f} %).",
         ]
         if patch["timing"] == "virtual":
             out.append(
                 "In virtual timing a second is 10^9 instructions, so this is the share of "
-                "instructions the publishing adds: about ten per lock and ten per unlock "
-                "(a per-CPU pointer load and a read-modify-write of the core's word, out of "
-                "line behind the static key), against a lock fast path of about as many. "
+                "instructions the publishing adds: 8 per uncontended lock and 8 per unlock "
+                "(the static key's no-op, a per-CPU pointer load and a load, add and store "
+                "of the core's word, inline), against a lock fast path of about as many. "
                 "On hardware, where a lock's atomic costs more than an ordinary instruction, "
                 "the share would be smaller; QEMU cannot tell by how much."
             )
