@@ -92,7 +92,7 @@ def test_held_count_is_seen_while_other_cores_take_locks() -> None:
     script = f"""
 taskset -p 1 $$ >/dev/null
 cd {DEV}
-taskset e hackbench -g 4 -l 200 >/dev/null &
+taskset e hackbench -g 4 -l 80 >/dev/null &
 bench=$!
 n=0; busy=0; waiting=0
 while kill -0 $bench 2>/dev/null; do
