@@ -318,7 +318,12 @@ static void tandem_lockstate_attach(struct tandem *t)
 			return;
 		}
 	}
-	tandem_lockstate_start(TANDEM_SPIN_BUCKETS, TANDEM_SPIN_SHIFT);
+	ret = tandem_lockstate_start(TANDEM_SPIN_BUCKETS, TANDEM_SPIN_SHIFT);
+	if (ret) {
+		dev_err(t->dev, "lock state: cannot start the hooks (%d)\n", ret);
+		tandem_lockstate_stop();
+		return;
+	}
 	t->lockstate_started = true;
 	dev_info(t->dev, "lock state publishing %s, spin-wait statistics %s\n",
 		 tandem_lockstate_publishing() ? "on" : "off",

@@ -729,9 +729,10 @@ def report(run_dir: Path, command: str) -> str:
         if patch["timing"] == "virtual":
             out.append(
                 "In virtual timing a second is 10^9 instructions, so this is the share of "
-                "instructions the publishing adds: 8 per uncontended lock and 8 per unlock "
-                "(the static key's no-op, a per-CPU pointer load and a load, add and store "
-                "of the core's word, inline), against a lock fast path of about as many. "
+                "instructions the publishing adds: 5 per uncontended lock and 5 per unlock "
+                "over the key's branch when off (inline: `mrs sp_el0`, the held word's "
+                "pointer from thread_info, and a load, add and store of the word), against "
+                "lock and unlock fast paths of 10 to 15. "
                 "On hardware, where a lock's atomic costs more than an ordinary instruction, "
                 "the share would be smaller; QEMU cannot tell by how much."
             )
