@@ -77,8 +77,15 @@ pub struct CoreRecord {
     pub linux_lock_held: u32,
     /// Lock acquisitions Linux is spinning on here (Linux, as above).
     pub linux_lock_waiting: u32,
-    /// Padding to a cache line.
-    pub reserved: [u32; 3],
+    /// Dispatches of the measured periodic task that another core handed
+    /// to this one with a reschedule SGI (RTOS).
+    pub dispatch_handoffs: u32,
+    /// Longest of their waits, in counter ticks, from the SGI's sending to
+    /// this core's RTOS interrupt entry (RTOS). Not part of the dispatch
+    /// histogram, which counts the RTOS's own path.
+    pub dispatch_handoff_wait_max: u32,
+    /// Sum of those waits, in counter ticks, wrapping (RTOS).
+    pub dispatch_handoff_wait_sum: u32,
 }
 
 /// One world switch in a trace ring.
@@ -375,6 +382,15 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     record!("CORE_OFF_POLICY", policy),
     record!("CORE_OFF_LINUX_LOCK_HELD", linux_lock_held),
     record!("CORE_OFF_LINUX_LOCK_WAITING", linux_lock_waiting),
+    record!("CORE_OFF_DISPATCH_HANDOFFS", dispatch_handoffs),
+    record!(
+        "CORE_OFF_DISPATCH_HANDOFF_WAIT_MAX",
+        dispatch_handoff_wait_max
+    ),
+    record!(
+        "CORE_OFF_DISPATCH_HANDOFF_WAIT_SUM",
+        dispatch_handoff_wait_sum
+    ),
     CConstant {
         name: "LATENCY_OFFSET",
         value: LATENCY_OFFSET as i64,

@@ -101,8 +101,9 @@ pub const IMPLEMENTED: &[u32] = &[
 /// The Tandem ABI version (`major << 16 | minor`): major changes break callers.
 /// 1.1 added the Linux lock-state words and the spin-wait and dispatch
 /// histograms; 1.2 the stolen-time records and PV time; 1.3 the RPC channels
-/// and `sip::RPC_NOTIFY`; 1.4 the context-switch record.
-pub const ABI_VERSION: u32 = (1 << 16) | 4;
+/// and `sip::RPC_NOTIFY`; 1.4 the context-switch record; 1.5 the dispatch
+/// hand-off counts in the core record.
+pub const ABI_VERSION: u32 = (1 << 16) | 5;
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {

@@ -332,7 +332,12 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
                 "min_us": 1.0,
                 "avg_us": 1.5,
                 "max_us": 3.0,
+                "slowest_us": [3.0, 1.0],
                 "beyond_histogram": 0,
+                "handoffs": 0,
+                "handoff_wait_avg_us": None,
+                "handoff_wait_max_us": 0.0,
+                "deadline_misses": 0,
             },
             {
                 "policy": "migrate",
@@ -340,7 +345,12 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
                 "min_us": 1.0,
                 "avg_us": 2.0,
                 "max_us": 8.0,
+                "slowest_us": [8.0, 1.0],
                 "beyond_histogram": 0,
+                "handoffs": 12,
+                "handoff_wait_avg_us": 40.5,
+                "handoff_wait_max_us": 120.0,
+                "deadline_misses": 1,
             },
         ],
         "lock_patch_overhead_pct": 2.5,
@@ -367,6 +377,7 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     assert "migrate had fewer in 2 of 2 repetitions" in text
     assert "+25.0 % for migrate, beyond the run-to-run spread (0.100 s)" in text
     assert "Worst case grows by 5.00 µs with migrate (within the 10 µs limit" in text
+    assert "| migrate | 12 | 40.5 | 120.0 | 1 |" in text, "the hand-off waits"
     assert "`lock_patch_overhead_pct` = +2.50 % (median NOT within the 2 % target" in text
     assert "| on | 1.025 | 1.0 | 1.020, 1.030 |" in text
     for png in ("e1_long_spin_waits.png", "e2_bench.png", "e3_overhead.png"):
@@ -388,6 +399,38 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
 
 
 @pytest.mark.qemu
+def _e3_row(policy: str, max_us: float, beyond: int, slowest: list[float]) -> dict[str, object]:
+    return {
+        "policy": policy,
+        "samples": 1000,
+        "min_us": 0.6,
+        "avg_us": 0.8,
+        "max_us": max_us,
+        "slowest_us": slowest,
+        "beyond_histogram": beyond,
+        "handoffs": 0,
+        "handoff_wait_avg_us": None,
+        "handoff_wait_max_us": 0.0,
+        "deadline_misses": 0,
+    }
+
+
+def test_lhp_e3_verdict_never_reads_a_clipped_worst_case_as_met() -> None:
+    clipped = "\n".join(
+        lhp.e3_lines([_e3_row("static", 65.52, 1, [65.52]), _e3_row("migrate", 65.52, 3, [])])
+    )
+    assert "| ≥ 65.5 | 1 |" in clipped and "cannot be told" in clipped
+    assert "grows by" not in clipped
+    outlier = "\n".join(
+        lhp.e3_lines(
+            [_e3_row("static", 2.0, 0, [2.0]), _e3_row("migrate", 57.0, 0, [57.0, 19.3, 1.9])]
+        )
+    )
+    assert "grows by 55.00 µs with migrate (NOT within" in outlier
+    assert "The slowest migrate dispatches: 57.0, 19.3, 1.90 µs; 2 of 1000 exceed" in outlier
+    assert lhp.slowest({1.0: 5, 57.0: 1, 19.3: 1}, 4) == [57.0, 19.3, 1.0, 1.0]
+
+
 def test_lhp_runs_tiny(tmp_path: Path) -> None:
     overrides: dict[str, object] = {
         "reps": 1,
@@ -413,6 +456,11 @@ def test_lhp_runs_tiny(tmp_path: Path) -> None:
         assert row["median_s"] > 0 and len(row["runs_s"]) == 1
     for row in summary["overhead"]:
         assert row["samples"] >= 500 and 0 < row["min_us"] <= row["max_us"]
+    handoffs = {r["policy"]: r["handoffs"] for r in summary["overhead"]}
+    assert handoffs["static"] == 0, "static starts the task on the handler's core"
+    migrate = next(r for r in summary["overhead"] if r["policy"] == "migrate")
+    if handoffs["migrate"]:
+        assert migrate["handoff_wait_max_us"] > 0 and migrate["handoff_wait_avg_us"] > 0
     assert isinstance(summary["lock_patch_overhead_pct"], float)
     patch = summary["lock_patch_overhead"]
     assert len(patch["runs_off_s"]) == len(patch["runs_on_s"]) == 1

@@ -182,7 +182,7 @@ TANDEM_CORE_ATTR(deadline_misses, TANDEM_CORE_OFF_DEADLINE_MISSES);
 TANDEM_CORE_ATTR(switches_to_rtos, TANDEM_CORE_OFF_SWITCHES_TO_RTOS);
 TANDEM_CORE_ATTR(switches_to_linux, TANDEM_CORE_OFF_SWITCHES_TO_LINUX);
 
-/* Linux's lock-state words (written by the kernel's lock paths). */
+/* A u32 field of the core's record (Linux's lock words, RTOS counts). */
 #define TANDEM_CORE_ATTR32(name, field)					\
 static ssize_t name##_show(struct kobject *kobj,			\
 			   struct kobj_attribute *attr, char *buf)	\
@@ -196,6 +196,12 @@ static struct kobj_attribute core_attr_##name = __ATTR_RO(name)
 
 TANDEM_CORE_ATTR32(linux_lock_held, TANDEM_CORE_OFF_LINUX_LOCK_HELD);
 TANDEM_CORE_ATTR32(linux_lock_waiting, TANDEM_CORE_OFF_LINUX_LOCK_WAITING);
+/* Cross-core dispatches of the RTOS's periodic task (counter ticks). */
+TANDEM_CORE_ATTR32(dispatch_handoffs, TANDEM_CORE_OFF_DISPATCH_HANDOFFS);
+TANDEM_CORE_ATTR32(dispatch_handoff_wait_max_ticks,
+		   TANDEM_CORE_OFF_DISPATCH_HANDOFF_WAIT_MAX);
+TANDEM_CORE_ATTR32(dispatch_handoff_wait_sum_ticks,
+		   TANDEM_CORE_OFF_DISPATCH_HANDOFF_WAIT_SUM);
 
 /* RTOS busy time, converted from counter ticks to microseconds. */
 static ssize_t rtos_busy_us_show(struct kobject *kobj,
@@ -233,6 +239,9 @@ static struct attribute *tandem_core_attrs[] = {
 	&core_attr_switches_to_linux.attr,
 	&core_attr_linux_lock_held.attr,
 	&core_attr_linux_lock_waiting.attr,
+	&core_attr_dispatch_handoffs.attr,
+	&core_attr_dispatch_handoff_wait_max_ticks.attr,
+	&core_attr_dispatch_handoff_wait_sum_ticks.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(tandem_core);

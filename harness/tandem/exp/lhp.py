@@ -103,6 +103,8 @@ HACKBENCH_TIME = re.compile(r"^Time: ([0-9.]+)$")
 SYSBENCH_TIME = re.compile(r"^\s*total time:\s+([0-9.]+)s$")
 SPIN_RESULT = "@@SPIN@@"
 DISPATCH_RESULT = "@@DISPATCH@@"
+HANDOFF_RESULT = "@@HANDOFF@@"
+CORES_SYSFS = "/sys/bus/platform/devices/tandem/core[0-9]*"
 
 # Paper 000 (Cortex-A9 MPCore, real hardware): the worst-case dispatch
 # overhead, and what the acceptance asks of us.
@@ -145,6 +147,38 @@ def _after(lines: list[str], marker: str, label: str) -> dict[str, object]:
             if isinstance(obj, dict):
                 return obj
     raise TandemError(f"{label}: no {marker} result")
+
+
+def slowest(histogram: dict[float, int], n: int) -> list[float]:
+    """The `n` largest samples of a histogram (bucket starts), largest first."""
+    out: list[float] = []
+    for us in sorted(histogram, reverse=True):
+        out += [us] * min(histogram[us], n - len(out))
+        if len(out) == n:
+            break
+    return out
+
+
+def handoff_waits(lines: list[str], label: str) -> tuple[int, int, int, int]:
+    """The RTOS's cross-core hand-offs of its periodic task since boot, from
+    the core records: (count, longest wait in ticks, sum of waits in ticks,
+    deadline misses), over all cores."""
+    for line in lines:
+        if line.startswith(HANDOFF_RESULT + " "):
+            try:
+                values = [int(x) for x in line.split()[1:]]
+            except ValueError:
+                break
+            if not values or len(values) % 4:
+                break
+            cores = [values[i : i + 4] for i in range(0, len(values), 4)]
+            return (
+                sum(c[0] for c in cores),
+                max(c[1] for c in cores),
+                sum(c[2] for c in cores),
+                sum(c[3] for c in cores),
+            )
+    raise TandemError(f"{label}: no (or a malformed) {HANDOFF_RESULT} line")
 
 
 def spin_histogram(obj: dict[str, object], label: str) -> dict[float, int]:
@@ -400,6 +434,11 @@ def e3(
             "kill %1\n"
             f"echo {DISPATCH_RESULT}\n"
             "tandem-lat -d report /tmp/d.a /tmp/d.b || exit 1\n"
+            # The RTOS refreshes the core records once a second.
+            "sleep 1.2\n"
+            f"echo {HANDOFF_RESULT} $(for c in {CORES_SYSFS}; do cat $c/dispatch_handoffs "
+            "$c/dispatch_handoff_wait_max_ticks $c/dispatch_handoff_wait_sum_ticks "
+            "$c/deadline_misses; done)\n"
         )
         lines = _boot(
             label,
@@ -417,6 +456,7 @@ def e3(
             progress,
         )
         lat = from_rtos(_after(lines, DISPATCH_RESULT, label), label)
+        handoffs, wait_max, wait_sum, misses = handoff_waits(lines, label)
         hists[policy] = lat.histogram
         rows.append(
             {
@@ -425,12 +465,20 @@ def e3(
                 "min_us": round(lat.min_us, 3),
                 "avg_us": round(lat.avg_us, 3),
                 "max_us": round(lat.max_us, 3),
+                "slowest_us": slowest(lat.histogram, 8),
                 "beyond_histogram": lat.overflow,
+                "handoffs": handoffs,
+                "handoff_wait_avg_us": round(wait_sum / handoffs * lat.resolution_us, 3)
+                if handoffs
+                else None,
+                "handoff_wait_max_us": round(wait_max * lat.resolution_us, 3),
+                "deadline_misses": misses,
             }
         )
         progress.note(
-            f"{policy}: {lat.samples} dispatches, "
-            f"min {fmt_us(lat.min_us)} max {fmt_us(lat.max_us)} µs"
+            f"{policy}: {lat.samples} dispatches, RTOS path "
+            f"min {fmt_us(lat.min_us)} max {fmt_us(lat.max_us)} µs; {handoffs} hand-offs "
+            f"to another core, waiting up to {fmt_us(wait_max * lat.resolution_us)} µs"
         )
     return rows, hists
 
@@ -522,8 +570,10 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
         _plot_e1(plt, run_dir, sweep, str(summary["sweep_timing"]))
     if bench:
         _plot_e2(plt, run_dir, bench, str(timing))
-    if summary_list(summary, "overhead"):
-        _plot_e3(plt, run_dir, str(summary["sweep_timing"]))
+    overhead = summary_list(summary, "overhead")
+    if overhead:
+        split = all("handoffs" in r for r in overhead)
+        _plot_e3(plt, run_dir, str(summary["sweep_timing"]), split)
 
 
 def _plot_e1(plt: ModuleType, run_dir: Path, sweep: list[dict[str, object]], timing: str) -> None:
@@ -563,7 +613,7 @@ def _plot_e2(plt: ModuleType, run_dir: Path, bench: list[dict[str, object]], tim
     plt.close(fig)
 
 
-def _plot_e3(plt: ModuleType, run_dir: Path, timing: str) -> None:
+def _plot_e3(plt: ModuleType, run_dir: Path, timing: str, split: bool) -> None:
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     hist: dict[str, dict[float, int]] = {}
     with (run_dir / "dispatch_histograms.csv").open() as f:
@@ -573,7 +623,10 @@ def _plot_e3(plt: ModuleType, run_dir: Path, timing: str) -> None:
         xs = sorted(h)
         ax.step(xs, [h[x] for x in xs], where="post", label=policy)
     ax.set_yscale("log")
-    ax.set_xlabel("activation request to the task's first instruction (µs)")
+    ax.set_xlabel(
+        "activation request to the task's first instruction"
+        + (", less the hand-off wait (µs)" if split else " (µs)")
+    )
     ax.set_ylabel("dispatches")
     ax.set_title(f"lhp E3: RTOS dispatch overhead ({timing} timing, QEMU)")
     ax.legend()
@@ -750,23 +803,8 @@ def report(run_dir: Path, command: str) -> str:
         "",
         "## E3: RTOS dispatch overhead",
         "",
-        "| policy | dispatches | min µs | avg µs | max µs | paper's worst (hw) |",
-        "|---|---|---|---|---|---|",
+        *e3_lines(overhead),
     ]
-    for r in overhead:
-        out.append(
-            f"| {r['policy']} | {r['samples']} | {fmt_us(r['min_us'])} | {fmt_us(r['avg_us'])} | "
-            f"{fmt_us(r['max_us'])} | {PAPER_OVERHEAD_US.get(str(r['policy']), '-')} µs |"
-        )
-    st = [r for r in overhead if r["policy"] == "static"]
-    mi = [r for r in overhead if r["policy"] == "migrate"]
-    if st and mi:
-        growth = num(mi[0], "max_us") - num(st[0], "max_us")
-        ok = "within" if growth <= OVERHEAD_GROWTH_LIMIT_US else "NOT within"
-        out.append(
-            f"\nWorst case grows by {growth:.2f} µs with migrate ({ok} the "
-            f"{OVERHEAD_GROWTH_LIMIT_US} µs limit; the paper: +7 µs)."
-        )
     out += [
         "",
         "## What QEMU can and cannot show here",
@@ -784,7 +822,7 @@ def report(run_dir: Path, command: str) -> str:
         "With migrate the handler on one core reads another core's lock state and sends it "
         "an SGI; in virtual timing that core may run a whole turn (hundreds of µs) before it "
         "takes the interrupt, so the state the decision used is stale by then, and the cross-"
-        "core dispatch itself waits for the turn (E3's migrate average). On hardware the SGI "
+        "core dispatch itself waits for the turn (E3's hand-off wait). On hardware the SGI "
         "arrives within a microsecond.",
         "",
         "E2's host-timing numbers are only as good as the host was quiet: with other work on "
@@ -800,6 +838,89 @@ def report(run_dir: Path, command: str) -> str:
 
 
 # The report's section of each part, by the start of its heading.
+def e3_lines(overhead: list[dict[str, object]]) -> list[str]:
+    """E3's table and verdict. Runs from before the hand-off counts (ABI 1.5)
+    measured the whole interval, hand-off wait included."""
+    split = all("handoffs" in r for r in overhead)
+    what = (
+        "the RTOS's own path: activation request to the task's first instruction, less "
+        "the wait from a reschedule SGI's sending to the target core's RTOS entry "
+        "(counted apart, below)"
+        if split
+        else "activation request to the task's first instruction (hand-off wait included)"
+    )
+    out = [
+        f"Measured: {what}; counter ticks of 16 ns, in a histogram of 65.5 µs, so a max "
+        "shown with dispatches beyond it is a lower bound.",
+        "",
+        "| policy | dispatches | min µs | avg µs | max µs | beyond 65.5 µs | paper's worst (hw) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in overhead:
+        beyond = int(num(r, "beyond_histogram")) if "beyond_histogram" in r else 0
+        bound = "≥ " if beyond else ""
+        out.append(
+            f"| {r['policy']} | {r['samples']} | {fmt_us(r['min_us'])} | {fmt_us(r['avg_us'])} | "
+            f"{bound}{fmt_us(r['max_us'])} | {beyond} | "
+            f"{PAPER_OVERHEAD_US.get(str(r['policy']), '-')} µs |"
+        )
+    st = [r for r in overhead if r["policy"] == "static"]
+    mi = [r for r in overhead if r["policy"] == "migrate"]
+    if st and mi:
+        if num(mi[0], "beyond_histogram") or num(st[0], "beyond_histogram"):
+            out.append(
+                "\nA worst case lies beyond the histogram: the growth with migrate "
+                f"cannot be told against the {OVERHEAD_GROWTH_LIMIT_US} µs limit."
+            )
+        else:
+            growth = num(mi[0], "max_us") - num(st[0], "max_us")
+            ok = "within" if growth <= OVERHEAD_GROWTH_LIMIT_US else "NOT within"
+            out.append(
+                f"\nWorst case grows by {growth:.2f} µs with migrate ({ok} the "
+                f"{OVERHEAD_GROWTH_LIMIT_US} µs limit; the paper: +7 µs)."
+            )
+            tail = mi[0].get("slowest_us")
+            if growth > OVERHEAD_GROWTH_LIMIT_US and isinstance(tail, list):
+                worst = num(st[0], "max_us")
+                above = [float(x) for x in tail if float(x) > worst + OVERHEAD_GROWTH_LIMIT_US]
+                beyond_tail = "" if len(above) < len(tail) else f"at least {len(tail)} "
+                out.append(
+                    f"The slowest migrate dispatches: {', '.join(fmt_us(float(x)) for x in tail)}"
+                    f" µs; {beyond_tail}{len(above)} of {mi[0]['samples']} exceed static's "
+                    f"worst by more than {OVERHEAD_GROWTH_LIMIT_US} µs. In virtual "
+                    "timing a cross-core dispatch runs on two vCPUs, and QEMU's round robin "
+                    "may switch to another vCPU in the middle of either part (the hand-off "
+                    "waits below show how long a turn lasts), so a few migrate samples "
+                    "include a turn of another vCPU; see `dispatch_histograms.csv`. What "
+                    "would tell: hardware, or counting each core's own instructions (the "
+                    "PMU's instruction counter under icount) instead of the shared clock."
+                )
+    if split:
+        out += [
+            "",
+            "Hand-offs to another core since boot (the core records), and how long each "
+            "waited between the SGI's sending and the target core's RTOS entry: in virtual "
+            "timing the wait for that vCPU's turn in QEMU's round robin, on hardware the "
+            "GIC's delivery and the monitor's world switch (about 200 instructions):",
+            "",
+            "| policy | hand-offs | avg wait µs | max wait µs | deadline misses |",
+            "|---|---|---|---|---|",
+        ]
+        for r in overhead:
+            avg = r.get("handoff_wait_avg_us")
+            out.append(
+                f"| {r['policy']} | {r['handoffs']} | "
+                f"{'-' if avg is None else fmt_us(float(str(avg)))} | "
+                f"{fmt_us(num(r, 'handoff_wait_max_us'))} | {r.get('deadline_misses', '-')} |"
+            )
+        out += [
+            "",
+            "A job whose release found the last one still pending or running (a deadline "
+            "miss) queues behind it; its dispatch is not timed, since it waits for that job.",
+        ]
+    return out
+
+
 SECTIONS = {"e1": "## E1", "e2": "## E2", "e3": "## E3", "patch": "## Cost of the lock-state"}
 
 

@@ -123,7 +123,10 @@ extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
             events.timer = true;
         } else if intid == hw::DEMO {
             events.demo = true;
-        } else if intid != hw::RESCHEDULE {
+        } else if intid == hw::RESCHEDULE {
+            // SAFETY: the vector code just saved this frame.
+            stats::reschedule_taken(core, unsafe { (*frame).entered });
+        } else {
             log!(core, "unexpected interrupt {intid:?}");
         }
         hw::end(intid);

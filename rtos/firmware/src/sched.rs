@@ -8,7 +8,7 @@
 //! frames (FMP's giant lock); cross-core dispatch goes by an SGI.
 
 use crate::entry::{Frame, MAX_CORES};
-use crate::{app, hw, protect};
+use crate::{app, hw, protect, stats};
 use tandem_lock::SpinLock;
 use tandem_rtos_kernel::{CyclicId, Done, Error, Kernel, MAX_CYCLICS, TaskId, WaitResult};
 
@@ -120,6 +120,7 @@ fn switch(s: &mut Sched, core: usize, frame: *mut Frame) -> *mut Frame {
     let requests = s.kernel.take_dispatch_requests() & !(1 << core);
     for other in 0..MAX_CORES {
         if requests & (1 << other) != 0 {
+            stats::reschedule_sent(other, hw::now());
             hw::send_reschedule(other);
         }
     }

@@ -5,7 +5,7 @@
 use crate::{app, entry::MAX_CORES};
 use core::fmt::Write;
 use core::ptr::addr_of_mut;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use tandem_abi::shm::{
     CoreRecord, DISPATCH_BUCKETS, LATENCY_BUCKETS, core_record_offset, dispatch_offset,
     latency_offset,
@@ -17,6 +17,13 @@ static RELEASES: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORE
 static HANDOFFS: AtomicU64 = AtomicU64::new(0);
 static HANDOFF_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
 static MASK: AtomicU64 = AtomicU64::new(0);
+/// Per core: when another core last sent it a reschedule SGI.
+static RESCHEDULE_SENT: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
+/// Per core: when it last entered the RTOS for a reschedule SGI.
+static RESCHEDULE_TAKEN: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
+static DISPATCH_HANDOFFS: [AtomicU32; MAX_CORES] = [const { AtomicU32::new(0) }; MAX_CORES];
+static HANDOFF_WAIT_MAX: [AtomicU32; MAX_CORES] = [const { AtomicU32::new(0) }; MAX_CORES];
+static HANDOFF_WAIT_SUM: [AtomicU32; MAX_CORES] = [const { AtomicU32::new(0) }; MAX_CORES];
 
 /// Remembers which cores run the RTOS.
 pub fn set_cores(mask: u64) {
@@ -61,7 +68,8 @@ pub fn latency(core: usize, ticks: u64) {
 }
 
 /// Counts one dispatch latency (activation request to the task's first
-/// instruction) of `ticks` on `core`, the core the task started on.
+/// instruction, less any hand-off wait: the RTOS's own path) of `ticks` on
+/// `core`, the core the task started on.
 pub fn dispatch(core: usize, ticks: u64) {
     if core >= MAX_CORES {
         return;
@@ -72,6 +80,42 @@ pub fn dispatch(core: usize, ticks: u64) {
     // bucket below DISPATCH_BUCKETS, inside the reserved region. Two cores
     // never count for the same core at once: the task runs on one core.
     unsafe { counter.write_volatile(counter.read_volatile().wrapping_add(1)) };
+}
+
+/// A reschedule SGI is about to be sent to `core`, at counter `now`.
+pub fn reschedule_sent(core: usize, now: u64) {
+    if let Some(sent) = RESCHEDULE_SENT.get(core) {
+        sent.store(now, Ordering::Release);
+    }
+}
+
+/// `core` entered the RTOS at counter `entered` for a reschedule SGI.
+pub fn reschedule_taken(core: usize, entered: u64) {
+    if let Some(taken) = RESCHEDULE_TAKEN.get(core) {
+        taken.store(entered, Ordering::Relaxed);
+    }
+}
+
+/// How long of a dispatch requested at `requested` and started at `start`
+/// on `core` was spent waiting for another core's reschedule SGI to reach
+/// this one: from its sending to this core's RTOS entry, if one was sent
+/// and taken in between (else 0, and the dispatch stayed on its core).
+/// That wait is the interconnect's and, under QEMU, the wait for this
+/// vCPU's turn; it is counted apart from the RTOS's own path.
+pub fn handoff_wait(core: usize, requested: u64, start: u64) -> u64 {
+    let (Some(sent), Some(taken)) = (RESCHEDULE_SENT.get(core), RESCHEDULE_TAKEN.get(core)) else {
+        return 0;
+    };
+    let (sent, taken) = (sent.load(Ordering::Acquire), taken.load(Ordering::Relaxed));
+    if !(requested <= sent && sent <= taken && taken <= start) {
+        return 0;
+    }
+    let wait = taken - sent;
+    let ticks = u32::try_from(wait).unwrap_or(u32::MAX);
+    DISPATCH_HANDOFFS[core].fetch_add(1, Ordering::Relaxed);
+    HANDOFF_WAIT_MAX[core].fetch_max(ticks, Ordering::Relaxed);
+    HANDOFF_WAIT_SUM[core].fetch_add(ticks, Ordering::Relaxed);
+    wait
 }
 
 /// Whether Linux on `core` holds a spin lock, as it last published. Linux is
@@ -104,6 +148,15 @@ pub fn publish() {
             addr_of_mut!((*record).rtos_releases)
                 .write_volatile(RELEASES[c].load(Ordering::Relaxed));
             addr_of_mut!((*record).deadline_misses).write_volatile(misses);
+        }
+        // SAFETY: as above; the fields are naturally aligned u32s.
+        unsafe {
+            addr_of_mut!((*record).dispatch_handoffs)
+                .write_volatile(DISPATCH_HANDOFFS[c].load(Ordering::Relaxed));
+            addr_of_mut!((*record).dispatch_handoff_wait_max)
+                .write_volatile(HANDOFF_WAIT_MAX[c].load(Ordering::Relaxed));
+            addr_of_mut!((*record).dispatch_handoff_wait_sum)
+                .write_volatile(HANDOFF_WAIT_SUM[c].load(Ordering::Relaxed));
         }
     }
 }
