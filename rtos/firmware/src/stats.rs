@@ -101,7 +101,8 @@ pub fn reschedule_taken(core: usize, entered: u64) {
 /// this one: from its sending to this core's RTOS entry, if one was sent
 /// and taken in between (else 0, and the dispatch stayed on its core).
 /// That wait is the interconnect's and, under QEMU, the wait for this
-/// vCPU's turn; it is counted apart from the RTOS's own path.
+/// vCPU's turn; it is counted here, in the core's record, apart from the
+/// RTOS's own path. Call once per timed dispatch.
 pub fn handoff_wait(core: usize, requested: u64, start: u64) -> u64 {
     let (Some(sent), Some(taken)) = (RESCHEDULE_SENT.get(core), RESCHEDULE_TAKEN.get(core)) else {
         return 0;
