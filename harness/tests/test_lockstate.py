@@ -16,8 +16,9 @@ pytestmark = pytest.mark.qemu
 DEV = "/sys/bus/platform/devices/tandem"
 ON = "tandem_lockstate=on tandem_spinstat=on"
 
-# Saves the spin histograms around hackbench, then reads every core's
-# lock-state words three times while Linux idles.
+# Saves the spin histograms around hackbench, takes CPU 3 offline and back
+# (its idle task runs first when it returns, before any task switch there),
+# then reads every core's lock-state words three times while Linux idles.
 HACKBENCH_SCRIPT = f"""
 set -e
 cd {DEV}
@@ -25,6 +26,10 @@ echo "lockstate $(cat lockstate) spinstat $(cat spinstat)"
 dmesg | grep -o 'lock state publishing .*'
 tandem-spin save /tmp/before
 hackbench -g 4 -l 100 >/dev/null
+echo 0 > /sys/devices/system/cpu/cpu3/online
+hackbench -g 2 -l 20 >/dev/null
+echo 1 > /sys/devices/system/cpu/cpu3/online
+test "$(cat /sys/devices/system/cpu/online)" = 0-3
 sleep 1
 tandem-spin save /tmp/after
 tandem-spin report /tmp/before /tmp/after
