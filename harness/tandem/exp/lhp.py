@@ -837,7 +837,6 @@ def report(run_dir: Path, command: str) -> str:
     return "\n".join(_without_sections(out, [p for p in PARTS if p not in parts])) + "\n"
 
 
-# The report's section of each part, by the start of its heading.
 def e3_lines(overhead: list[dict[str, object]]) -> list[str]:
     """E3's table and verdict. Runs from before the hand-off counts (ABI 1.5)
     measured the whole interval, hand-off wait included."""
@@ -907,10 +906,8 @@ def e3_lines(overhead: list[dict[str, object]]) -> list[str]:
             "|---|---|---|---|---|",
         ]
         for r in overhead:
-            avg = r.get("handoff_wait_avg_us")
             out.append(
-                f"| {r['policy']} | {r['handoffs']} | "
-                f"{'-' if avg is None else fmt_us(float(str(avg)))} | "
+                f"| {r['policy']} | {r['handoffs']} | {fmt_us(r.get('handoff_wait_avg_us'))} | "
                 f"{fmt_us(num(r, 'handoff_wait_max_us'))} | {r.get('deadline_misses', '-')} |"
             )
         out += [
@@ -921,6 +918,7 @@ def e3_lines(overhead: list[dict[str, object]]) -> list[str]:
     return out
 
 
+# The report's section of each part, by the start of its heading.
 SECTIONS = {"e1": "## E1", "e2": "## E2", "e3": "## E3", "patch": "## Cost of the lock-state"}
 
 
