@@ -82,7 +82,10 @@ pub fn dispatch(core: usize, ticks: u64) {
     unsafe { counter.write_volatile(counter.read_volatile().wrapping_add(1)) };
 }
 
-/// A reschedule SGI is about to be sent to `core`, at counter `now`.
+/// A reschedule SGI is about to be sent to `core`, at counter `now`. Never
+/// inlined: its first instruction is the `sent` marker of E3's per-core
+/// instruction count (harness `tandem/pathcount.py`).
+#[inline(never)]
 pub fn reschedule_sent(core: usize, now: u64) {
     if let Some(sent) = RESCHEDULE_SENT.get(core) {
         sent.store(now, Ordering::Release);
