@@ -29,6 +29,8 @@ MODULE      := $(BUILD)/driver/tandem.ko
 TOOLS       := $(BUILD)/tools/tandem-smc $(BUILD)/tools/tandem-top $(BUILD)/tools/tandem-lat \
                $(BUILD)/tools/tandem-trace $(BUILD)/tools/tandem-spin $(BUILD)/tools/tandem-rpc
 INITRAMFS   := $(BUILD)/rootfs/initramfs.cpio
+# QEMU plugin counting each vCPU's own instructions (harness/pathcount).
+PATHCOUNT   := $(BUILD)/qemu/libtandem_pathcount.so
 
 .PHONY: help setup build run test lint host-test qemu-test bench clean distclean FORCE
 
@@ -46,7 +48,7 @@ setup:
 build: setup
 	@$(MAKE) --no-print-directory artifacts
 
-artifacts: $(FIRMWARE) $(IMAGE) $(MODULE) $(TOOLS) $(INITRAMFS)
+artifacts: $(FIRMWARE) $(IMAGE) $(MODULE) $(TOOLS) $(INITRAMFS) $(PATHCOUNT)
 
 run: build
 	./tandem run
@@ -64,10 +66,18 @@ $(BUILD)/firmware/%.bin: FORCE
 	@mkdir -p $(@D)
 	@$(CROSS)objcopy -O binary target/$(FW_TARGET)/release/$* $@.tmp
 	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+	@# The ELF beside it: its symbols place E3's path markers (pathcount.py).
+	@cp target/$(FW_TARGET)/release/$* $(@D)/$*.elf
 
 # Secure flash: the monitor at its start, the RTOS where the board says.
 $(FIRMWARE): $(MONITOR_BIN) $(RTOS_BIN) boards/qemu-virt.toml scripts/pack-firmware.py
 	@scripts/pack-firmware.py boards/qemu-virt.toml $(MONITOR_BIN) $(RTOS_BIN) $@
+
+$(PATHCOUNT): FORCE
+	@cargo build -q --release -p tandem-pathcount
+	@mkdir -p $(@D)
+	@if ! cmp -s target/release/libtandem_pathcount.so $@; then \
+		cp target/release/libtandem_pathcount.so $@; fi
 
 $(ABI_HEADER): $(wildcard abi/src/*.rs abi/src/bin/*.rs) abi/Cargo.toml
 	@mkdir -p $(@D)
@@ -147,7 +157,7 @@ qemu-test:
 	.venv/bin/pytest -q --durations=10 -m qemu harness/tests
 
 clean:
-	rm -rf $(KOUT) $(BUILD)/firmware $(BUILD)/driver $(BUILD)/tools $(BUILD)/include \
+	rm -rf $(KOUT) $(BUILD)/firmware $(BUILD)/qemu $(BUILD)/driver $(BUILD)/tools $(BUILD)/include \
 		$(BUILD)/rootfs/stage $(BUILD)/rootfs/pkgroot $(BUILD)/rootfs/initramfs.cpio $(BUILD)/dtb
 	cargo clean
 
