@@ -1,5 +1,5 @@
 #!/bin/bash
-# Installs what Tandem needs on Debian bookworm, as root: QEMU >= 8.1 from
+# Installs what Tandem needs on Debian bookworm, as root: QEMU >= 9.2 from
 # bookworm-backports, the aarch64 cross toolchain, Debian's Linux 6.1 source,
 # dtc, kernel build dependencies, arm64 package lists for the rootfs, the
 # pinned Rust toolchain and the Python virtualenv. Idempotent, and quick when
@@ -13,7 +13,9 @@ apt_packages=(
 	bc bison flex libssl-dev libelf-dev cpio kmod xz-utils make rsync
 	python3 python3-venv
 )
-qemu_min=8.1
+# 8.1 fixed an icount fairness bug of bookworm's 7.2; 9.2 brought plugin API
+# version 4, which tandem-pathcount (harness/pathcount) is built for.
+qemu_min=9.2
 
 say() { echo "setup: $*"; }
 die() { echo "setup: $*" >&2; exit 1; }
@@ -54,7 +56,7 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 	apt_update
 fi
 
-# QEMU >= 8.1 (7.2 in bookworm has an icount fairness bug) from backports.
+# QEMU >= $qemu_min (see above) from backports.
 backports=/etc/apt/sources.list.d/tandem-backports.sources
 if ! qemu_ok; then
 	if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then

@@ -431,6 +431,25 @@ def test_lhp_e3_verdict_never_reads_a_clipped_worst_case_as_met() -> None:
     assert lhp.slowest({1.0: 5, 57.0: 1, 19.3: 1}, 4) == [57.0, 19.3, 1.0, 1.0]
 
 
+def test_lhp_e3_verdict_uses_the_per_core_counts_when_the_run_has_them() -> None:
+    from tandem.pathcount import DispatchPath, summarize
+
+    static = _e3_row("static", 1.92, 0, [1.92])
+    static["path_instructions"] = summarize([DispatchPath(1, 1, 606, 0)] * 3)
+    migrate = _e3_row("migrate", 65.52, 2, [65.52])
+    migrate["path_instructions"] = summarize(
+        [DispatchPath(1, 1, 606, 0), DispatchPath(1, 2, 135, 856), DispatchPath(1, 3, 887, 11000)]
+    )
+    text = "\n".join(lhp.e3_lines([static, migrate]))
+    assert "| static | 3 | 606 / 606 | 0 | - / - | - | - | 0.61 |" in text
+    assert "| migrate | 3 | 606 / 606 | 2 | 6439 / 11887 | 887 | 11000 | 11.9 |" in text
+    assert "grows by +11.28 µs with migrate (NOT within the 10 µs limit" in text
+    # The clock readings are shown, but give no second verdict.
+    assert "| ≥ 65.5 | 2 |" in text and "cannot be told" not in text
+    migrate["path_instructions"] = summarize([DispatchPath(1, 2, 135, 1000)])
+    assert "grows by +0.53 µs with migrate (within" in "\n".join(lhp.e3_lines([static, migrate]))
+
+
 def test_lhp_runs_tiny(tmp_path: Path) -> None:
     overrides: dict[str, object] = {
         "reps": 1,
@@ -461,6 +480,20 @@ def test_lhp_runs_tiny(tmp_path: Path) -> None:
     migrate = next(r for r in summary["overhead"] if r["policy"] == "migrate")
     if handoffs["migrate"]:
         assert migrate["handoff_wait_max_us"] > 0 and migrate["handoff_wait_avg_us"] > 0
+    # The per-core instruction counts: static never leaves the handler's
+    # core, and its path agrees with the RTOS's own clock (no other vCPU's
+    # turn falls inside most single-core paths) to a counter tick (16 ns).
+    counts = {r["policy"]: r["path_instructions"] for r in summary["overhead"]}
+    assert counts["static"]["remote"]["samples"] == 0
+    assert counts["static"]["local"]["samples"] >= 500
+    static = next(r for r in summary["overhead"] if r["policy"] == "static")
+    assert abs(counts["static"]["local"]["median"] / 1000 - static["avg_us"]) <= 0.016
+    assert static["path_unmatched_requests"] <= 1
+    if handoffs["migrate"]:
+        remote = counts["migrate"]["remote"]
+        assert remote["samples"] > 0 and remote["min"] > counts["static"]["local"]["min"]
+        assert counts["migrate"]["remote_requesting_part"]["min"] > 0
+    assert (out / "e3_path_counts.png").stat().st_size > 0
     assert isinstance(summary["lock_patch_overhead_pct"], float)
     patch = summary["lock_patch_overhead"]
     assert len(patch["runs_off_s"]) == len(patch["runs_on_s"]) == 1

@@ -24,11 +24,12 @@ QEMU_CAVEATS = {
     "virtual": (
         "Virtual timing (`-icount shift=0,sleep=off`): one guest instruction is one "
         "nanosecond and all vCPUs take turns in one host thread. Path lengths are exact "
-        "and repeatable; but a core whose interrupt fires waits until the round robin "
-        "reaches its vCPU, so with several busy cores the response times include QEMU's "
-        "scheduling slices (tens to hundreds of µs), which real hardware does not have. "
-        "QEMU models no caches and no memory bus: a memory load costs no more than any "
-        "other instructions."
+        "and repeatable, as long as no other vCPU's turn falls inside the path (the clock "
+        "counts every vCPU's instructions); and a core whose interrupt fires waits until "
+        "the round robin reaches its vCPU, so with several busy cores the response times "
+        "include QEMU's scheduling slices (tens to hundreds of µs), which real hardware "
+        "does not have. QEMU models no caches and no memory bus: a memory load costs no "
+        "more than any other instructions."
     ),
     "host": (
         "Host timing (multi-threaded TCG, real time): each vCPU is a host thread. On a "
