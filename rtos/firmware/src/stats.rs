@@ -11,6 +11,7 @@ use tandem_abi::shm::{
     latency_offset,
 };
 use tandem_board::BOARD;
+use tandem_rtos_kernel::placement;
 
 static BUSY: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
 static RELEASES: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
@@ -111,10 +112,9 @@ pub fn handoff_wait(core: usize, requested: u64, start: u64) -> u64 {
         return 0;
     };
     let (sent, taken) = (sent.load(Ordering::Acquire), taken.load(Ordering::Relaxed));
-    if !(requested <= sent && sent <= taken && taken <= start) {
+    let Some(wait) = placement::handoff_wait(requested, sent, taken, start) else {
         return 0;
-    }
-    let wait = taken - sent;
+    };
     let ticks = u32::try_from(wait).unwrap_or(u32::MAX);
     DISPATCH_HANDOFFS[core].fetch_add(1, Ordering::Relaxed);
     HANDOFF_WAIT_MAX[core].fetch_max(ticks, Ordering::Relaxed);

@@ -23,9 +23,39 @@ pub fn pick_core(last: u8, candidates: u64, locked: impl Fn(u8) -> bool) -> u8 {
         .unwrap_or(last)
 }
 
+/// How long of a dispatch, requested at `requested` and started at `start`
+/// (counter readings on any cores), waited for a reschedule SGI: from its
+/// sending (`sent`) to the target core's entry (`taken`). Only if the four
+/// readings come in that order; any other order means the last SGI sent to
+/// this core or the last one it took belongs to another dispatch, and this
+/// one started on the core that requested it (`None`).
+pub fn handoff_wait(requested: u64, sent: u64, taken: u64, start: u64) -> Option<u64> {
+    (requested <= sent && sent <= taken && taken <= start).then(|| taken - sent)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn handoff_wait_needs_the_four_readings_in_order() {
+        assert_eq!(handoff_wait(100, 200, 700, 900), Some(500));
+        assert_eq!(handoff_wait(100, 100, 100, 100), Some(0));
+        // The last SGI was sent before this request: another dispatch's.
+        assert_eq!(handoff_wait(100, 50, 700, 900), None);
+        // The core took no SGI since this one was sent (it took an older one).
+        assert_eq!(handoff_wait(100, 200, 150, 900), None);
+        // Taken after the start: the task started without it.
+        assert_eq!(handoff_wait(100, 200, 950, 900), None);
+        // Never wraps, whatever the readings.
+        for (r, s, t, st) in [
+            (0, u64::MAX, 0, 0),
+            (u64::MAX, 0, 0, u64::MAX),
+            (0, 0, u64::MAX, 0),
+        ] {
+            assert_eq!(handoff_wait(r, s, t, st), None);
+        }
+    }
     use crate::testkit::xorshift;
 
     #[test]
