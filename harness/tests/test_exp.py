@@ -481,13 +481,14 @@ def test_lhp_runs_tiny(tmp_path: Path) -> None:
     if handoffs["migrate"]:
         assert migrate["handoff_wait_max_us"] > 0 and migrate["handoff_wait_avg_us"] > 0
     # The per-core instruction counts: static never leaves the handler's
-    # core, and its path agrees with the RTOS's own clock (no other vCPU's
-    # turn falls inside most single-core paths) to a counter tick (16 ns).
+    # core, and its shortest path agrees with the RTOS's own clock to a
+    # counter tick (16 ns): another vCPU's turn inside a path can only
+    # lengthen the clock's reading, never the count.
     counts = {r["policy"]: r["path_instructions"] for r in summary["overhead"]}
     assert counts["static"]["remote"]["samples"] == 0
     assert counts["static"]["local"]["samples"] >= 500
     static = next(r for r in summary["overhead"] if r["policy"] == "static")
-    assert abs(counts["static"]["local"]["median"] / 1000 - static["avg_us"]) <= 0.016
+    assert abs(counts["static"]["local"]["min"] / 1000 - static["min_us"]) <= 0.016
     assert static["path_unmatched_requests"] <= 1
     if handoffs["migrate"]:
         remote = counts["migrate"]["remote"]

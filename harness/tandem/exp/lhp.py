@@ -1039,7 +1039,12 @@ def _clock_lines(overhead: list[dict[str, object]], verdict: bool) -> list[str]:
         out += [
             "",
             "A job whose release found the last one still pending or running (a deadline "
-            "miss) queues behind it; its dispatch is not timed, since it waits for that job.",
+            "miss) queues behind it; its dispatch is not timed, since it waits for that job. "
+            "Deadline misses count since boot. In virtual timing with hackbench on every core "
+            "they are mostly the round robin's: a release waits for its core's vCPU's turn "
+            "(as long as the hand-off waits above), which can exceed the slack the period "
+            "leaves after the job. With Linux idle a boot misses about 20, in core 1's known "
+            "boot-time stall (docs/rtos.md).",
         ]
     return out
 
