@@ -365,6 +365,13 @@ pub fn cyclic(k: &mut Kernel, core: usize, c: CyclicId) {
 fn release_periodic(k: &mut Kernel) {
     let p = &PERIODIC_STATE;
     let dormant = k.state(PERIODIC) == Ok(TaskState::Dormant);
+    // Only a request that starts a job from dormancy is timed: one that
+    // finds the last job pending or running queues behind it (an overrun)
+    // and waits for that job, not for the dispatch. The clock starts before
+    // the choice of core, which is part of what `migrate` costs.
+    if dormant {
+        stamp_request(&p.requested);
+    }
     if p.migrate.load(Ordering::Relaxed) && dormant {
         let last = k.task_core(PERIODIC).unwrap_or(0);
         let target = pick_core(last, p.candidates.load(Ordering::Relaxed), |c| {
@@ -374,12 +381,6 @@ fn release_periodic(k: &mut Kernel) {
             // A candidate core of the RTOS: migrate cannot fail.
             let _ = k.migrate(PERIODIC, target);
         }
-    }
-    // Only a request that starts a job from dormancy is timed: one that
-    // finds the last job pending or running queues behind it (an overrun)
-    // and waits for that job, not for the dispatch.
-    if dormant {
-        stamp_request(&p.requested);
     }
     // Still running at its next release: an overrun (deadline miss), counted
     // by the kernel.
