@@ -1,4 +1,4 @@
-//! The plugin proper: a per-core count of secure-code instructions and a log of marker hits.
+//! The plugin proper: a per-core count of firmware instructions and a log of marker hits.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -26,7 +26,7 @@ struct State {
     /// Each core's count of counted instructions so far.
     counts: Box<[AtomicU64]>,
     /// `AFFINITY_REGISTER`, read to learn which core runs a block.
-    mpidr: OnceLock<RegisterDescriptor<'static>>,
+    affinity: OnceLock<RegisterDescriptor<'static>>,
     log: Mutex<Log>,
 }
 
@@ -37,7 +37,7 @@ impl State {
     /// `-icount`) QEMU compiles into each block the index of the vCPU that
     /// translated it, and all vCPUs share the blocks.
     fn core(&self) -> Option<usize> {
-        let register = match self.mpidr.get() {
+        let register = match self.affinity.get() {
             Some(register) => register,
             // Registers can be listed only where a vCPU runs: here, not at
             // vCPU init (QEMU 10.0 lists none there).
@@ -46,7 +46,7 @@ impl State {
                     .ok()?
                     .into_iter()
                     .find(|r| r.name == AFFINITY_REGISTER)?;
-                self.mpidr.get_or_init(|| found)
+                self.affinity.get_or_init(|| found)
             }
         };
         let value = u64::from_le_bytes(register.read().ok()?.try_into().ok()?);
@@ -115,7 +115,7 @@ impl Register for PathCount {
         let state = Arc::new(State {
             config,
             counts: (0..cores).map(|_| AtomicU64::new(0)).collect(),
-            mpidr: OnceLock::new(),
+            affinity: OnceLock::new(),
             log: Mutex::new(Log { out, error: None }),
         });
         self.state = Some(state.clone());
@@ -125,7 +125,7 @@ impl Register for PathCount {
                 .log
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
-            if state.mpidr.get().is_none() {
+            if state.affinity.get().is_none() {
                 log.error
                     .get_or_insert(format!("no vCPU offered {AFFINITY_REGISTER} to read"));
             }
@@ -156,6 +156,17 @@ impl HasCallbacks for PathCount {
         // Only the firmware's code is counted: a path never leaves it, and
         // reading which core runs a block (a register read) is not cheap.
         if !state.counted(tb.vaddr()) {
+            if let Some(marked) = tb
+                .instructions()
+                .find(|i| self.markers.contains_key(&i.vaddr()))
+            {
+                // Only if a block starts outside the counted code and runs
+                // into a marker: its hits could not be counted.
+                state.fail(format!(
+                    "marker at {:#x} in an uncounted block",
+                    marked.vaddr()
+                ));
+            }
             return Ok(());
         }
         let length = tb.size();
@@ -168,7 +179,12 @@ impl HasCallbacks for PathCount {
                 insn.register_execute_callback_flags(
                     move |_| match state.core() {
                         Some(core) => {
-                            let count = state.counts[core].load(Ordering::Relaxed) - not_yet;
+                            let counted = state.counts[core].load(Ordering::Relaxed);
+                            // QEMU runs a block's callbacks before those of
+                            // its instructions; if ever not, say so.
+                            let Some(count) = counted.checked_sub(not_yet) else {
+                                return state.fail("a marker ran before its block counted".into());
+                            };
                             state
                                 .log
                                 .lock()
