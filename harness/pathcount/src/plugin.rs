@@ -20,6 +20,9 @@ use crate::{Config, parse_args};
 /// writes it here (Tandem has no EL2, and Linux runs at EL1).
 const AFFINITY_REGISTER: &str = "VMPIDR_EL2";
 
+/// PSTATE as the GDB stub names it; bits 3:2 are the exception level.
+const PSTATE_REGISTER: &str = "cpsr";
+
 /// What every callback shares.
 struct State {
     config: Config,
@@ -27,7 +30,30 @@ struct State {
     counts: Box<[AtomicU64]>,
     /// `AFFINITY_REGISTER`, read to learn which core runs a block.
     affinity: OnceLock<RegisterDescriptor<'static>>,
+    /// `PSTATE_REGISTER`, read at marker hits.
+    pstate: OnceLock<RegisterDescriptor<'static>>,
     log: Mutex<Log>,
+}
+
+/// The value of register `name` of the core running the current callback,
+/// its descriptor looked up once into `cell`.
+fn read(cell: &OnceLock<RegisterDescriptor<'static>>, name: &str) -> Option<u64> {
+    let register = match cell.get() {
+        Some(register) => register,
+        // Registers can be listed only where a vCPU runs: here, not at vCPU
+        // init (QEMU 10.0 lists none there).
+        None => {
+            let found = qemu_plugin_get_registers()
+                .ok()?
+                .into_iter()
+                .find(|r| r.name == name)?;
+            cell.get_or_init(|| found)
+        }
+    };
+    let mut bytes = [0u8; 8];
+    let value = register.read().ok()?;
+    bytes.get_mut(..value.len())?.copy_from_slice(&value);
+    Some(u64::from_le_bytes(bytes))
 }
 
 impl State {
@@ -37,22 +63,18 @@ impl State {
     /// `-icount`) QEMU compiles into each block the index of the vCPU that
     /// translated it, and all vCPUs share the blocks.
     fn core(&self) -> Option<usize> {
-        let register = match self.affinity.get() {
-            Some(register) => register,
-            // Registers can be listed only where a vCPU runs: here, not at
-            // vCPU init (QEMU 10.0 lists none there).
-            None => {
-                let found = qemu_plugin_get_registers()
-                    .ok()?
-                    .into_iter()
-                    .find(|r| r.name == AFFINITY_REGISTER)?;
-                self.affinity.get_or_init(|| found)
-            }
-        };
-        let value = u64::from_le_bytes(register.read().ok()?.try_into().ok()?);
+        let value = read(&self.affinity, AFFINITY_REGISTER)?;
         // Bit 31 is RES1 in the MPIDR format; Aff0 is the core on `virt`.
         let core = (value & 0xff) as usize;
         (value & (1 << 31) != 0 && core < self.counts.len()).then_some(core)
+    }
+
+    /// Whether the current callback runs at EL0, from PSTATE's mode bits.
+    /// A marker hit at EL0 is a user program's code that happens to lie at
+    /// a firmware address, never the firmware (whose markers run at S-EL1
+    /// and EL3).
+    fn at_el0(&self) -> Option<bool> {
+        Some(read(&self.pstate, PSTATE_REGISTER)? & 0b1100 == 0)
     }
 
     fn counted(&self, address: u64) -> bool {
@@ -116,6 +138,7 @@ impl Register for PathCount {
             config,
             counts: (0..cores).map(|_| AtomicU64::new(0)).collect(),
             affinity: OnceLock::new(),
+            pstate: OnceLock::new(),
             log: Mutex::new(Log { out, error: None }),
         });
         self.state = Some(state.clone());
@@ -177,8 +200,9 @@ impl HasCallbacks for PathCount {
                 // marker runs; what follows the marker has not run yet.
                 let not_yet = (length - index) as u64;
                 insn.register_execute_callback_flags(
-                    move |_| match state.core() {
-                        Some(core) => {
+                    move |_| match (state.core(), state.at_el0()) {
+                        (_, Some(true)) => {}
+                        (Some(core), Some(false)) => {
                             let counted = state.counts[core].load(Ordering::Relaxed);
                             // QEMU runs a block's callbacks before those of
                             // its instructions; if ever not, say so.
@@ -191,7 +215,9 @@ impl HasCallbacks for PathCount {
                                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                                 .hit(core, &name, count);
                         }
-                        None => state.fail("cannot tell which core hit a marker".into()),
+                        _ => {
+                            state.fail("cannot tell which core hit a marker, or at which EL".into())
+                        }
                     },
                     CallbackFlags::QEMU_PLUGIN_CB_R_REGS,
                 );
