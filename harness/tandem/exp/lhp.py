@@ -444,17 +444,19 @@ def e3(
             "$c/deadline_misses; done)\n"
         )
         # The per-core instruction count (tandem/pathcount.py), beside the
-        # RTOS's own clock readings.
+        # RTOS's own clock readings; it needs virtual timing's single thread.
         count_csv = out / "raw" / f"{label}.pathcount.csv"
         count_csv.parent.mkdir(parents=True, exist_ok=True)
+        timing = s.text("sweep_timing")
+        counting = timing == "virtual"
         lines = _boot(
             label,
             BootOptions(
                 config="tandem",
-                timing=s.text("sweep_timing"),
+                timing=timing,
                 smp=s.integer("sweep_smp"),
                 extra_bootargs=LOCKSTATE,
-                extra_qemu_args=pathcount.qemu_args(count_csv, s.text("sweep_timing")),
+                extra_qemu_args=pathcount.qemu_args(count_csv, timing) if counting else (),
                 workload=_workload(
                     s, s.integer("bench_period_us"), s.integer("bench_work_us"), policy
                 ),
@@ -465,9 +467,12 @@ def e3(
         )
         lat = from_rtos(_after(lines, DISPATCH_RESULT, label), label)
         handoffs, wait_max, wait_sum, misses = handoff_waits(lines, label)
-        paths, unmatched = pathcount.dispatch_paths(pathcount.read_hits(count_csv))
-        counted = pathcount.summarize(paths)
-        path_hists[policy] = collections.Counter(p.instructions for p in paths)
+        paths, unmatched = (
+            pathcount.dispatch_paths(pathcount.read_hits(count_csv)) if counting else ([], 0)
+        )
+        counted = pathcount.summarize(paths) if counting else None
+        if counting:
+            path_hists[policy] = collections.Counter(p.instructions for p in paths)
         hists[policy] = lat.histogram
         rows.append(
             {
@@ -488,31 +493,33 @@ def e3(
                 "path_instructions": counted,
                 "path_max_us": _instructions_us(counted, "max"),
                 "path_min_us": _instructions_us(counted, "min"),
-                "path_unmatched_requests": unmatched,
+                "path_unmatched_requests": unmatched if counting else None,
             }
         )
-        progress.note(
-            f"{policy}: {len(paths)} dispatch paths counted, worst "
-            f"{fmt_us(_instructions_us(counted, 'max'))} µs in its cores' instructions"
-        )
+        if counting:
+            progress.note(
+                f"{policy}: {len(paths)} dispatch paths counted, worst "
+                f"{fmt_us(_instructions_us(counted, 'max'))} µs in its cores' instructions"
+            )
         progress.note(
             f"{policy}: {lat.samples} dispatches, RTOS path "
             f"min {fmt_us(lat.min_us)} max {fmt_us(lat.max_us)} µs; {handoffs} hand-offs "
             f"to another core, waiting up to {fmt_us(wait_max * lat.resolution_us)} µs"
         )
-    with (out / "path_histograms.csv").open("w") as f:
-        f.write("policy,instructions,paths\n")
-        for policy, h in path_hists.items():
-            for n in sorted(h):
-                f.write(f"{policy},{n},{h[n]}\n")
+    if path_hists:
+        with (out / "path_histograms.csv").open("w") as f:
+            f.write("policy,instructions,paths\n")
+            for policy, h in path_hists.items():
+                for n in sorted(h):
+                    f.write(f"{policy},{n},{h[n]}\n")
     return rows, hists
 
 
-def _instructions_us(counted: dict[str, object], field: str) -> float | None:
-    """A field of all counted paths, from instructions to µs (1 ns each)."""
-    everything = counted["all"]
-    assert isinstance(everything, dict)
-    value = everything.get(field)
+def _instructions_us(counted: dict[str, object] | None, field: str) -> float | None:
+    """A field of all counted paths, from instructions to µs (1 ns each);
+    None if nothing was counted."""
+    everything = counted["all"] if counted else None
+    value = everything.get(field) if isinstance(everything, dict) else None
     return None if value is None else float(value) / 1000
 
 
@@ -585,7 +592,10 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
             f.write(f"E2,,,{r['policy']},{r['bench']},{r['median_s']},median s\n")
         for r in overhead:
             f.write(f"E3,,,{r['policy']},,{r['max_us']},max dispatch us (RTOS clock)\n")
-            f.write(f"E3,,,{r['policy']},,{r['path_max_us']},max dispatch us (own instructions)\n")
+            if r.get("path_max_us") is not None:
+                f.write(
+                    f"E3,,,{r['policy']},,{r['path_max_us']},max dispatch us (own instructions)\n"
+                )
     (out / "summary.csv.tmp").replace(out / "summary.csv")
     return summary
 
