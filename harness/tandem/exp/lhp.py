@@ -467,12 +467,16 @@ def e3(
         )
         lat = from_rtos(_after(lines, DISPATCH_RESULT, label), label)
         handoffs, wait_max, wait_sum, misses = handoff_waits(lines, label)
-        paths, unmatched = (
-            pathcount.dispatch_paths(pathcount.read_hits(count_csv)) if counting else ([], 0)
-        )
-        counted = pathcount.summarize(paths) if counting else None
+        counted: dict[str, object] | None = None
+        unmatched: int | None = None
         if counting:
+            paths, unmatched = pathcount.dispatch_paths(pathcount.read_hits(count_csv))
+            counted = pathcount.summarize(paths)
             path_hists[policy] = collections.Counter(p.instructions for p in paths)
+            progress.note(
+                f"{policy}: {len(paths)} dispatch paths counted, worst "
+                f"{fmt_us(_instructions_us(counted, 'max'))} µs in its cores' instructions"
+            )
         hists[policy] = lat.histogram
         rows.append(
             {
@@ -493,14 +497,9 @@ def e3(
                 "path_instructions": counted,
                 "path_max_us": _instructions_us(counted, "max"),
                 "path_min_us": _instructions_us(counted, "min"),
-                "path_unmatched_requests": unmatched if counting else None,
+                "path_unmatched_requests": unmatched,
             }
         )
-        if counting:
-            progress.note(
-                f"{policy}: {len(paths)} dispatch paths counted, worst "
-                f"{fmt_us(_instructions_us(counted, 'max'))} µs in its cores' instructions"
-            )
         progress.note(
             f"{policy}: {lat.samples} dispatches, RTOS path "
             f"min {fmt_us(lat.min_us)} max {fmt_us(lat.max_us)} µs; {handoffs} hand-offs "
@@ -657,15 +656,21 @@ def _plot_e2(plt: ModuleType, run_dir: Path, bench: list[dict[str, object]], tim
     plt.close(fig)
 
 
+def _policy_histograms(path: Path, value: str, count: str) -> dict[str, dict[float, int]]:
+    """A CSV of `policy,<value>,<count>` rows as policy -> value -> count."""
+    hist: dict[str, dict[float, int]] = {}
+    with path.open() as f:
+        for rec in csv.DictReader(f):
+            hist.setdefault(rec["policy"], {})[float(rec[value])] = int(rec[count])
+    return hist
+
+
 def _plot_e3(plt: ModuleType, run_dir: Path, timing: str, split: bool) -> None:
     counted = run_dir / "path_histograms.csv"
     if counted.exists():
         _plot_e3_counts(plt, run_dir, counted, timing)
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    hist: dict[str, dict[float, int]] = {}
-    with (run_dir / "dispatch_histograms.csv").open() as f:
-        for rec in csv.DictReader(f):
-            hist.setdefault(rec["policy"], {})[float(rec["latency_us"])] = int(rec["count"])
+    hist = _policy_histograms(run_dir / "dispatch_histograms.csv", "latency_us", "count")
     for policy, h in hist.items():
         xs = sorted(h)
         ax.step(xs, [h[x] for x in xs], where="post", label=policy)
@@ -684,10 +689,7 @@ def _plot_e3(plt: ModuleType, run_dir: Path, timing: str, split: bool) -> None:
 
 def _plot_e3_counts(plt: ModuleType, run_dir: Path, counted: Path, timing: str) -> None:
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    hist: dict[str, dict[int, int]] = {}
-    with counted.open() as f:
-        for rec in csv.DictReader(f):
-            hist.setdefault(rec["policy"], {})[int(rec["instructions"])] = int(rec["paths"])
+    hist = _policy_histograms(counted, "instructions", "paths")
     for policy, h in hist.items():
         xs = sorted(h)
         ax.plot([x / 1000 for x in xs], [h[x] for x in xs], "o", ms=3, label=policy)
