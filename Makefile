@@ -6,6 +6,8 @@
 # toolchain, .venv).
 
 SHELL := /bin/bash
+# rustup's tools, also when set-up has just installed rustup.
+export PATH := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin:$(PATH)
 .DEFAULT_GOAL := help
 
 ROOT        := $(CURDIR)
@@ -32,7 +34,7 @@ INITRAMFS   := $(BUILD)/rootfs/initramfs.cpio
 # QEMU plugin counting each vCPU's own instructions (harness/pathcount).
 PATHCOUNT   := $(BUILD)/qemu/libtandem_pathcount.so
 
-.PHONY: help setup build run test lint host-test qemu-test bench clean distclean FORCE
+.PHONY: help setup build run test lint host-test qemu-test bench fresh-test clean distclean FORCE
 
 help:
 	@echo "make run     set up, build and boot Tandem on QEMU (Linux console here)"
@@ -40,6 +42,7 @@ help:
 	@echo "make build   build firmware, kernel, driver, tools and initramfs"
 	@echo "make bench   boot-time benchmark (./tandem bench boot)"
 	@echo "make setup   install what the build needs (Debian bookworm, root)"
+	@echo "make fresh-test  make test and a boot in a throwaway Debian root (slow; root)"
 	@echo "make clean   remove build outputs (keeps downloaded packages)"
 
 setup:
@@ -53,8 +56,20 @@ artifacts: $(FIRMWARE) $(IMAGE) $(MODULE) $(TOOLS) $(INITRAMFS) $(PATHCOUNT)
 run: build
 	./tandem run
 
-test: build
-	@$(MAKE) --no-print-directory lint host-test qemu-test
+# Ends with one line saying whether everything passed (make fresh-test
+# prints the same).
+test:
+	@start=$$(date +%s); \
+	if $(MAKE) --no-print-directory build && \
+		$(MAKE) --no-print-directory lint host-test qemu-test; then result=PASSED; else result=FAILED; fi; \
+	t=$$(($$(date +%s) - start)); \
+	echo "== make test: $$result in $$((t / 60)) min $$((t % 60)) s"; \
+	[ $$result = PASSED ]
+
+# The README's commands in a throwaway Debian bookworm root: run it after any
+# change to set-up, the Makefile's install steps or QEMU's command line.
+fresh-test:
+	@scripts/fresh-test.sh
 
 bench: build
 	./tandem bench boot

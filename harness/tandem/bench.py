@@ -8,6 +8,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tandem import qemu_command
 from tandem.paths import RESULTS
 from tandem.qemu import BootOptions, run_exec
 from tandem.results import mark_latest, new_run_dir
@@ -156,13 +157,8 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
         config=options.config,
         timing=options.timing,
         smp=options.smp,
-        extra_qemu_args=(
-            "-d",
-            "in_asm,exec,nochain",
-            "-dfilter",
-            "0x0..0xfffff,0xe100000..0xe1fffff",
-            "-D",
-            "{run_dir}/exec.log",
+        extra_qemu_args=qemu_command.exec_log_args(
+            "0x0..0xfffff,0xe100000..0xe1fffff", "{run_dir}/exec.log"
         ),
     )
     print(

@@ -151,6 +151,14 @@ def parser() -> argparse.ArgumentParser:
     _boot_options(tr, timing="virtual")
     trace.add_arguments(tr)
 
+    sub.add_parser(
+        "check-setup",
+        help="check that this machine's QEMU can boot Tandem (make setup runs it)",
+        description="QEMU's version, that it builds Tandem's exact machine from a boot's "
+        "command line (no missing ROM or data file), and that it loads TCG plugins. "
+        "Exits 1 with what is missing.",
+    )
+
     e = sub.add_parser("exp", help="experiments of the papers (experiments/NAME.toml)")
     esub = e.add_subparsers(dest="exp", required=True, metavar="ACTION")
     esub.add_parser("list", help="the experiments and what they measure")
@@ -211,6 +219,15 @@ def _exp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_setup() -> int:
+    from tandem.setup_check import check_qemu
+
+    checks = check_qemu()
+    for c in checks:
+        print(f"{'ok' if c.ok else 'MISSING'}: {c.what}: {c.detail}")
+    return 0 if all(c.ok for c in checks) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     args = parser().parse_args(argv)
@@ -247,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
             return trace.main(args, _options(args))
         if args.command == "exp":
             return _exp(args)
+        if args.command == "check-setup":
+            return _check_setup()
         if args.command == "bench" and args.bench == "boot":
             if args.runs < 1:
                 raise TandemError("--runs must be at least 1")

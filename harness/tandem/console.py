@@ -10,6 +10,7 @@ import threading
 import time
 from types import TracebackType
 
+from tandem import qemu_command
 from tandem.errors import TandemError
 from tandem.qemu import BootOptions, prepare
 
@@ -25,7 +26,7 @@ class Console:
         prepared = prepare(options)
         self.secure_log = prepared.secure_log
         self.started = time.monotonic()
-        self.proc = subprocess.Popen(
+        self.proc = qemu_command.spawn(
             prepared.argv,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from tandem import qemu_command
 from tandem.board import Board
 from tandem.errors import TandemError
 from tandem.paths import BUILD, FIRMWARE
@@ -30,24 +31,10 @@ def _run(argv: list[str], what: str) -> subprocess.CompletedProcess[bytes]:
         raise TandemError(f"{what} failed: {e.stderr.decode(errors='replace').strip()}") from e
 
 
-def qemu_machine_args(board: Board, smp: int) -> list[str]:
-    """The options that decide what QEMU's device tree contains."""
-    return [
-        "-machine",
-        board.qemu_machine,
-        "-cpu",
-        board.qemu_cpu,
-        "-smp",
-        str(smp),
-        "-m",
-        board.qemu_memory,
-    ]
-
-
 def qemu_dts(board: Board, smp: int) -> str:
     """QEMU's own device tree for this machine, as DTS (cached under build/dtb)."""
-    args = qemu_machine_args(board, smp)
-    version = _run(["qemu-system-aarch64", "--version"], "QEMU").stdout
+    args = qemu_command.machine_args(board, smp)
+    version = qemu_command.run(qemu_command.version_argv(), "QEMU").stdout
     key = hashlib.sha256(repr(args).encode() + version).hexdigest()[:16]
     cached = DTB_DIR / f"qemu-{key}.dts"
     if cached.exists():
@@ -55,10 +42,8 @@ def qemu_dts(board: Board, smp: int) -> str:
     DTB_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         dumped = Path(tmp) / "qemu.dtb"
-        argv = ["qemu-system-aarch64", *args]
-        argv[2] = f"{board.qemu_machine},dumpdtb={dumped}"
-        argv += ["-bios", str(FIRMWARE), "-display", "none", "-nodefaults"]
-        _run(argv, "dumping QEMU's device tree")
+        argv = qemu_command.dump_dtb_argv(board, smp, FIRMWARE, dumped)
+        qemu_command.run(argv, "dumping QEMU's device tree")
         dts = _run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(dumped)], "dtc").stdout.decode()
     cached.write_text(dts)
     return dts

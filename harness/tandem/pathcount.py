@@ -33,6 +33,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import qemu_command
 from .errors import TandemError
 from .paths import BUILD
 
@@ -157,7 +158,7 @@ def qemu_args(csv_path: Path, timing: str) -> tuple[str, ...]:
     args = [f"out={csv_path}"]
     args += [f"count={start:#x}-{end:#x}" for start, end in counted_code(rtos, monitor)]
     args += [f"mark={name}@{address:#x}" for name, address in addresses.items()]
-    return ("-plugin", ",".join([str(PLUGIN), *args]))
+    return qemu_command.plugin_args(PLUGIN, args)
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tandem import capacity, cpio, dtb
+from tandem import capacity, cpio, dtb, qemu_command
 from tandem.board import Board, load_board
 from tandem.configs import Ctxsw, Workload, load_config
 from tandem.errors import TandemError
 from tandem.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
 
-TIMINGS = ("host", "virtual")
+TIMINGS = qemu_command.TIMINGS
 BEGIN = "@@TANDEM-EXEC-BEGIN@@"
 END = re.compile(r"@@TANDEM-EXEC-END status=(\d+)@@")
 RESTART = re.compile(r"^\[\s*\d+\.\d+\] reboot: Restarting system$")
@@ -44,7 +44,8 @@ class BootOptions:
     timing: str = "host"
     smp: int = 4
     extra_bootargs: str = ""
-    # Appended to QEMU's command line (e.g. logging for measurements).
+    # Instruments on QEMU's command line (qemu_command.exec_log_args or
+    # plugin_args); "{run_dir}" in them stands for the boot's log directory.
     extra_qemu_args: tuple[str, ...] = ()
     # A blank virtio-blk disk of this many MiB (a sparse host file in the
     # boot's log directory, removed afterwards), /dev/vda in Linux; 0: none.
@@ -165,43 +166,29 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     )
 
     secure_log = run_dir / "secure.log"
-    argv = ["qemu-system-aarch64", *dtb.qemu_machine_args(board, options.smp)]
-    if options.timing == "virtual":
-        argv += ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off"]
-    else:
-        argv += ["-accel", "tcg,thread=multi"]
-    argv += [
-        "-bios",
-        str(FIRMWARE),
-        "-device",
-        f"loader,file={boot_config},addr={board.boot_config:#x},force-raw=on",
-        "-device",
-        f"loader,file={KERNEL},addr={board.kernel:#x},force-raw=on",
-        "-device",
-        f"loader,file={device_tree},addr={board.dtb:#x},force-raw=on",
-        "-device",
-        f"loader,file={initrd},addr={board.initrd:#x},force-raw=on",
-        "-display",
-        "none",
-        "-monitor",
-        "none",
-    ]
-    if exec_script is None:
-        argv += ["-serial", "mon:stdio"]
-    else:
-        argv += ["-serial", "stdio"]
-    argv += ["-serial", f"file:{secure_log}"]
+    disk = None
     if options.disk_mib:
         disk = run_dir / DISK_NAME
         with disk.open("wb") as f:
             f.truncate(options.disk_mib << 20)
-        argv += [
-            "-drive",
-            f"file={disk},if=none,format=raw,id=disk0",
-            "-device",
-            "virtio-blk-device,drive=disk0",
-        ]
-    argv += [arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args]
+    argv = qemu_command.boot_argv(
+        board,
+        options.smp,
+        options.timing,
+        FIRMWARE,
+        [
+            qemu_command.Load(boot_config, board.boot_config),
+            qemu_command.Load(KERNEL, board.kernel),
+            qemu_command.Load(device_tree, board.dtb),
+            qemu_command.Load(initrd, board.initrd),
+        ],
+        secure_log,
+        interactive=exec_script is None,
+        disk=disk,
+        instruments=tuple(
+            arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args
+        ),
+    )
     return Prepared(argv, secure_log, run_dir / "console.log", run_dir)
 
 
@@ -225,7 +212,13 @@ def run_interactive(options: BootOptions) -> int:
     prepared = prepare(options)
     print(f"tandem: secure console (monitor/RTOS) -> {prepared.secure_log}", file=sys.stderr)
     print("tandem: Linux console follows; `poweroff` ends it (or Ctrl-A X)", file=sys.stderr)
-    status = subprocess.call(prepared.argv)
+    proc = qemu_command.spawn(prepared.argv)
+    try:
+        status = proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
     refusal = monitor_refusal(prepared.secure_log)
     if refusal:
         print(f"tandem: the monitor refused to start: {refusal}", file=sys.stderr)
@@ -271,7 +264,7 @@ def run_exec(
     everything the console printed is saved to the console log."""
     prepared = prepare(options, exec_script=script)
     start = time.monotonic()
-    proc = subprocess.Popen(
+    proc = qemu_command.spawn(
         prepared.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     timed_out = threading.Event()

@@ -398,7 +398,6 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     assert not list(only_patch.glob("*.png")), "no plots of parts that did not run"
 
 
-@pytest.mark.qemu
 def _e3_row(policy: str, max_us: float, beyond: int, slowest: list[float]) -> dict[str, object]:
     return {
         "policy": policy,
@@ -450,6 +449,7 @@ def test_lhp_e3_verdict_uses_the_per_core_counts_when_the_run_has_them() -> None
     assert "grows by +0.53 µs with migrate (within" in "\n".join(lhp.e3_lines([static, migrate]))
 
 
+@pytest.mark.qemu
 def test_lhp_runs_tiny(tmp_path: Path) -> None:
     overrides: dict[str, object] = {
         "reps": 1,

@@ -23,6 +23,7 @@ import struct
 from collections import Counter
 from pathlib import Path
 
+from tandem import qemu_command
 from tandem.board import load_board
 from tandem.configs import TLB_MODES, Ctxsw
 from tandem.errors import TandemError
@@ -201,14 +202,7 @@ def count_path(
         timing="virtual",
         smp=1,
         ctxsw=Ctxsw(core=0, mode=mode, pages=pages, switches=s.integer("path_switches")),
-        extra_qemu_args=(
-            "-d",
-            "in_asm,exec,nochain",
-            "-dfilter",
-            RTOS_CODE,
-            "-D",
-            "{run_dir}/exec.log",
-        ),
+        extra_qemu_args=qemu_command.exec_log_args(RTOS_CODE, "{run_dir}/exec.log"),
     )
     result = run_exec(options, script(), timeout_s=1800)
     raw.mkdir(parents=True, exist_ok=True)
