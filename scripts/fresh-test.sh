@@ -5,6 +5,8 @@
 # here), copies a clean clone of the current commit into it, and runs there
 #   1. make test
 #   2. ./tandem exec -- nproc     (a stand-in for `make run`: boots to a shell)
+# A new user needs `make` to type the first command (the README says so);
+# that, and nothing else, is installed before it.
 # Prints each phase's time and ends with the same line as `make test`. The
 # root is unmounted and removed afterwards, also on failure or Ctrl-C.
 #
@@ -106,6 +108,10 @@ clone() {
 	git -C "$chroot_dir/root/tandem" checkout -q "$commit"
 }
 
+prerequisite() {
+	in_root "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends make >/dev/null"
+}
+
 exec_nproc() {
 	local out
 	out=$(in_root "./tandem exec -- nproc")
@@ -116,6 +122,7 @@ exec_nproc() {
 phase "debootstrap (bookworm, minbase)" bootstrap
 phase "mount /proc, /sys, /dev" mount_all
 phase "clean clone of ${commit:0:12}" clone
+phase "the README's prerequisite: make" prerequisite
 phase "make test" in_root "make test"
 phase "./tandem exec -- nproc" exec_nproc
 result=PASSED
