@@ -93,7 +93,15 @@ deb $mirror bookworm main
 deb $mirror bookworm-updates main
 deb $security bookworm-security main
 EOF
+	# This machine's network, not its software: name servers, and the local
+	# certificate authorities a site adds for its HTTPS proxy (without them
+	# rustup's and pip's downloads fail behind such a proxy). Installing
+	# ca-certificates in the root (set-up does) trusts them there too.
 	cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf"
+	if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+		mkdir -p "$chroot_dir/usr/local/share/ca-certificates"
+		cp /usr/local/share/ca-certificates/*.crt "$chroot_dir/usr/local/share/ca-certificates/"
+	fi
 }
 
 mount_all() {
