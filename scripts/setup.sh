@@ -17,6 +17,7 @@ git                        lint lists the tracked Rust files (git ls-files)
 gcc                        host C compiler: Linux's host programs, the linker for Rust host crates
 libc6-dev                  host C library headers for the same
 make                       the build
+patch                      applies Tandem's Linux patch series to Debian's source
 perl                       Linux's build scripts and checkpatch.pl (lint)
 python3                    the harness (./tandem), firmware packing
 python3-venv               .venv with the pinned Python dependencies
@@ -43,6 +44,7 @@ curl                  curl
 git                   git
 cc                    gcc
 make                  make
+patch                 patch
 perl                  perl
 python3               python3
 xz                    xz-utils
