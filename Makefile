@@ -29,10 +29,14 @@ IMAGE       := $(KOUT)/arch/arm64/boot/Image
 ABI_HEADER  := $(BUILD)/include/tandem_abi.h
 MODULE      := $(BUILD)/driver/tandem.ko
 TOOLS       := $(BUILD)/tools/tandem-smc $(BUILD)/tools/tandem-top $(BUILD)/tools/tandem-lat \
-               $(BUILD)/tools/tandem-trace $(BUILD)/tools/tandem-spin $(BUILD)/tools/tandem-rpc
+               $(BUILD)/tools/tandem-trace $(BUILD)/tools/tandem-spin $(BUILD)/tools/tandem-rpc \
+               $(BUILD)/tools/tandem-probe
 INITRAMFS   := $(BUILD)/rootfs/initramfs.cpio
 # QEMU plugin counting each vCPU's own instructions (harness/pathcount).
 PATHCOUNT   := $(BUILD)/qemu/libtandem_pathcount.so
+# Tandem's QEMU: Debian's source and qemu/patches, built into a cache
+# outside the clone (scripts/build-qemu.sh); build/qemu/install links there.
+QEMU        := $(BUILD)/qemu/install/bin/qemu-system-aarch64
 
 .PHONY: help setup build run test lint host-test qemu-test bench fresh-test clean distclean FORCE
 
@@ -51,7 +55,7 @@ setup:
 build: setup
 	@$(MAKE) --no-print-directory artifacts
 
-artifacts: $(FIRMWARE) $(IMAGE) $(MODULE) $(TOOLS) $(INITRAMFS) $(PATHCOUNT)
+artifacts: $(QEMU) $(FIRMWARE) $(IMAGE) $(MODULE) $(TOOLS) $(INITRAMFS) $(PATHCOUNT)
 
 run: build
 	./tandem run
@@ -87,6 +91,10 @@ $(BUILD)/firmware/%.bin: FORCE
 # Secure flash: the monitor at its start, the RTOS where the board says.
 $(FIRMWARE): $(MONITOR_BIN) $(RTOS_BIN) boards/qemu-virt.toml scripts/pack-firmware.py
 	@scripts/pack-firmware.py boards/qemu-virt.toml $(MONITOR_BIN) $(RTOS_BIN) $@
+
+# Quick when the cache has this source, these patches and options.
+$(QEMU): FORCE
+	@scripts/build-qemu.sh $(BUILD)/qemu/install
 
 $(PATHCOUNT): FORCE
 	@cargo build -q --release -p tandem-pathcount

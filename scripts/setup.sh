@@ -35,6 +35,12 @@ kmod                       Linux's module install step (depmod)
 cpio                       Linux's build (in-kernel headers archive)
 rsync                      Linux's build (headers)
 device-tree-compiler       dtc: the device tree Linux gets (harness/tandem/dtb.py)
+ninja-build                builds QEMU (scripts/build-qemu.sh)
+pkgconf                    QEMU's configure finds its libraries
+libglib2.0-dev             QEMU's main library
+zlib1g-dev                 QEMU (compressed images, required)
+libfdt-dev                 QEMU's virt board builds its device tree
+libcapstone-dev            QEMU's disassembler for -d in_asm (bench switch, ctxsw)
 EOF
 )
 # The commands the build runs, and the package each comes from.
@@ -58,13 +64,15 @@ dtc                   device-tree-compiler
 aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
 aarch64-linux-gnu-objcopy binutils-aarch64-linux-gnu
 aarch64-linux-gnu-readelf binutils-aarch64-linux-gnu
+ninja                 ninja-build
+pkg-config            pkgconf
 EOF
 )
 kernel_tarball=/usr/src/linux-source-6.1.tar.xz
-# The emulator. Debian's build has plugin support; QEMU >= 10.0 only in
-# bookworm-backports (the harness checks version, machine and plugins:
-# harness/tandem/setup_check.py).
-qemu_package=qemu-system-arm
+# The emulator: Debian's qemu 10.0 source from bookworm-backports (deb-src),
+# built with Tandem's patches by scripts/build-qemu.sh (the harness checks
+# version, machine and plugins: harness/tandem/setup_check.py).
+qemu_sources=/etc/apt/sources.list.d/tandem-qemu-source.sources
 # rustup, when the machine has none: a pinned release from the Rust project's
 # distribution server, checked against its SHA-256.
 rustup_version=1.28.2
@@ -123,21 +131,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt_install "${missing[@]}"
 fi
 
-if ! installed "$qemu_package"; then
-	if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
-		say "enabling bookworm-backports (QEMU 10.0)"
-		as_root tee /etc/apt/sources.list.d/tandem-backports.sources >/dev/null <<'SRC'
-Types: deb
+if [ ! -f "$qemu_sources" ]; then
+	say "adding Debian's bookworm-backports sources (QEMU 10.0's source package)"
+	as_root tee "$qemu_sources" >/dev/null <<'SRC'
+Types: deb-src
 URIs: http://deb.debian.org/debian
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
-		apt_updated=
-	fi
+	apt_updated=
 	apt_update
-	say "installing $qemu_package from bookworm-backports"
-	apt_install -t bookworm-backports "$qemu_package"
 fi
 
 if ! apt-cache show busybox-static:arm64 >/dev/null 2>&1; then
@@ -175,6 +179,9 @@ if ! rustup +"$toolchain" target list --installed 2>/dev/null | grep -qx "$firmw
 fi
 
 "$root/scripts/venv.sh"
+
+# Tandem's QEMU (cached outside the clone; minutes the first time).
+"$root/scripts/build-qemu.sh" "$root/build/qemu/install"
 
 # --- checks: everything the build and the boots use is here ---------------------
 
