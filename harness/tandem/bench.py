@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tandem import qemu_command
 from tandem.paths import RESULTS
-from tandem.qemu import BootOptions, run_exec
+from tandem.qemu import BootOptions, describe_timing, run_exec
 from tandem.results import mark_latest, new_run_dir
 
 
@@ -43,6 +43,7 @@ def boot(options: BootOptions, runs: int, out_root: Path = RESULTS) -> Path:
     summary = {
         "benchmark": "boot",
         "timing": options.timing,
+        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
         "clock": "host wall time (QEMU start to the first command in Linux)",
         "smp": options.smp,
         "config": options.config,
@@ -100,7 +101,10 @@ def latency(
     """RTOS timer-interrupt latency (secure timer compare value to the third
     instruction of the RTOS's IRQ handler) with Linux idle, then with Linux
     running hackbench on every core. Writes the histograms and a summary."""
-    print(f"bench latency: booting ({options.timing} timing, {options.smp} cores)", file=sys.stderr)
+    print(
+        f"bench latency: booting ({describe_timing(options)}, {options.smp} cores)",
+        file=sys.stderr,
+    )
     result = run_exec(options, LATENCY_SCRIPT.format(idle_s=idle_s, loops=loops), timeout_s=1200)
     if result.status != 0 or len(result.lines) < 2:
         raise SystemExit(f"bench latency: run failed (console: {result.console_log})")
@@ -117,6 +121,7 @@ def latency(
     summary = {
         "benchmark": "latency",
         "timing": options.timing,
+        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
         "measured": "secure timer compare value to the 3rd instruction of the RTOS IRQ handler",
         "resolution_ns": idle["tick_ns"],
         "histogram_limit_us": round(float(idle["tick_ns"]) * 16384 / 1000, 1),
@@ -179,6 +184,7 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
     summary = {
         "benchmark": "switch",
         "timing": options.timing,
+        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
         "unit": "instructions (virtual timing: 1 instruction = 1 ns)",
         "measured": {
             "linux_to_rtos": "monitor FIQ vector to the RTOS's IRQ vector",

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from tandem import bench, capacity, trace
+from tandem import bench, capacity, qemu_command, trace
 from tandem.board import load_board
 from tandem.configs import Workload, available
 from tandem.errors import TandemError
@@ -23,7 +23,7 @@ def _boot_options(
     )
     choices = (*TIMINGS, "auto") if auto else TIMINGS
     auto_help = (
-        "; auto: host if this machine has a host core per emulated core, else virtual"
+        "; auto: host if this machine has a host core per emulated core, else percore"
         if auto
         else ""
     )
@@ -31,8 +31,17 @@ def _boot_options(
         "--timing",
         default=timing,
         choices=choices,
-        help=f"host: real time, multi-threaded; virtual: 1 instruction = 1 ns{auto_help} "
-        f"(default: {timing})",
+        help="host: real time, a host thread per core; virtual: one clock for all cores, "
+        "1 instruction = 1 ns; percore: a clock per core, kept within a quantum of each "
+        f"other{auto_help} (default: {timing}; docs/harness.md)",
+    )
+    parser.add_argument(
+        "--quantum-ns",
+        type=int,
+        default=qemu_command.DEFAULT_QUANTUM_NS,
+        metavar="NS",
+        help="percore timing: how far one core's clock may run ahead of another's "
+        f"(default {qemu_command.DEFAULT_QUANTUM_NS})",
     )
     parser.add_argument(
         "--smp",
@@ -90,10 +99,21 @@ def _core_list(text: str) -> tuple[int, ...]:
         ) from None
 
 
+def _quanta(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}': expected quanta in ns separated by commas, e.g. 1000,5000"
+        ) from None
+    return values
+
+
 def _options(args: argparse.Namespace) -> BootOptions:
     return BootOptions(
         config=args.config,
         timing=args.timing,
+        quantum_ns=args.quantum_ns,
         smp=args.smp,
         extra_bootargs=args.bootargs,
         capacity=args.capacity,
@@ -118,7 +138,7 @@ def parser() -> argparse.ArgumentParser:
         help="boot, run shell commands as root in Linux, print their output, power off",
         description="Exits with the commands' exit status.",
     )
-    _boot_options(ex)
+    _boot_options(ex, timing="auto", auto=True)
     ex.add_argument("--timeout", type=float, default=600, help="seconds (default 600)")
     ex.add_argument("commands", nargs=argparse.REMAINDER, help="-- 'SHELL COMMANDS'")
 
@@ -143,6 +163,29 @@ def parser() -> argparse.ArgumentParser:
     )
     _boot_options(sw, timing="virtual", smp=1)
     sw.add_argument("--seconds", type=int, default=1, help="Linux idles this long (default 1)")
+    fid = bsub.add_parser(
+        "fidelity",
+        help="what each timing mode does between cores: guest probes in virtual timing and "
+        "in per-core timing at several quanta",
+        description="(a) a loop timed while another core spins, (b) an interrupt from Linux "
+        "to the RTOS's core (RPC doorbell), (c) a flag handed between cores, (d) two "
+        "identical boots, (e) host wall time. Writes results/fidelity/<run-id>/.",
+    )
+    _boot_options(fid, timing="percore")
+    fid.add_argument(
+        "--quanta",
+        type=_quanta,
+        default=(1000, 2000, 5000, 10000),
+        metavar="LIST",
+        help="per-core quanta in ns, e.g. 1000,2000 (default 1000,2000,5000,10000)",
+    )
+    fid.add_argument("--rounds", type=int, default=200, help="samples per probe (default 200)")
+    fid.add_argument(
+        "--iterations",
+        type=int,
+        default=50_000,
+        help="overlap: loop iterations timed (2 instructions each; default 50000)",
+    )
     tr = sub.add_parser(
         "trace",
         help="which world ran on each core over a window (PNG timeline)",
@@ -232,10 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     args = parser().parse_args(argv)
     try:
-        if args.command == "run":
+        if args.command in ("run", "exec"):
             timing, why = choose_timing(args.timing, args.smp, os.cpu_count() or 1)
-            print(f"tandem: {timing} timing ({why})", file=sys.stderr)
+            if args.command == "run" or args.timing == "auto":
+                print(f"tandem: {timing} timing ({why})", file=sys.stderr)
             args.timing = timing
+        if args.command == "run":
             return run_interactive(_options(args))
         if args.command == "exec":
             commands = args.commands
@@ -254,6 +299,23 @@ def main(argv: list[str] | None = None) -> int:
             if args.idle_seconds < 1 or args.hackbench_loops < 1:
                 raise TandemError("--idle-seconds and --hackbench-loops must be at least 1")
             bench.latency(_options(args), args.idle_seconds, args.hackbench_loops, args.min_samples)
+            return 0
+        if args.command == "bench" and args.bench == "fidelity":
+            from tandem import fidelity
+
+            if args.rounds < 1 or args.iterations < 1:
+                raise TandemError("--rounds and --iterations must be at least 1")
+            for q in args.quanta:
+                qemu_command.check_quantum(q)
+            out = fidelity.run(
+                _options(args),
+                list(args.quanta),
+                args.rounds,
+                args.iterations,
+                "./tandem " + " ".join(sys.argv[1:] if argv is None else argv),
+            )
+            print((out / "report.md").read_text(), end="")
+            print(f"results: {out}")
             return 0
         if args.command == "bench" and args.bench == "switch":
             if args.seconds < 1:

@@ -147,10 +147,10 @@ def counted_code(rtos: Symbols, monitor: Symbols) -> list[tuple[int, int]]:
 
 def qemu_args(csv_path: Path, timing: str) -> tuple[str, ...]:
     """QEMU's arguments to count the dispatch path into `csv_path`."""
-    if timing != "virtual":
+    if timing not in ("virtual", "percore"):
         # Under multi-threaded TCG the hits of different vCPUs would not be
         # logged in the order they ran.
-        raise TandemError(f"the path count needs virtual timing, not {timing}")
+        raise TandemError(f"the path count needs virtual or per-core timing, not {timing}")
     if not PLUGIN.exists():
         raise TandemError(f"{PLUGIN} is missing: run `make build`")
     rtos, monitor = symbols(RTOS_ELF), symbols(MONITOR_ELF)

@@ -14,6 +14,8 @@ CONFIGS = ROOT / "configs"
 FIRMWARE = BUILD / "firmware" / "tandem-firmware.bin"
 KERNEL = BUILD / "linux" / "arch" / "arm64" / "boot" / "Image"
 INITRAMFS = BUILD / "rootfs" / "initramfs.cpio"
+# Tandem's QEMU: a link into the build cache (scripts/build-qemu.sh).
+QEMU_INSTALL = BUILD / "qemu" / "install"
 
 
 def missing_artifacts() -> list[Path]:

@@ -43,6 +43,8 @@ class BootOptions:
     config: str = "tandem"
     timing: str = "host"
     smp: int = 4
+    # Per-core timing's quantum (qemu_command.timing_args).
+    quantum_ns: int = qemu_command.DEFAULT_QUANTUM_NS
     extra_bootargs: str = ""
     # Instruments on QEMU's command line (qemu_command.exec_log_args or
     # plugin_args); "{run_dir}" in them stands for the boot's log directory.
@@ -72,21 +74,29 @@ class Prepared:
     run_dir: Path
 
 
+def describe_timing(options: BootOptions) -> str:
+    """The timing mode as reports say it: "percore timing (Q = 1000 ns)"."""
+    if options.timing == "percore":
+        return f"percore timing (Q = {options.quantum_ns} ns)"
+    return f"{options.timing} timing"
+
+
 def choose_timing(requested: str, smp: int, host_cores: int) -> tuple[str, str]:
     """The timing mode for `requested` ("auto" or one of TIMINGS), with why.
 
     Host timing needs a host core per emulated core: with fewer, the host
     deschedules vCPU threads for milliseconds and the RTOS misses releases
-    that it would meet on hardware. Auto picks virtual timing then, and says so.
+    that it would meet on hardware. Auto picks per-core timing then, and says
+    so.
     """
     if requested != "auto":
         return requested, "as asked"
     if host_cores >= smp:
         return "host", f"auto: {host_cores} host cores for {smp} emulated"
-    return "virtual", (
+    return "percore", (
         f"auto: only {host_cores} host cores for {smp} emulated, so host timing would "
-        "miss RTOS releases; virtual time runs ahead while every core idles; "
-        "--timing host overrides"
+        "miss RTOS releases; per-core clocks instead, which run ahead of the wall clock "
+        "while every core idles; --timing host overrides"
     )
 
 
@@ -95,6 +105,8 @@ def _check(options: BootOptions, board: Board) -> None:
         raise TandemError(f"--timing must be one of {', '.join(TIMINGS)}, got '{options.timing}'")
     if not 1 <= options.smp <= board.max_cores:
         raise TandemError(f"--smp must be 1..{board.max_cores}, got {options.smp}")
+    if options.timing == "percore":
+        qemu_command.check_quantum(options.quantum_ns)
     capacity.check(options.capacity)
     if not 0 <= options.disk_mib <= 65536:
         raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
@@ -185,6 +197,7 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         secure_log,
         interactive=exec_script is None,
         disk=disk,
+        quantum_ns=options.quantum_ns,
         instruments=tuple(
             arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args
         ),

@@ -26,14 +26,19 @@ from typing import Any
 
 from tandem.board import Board
 from tandem.errors import TandemError
+from tandem.paths import QEMU_INSTALL
 
 PROGRAM = "qemu-system-aarch64"
-TIMINGS = ("host", "virtual")
+TIMINGS = ("host", "virtual", "percore")
+# Per-core timing's default quantum (docs/harness.md, results/fidelity/).
+DEFAULT_QUANTUM_NS = 1000
+MAX_QUANTUM_NS = 1_000_000
 
 
 def program() -> str:
-    """The QEMU binary every invocation uses."""
-    return PROGRAM
+    """The QEMU binary every invocation uses: Tandem's build of Debian's
+    source with its patches (scripts/build-qemu.sh), in every timing mode."""
+    return str(QEMU_INSTALL / "bin" / PROGRAM)
 
 
 def machine_args(board: Board, smp: int) -> list[str]:
@@ -51,10 +56,24 @@ def machine_args(board: Board, smp: int) -> list[str]:
     ]
 
 
-def timing_args(timing: str) -> list[str]:
-    """How QEMU runs the vCPUs for a timing mode (docs/harness.md)."""
+def check_quantum(quantum_ns: int) -> None:
+    """A per-core timing quantum QEMU accepts."""
+    if not 1 <= quantum_ns <= MAX_QUANTUM_NS:
+        raise TandemError(f"--quantum-ns must be 1..{MAX_QUANTUM_NS}, got {quantum_ns}")
+
+
+def timing_args(timing: str, quantum_ns: int = DEFAULT_QUANTUM_NS) -> list[str]:
+    """How QEMU runs the vCPUs for a timing mode (docs/harness.md).
+
+    - host: one host thread per vCPU, real time;
+    - virtual: one thread, one clock for all vCPUs (1 instruction = 1 ns);
+    - percore: one thread, a clock per vCPU, the lowest one running next
+      for at most `quantum_ns` (Tandem's QEMU patches, qemu/patches/)."""
     if timing == "virtual":
         return ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off"]
+    if timing == "percore":
+        check_quantum(quantum_ns)
+        return ["-accel", "tcg,thread=single", "-icount", f"shift=0,sleep=off,quantum={quantum_ns}"]
     if timing == "host":
         return ["-accel", "tcg,thread=multi"]
     raise TandemError(f"timing must be one of {', '.join(TIMINGS)}, got '{timing}'")
@@ -96,13 +115,15 @@ def boot_argv(
     interactive: bool,
     disk: Path | None = None,
     instruments: tuple[str, ...] = (),
+    quantum_ns: int = DEFAULT_QUANTUM_NS,
 ) -> list[str]:
     """A whole boot's command line.
 
     `interactive` multiplexes QEMU's monitor onto the Linux console (Ctrl-A X
     quits); otherwise stdio carries only the console. `instruments` are
     options from `exec_log_args` or `plugin_args`."""
-    argv = [program(), *machine_args(board, smp), *timing_args(timing), "-bios", str(firmware)]
+    argv = [program(), *machine_args(board, smp), *timing_args(timing, quantum_ns)]
+    argv += ["-bios", str(firmware)]
     for load in loads:
         argv += ["-device", f"loader,file={load.path},addr={load.address:#x},force-raw=on"]
     argv += ["-display", "none", "-monitor", "none"]
@@ -156,3 +177,5 @@ def run(argv: list[str], what: str) -> subprocess.CompletedProcess[bytes]:
 def _check_argv(argv: list[str]) -> None:
     if not argv or argv[0] != program():
         raise TandemError(f"not a QEMU command line built by tandem.qemu_command: {argv[:2]}")
+    if not Path(argv[0]).exists():
+        raise TandemError(f"QEMU is not built yet: {argv[0]} is missing (run `make build`)")

@@ -277,6 +277,7 @@ def run(options: BootOptions, window_ms: float, load: str, out_root: Path = RESU
     summary = {
         "command": "trace",
         "timing": options.timing,
+        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
         "config": options.config,
         "smp": options.smp,
         "load": load,

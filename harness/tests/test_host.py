@@ -188,7 +188,7 @@ def test_auto_timing_needs_a_host_core_per_emulated_core() -> None:
     assert choose_timing("auto", 4, 8)[0] == "host"
     assert choose_timing("auto", 4, 4)[0] == "host"
     timing, why = choose_timing("auto", 4, 2)
-    assert timing == "virtual" and "2 host cores for 4" in why
+    assert timing == "percore" and "2 host cores for 4" in why
     assert choose_timing("host", 4, 2) == ("host", "as asked")
     assert choose_timing("virtual", 1, 8) == ("virtual", "as asked")
 

@@ -74,8 +74,8 @@ def test_a_missing_or_doubled_marker_symbol_is_an_error() -> None:
         pathcount.marker_addresses(rtos, monitor)
 
 
-def test_the_count_needs_virtual_timing(tmp_path: Path) -> None:
-    with pytest.raises(TandemError, match="needs virtual timing"):
+def test_the_count_needs_one_host_thread(tmp_path: Path) -> None:
+    with pytest.raises(TandemError, match="needs virtual or per-core timing"):
         pathcount.qemu_args(tmp_path / "x.csv", "host")
 
 

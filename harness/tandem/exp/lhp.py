@@ -61,7 +61,7 @@ SCHEMA = {
         list, "which parts to run (e.g. only e2 on a quiet host)", item=str, choices=PARTS
     ),
     "smp": Key(int, "E2: cores (keep <= host cores in host timing)", minimum=2, maximum=8),
-    "sweep_timing": Key(str, "E1 and E3: timing mode", choices=("virtual", "host")),
+    "sweep_timing": Key(str, "E1 and E3: timing mode", choices=TIMINGS),
     "sweep_smp": Key(int, "E1 and E3: cores", minimum=2, maximum=8),
     "sweep_reps": Key(int, "E1: repetitions", minimum=1, maximum=100),
     "sweep_phase_us": Key(
