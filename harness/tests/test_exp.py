@@ -641,7 +641,7 @@ def test_rpc_crossover_parse_and_report(tmp_path: Path) -> None:
     lines = [
         "model 2000 1500 2500 700000 3000",
         "@@PHASE lat 64 auto",
-        "rt 64 busy 2200 150",
+        "rt 64 busy 2200 150 900",
         "@@PHASE pair 64 auto 0",
         "pair 64 busy 1.500 0.500",
     ]

@@ -489,6 +489,7 @@ static long rpc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	c.seq = r->chan[q.channel].seq;
 	c.round_trip_ns = q.seen > q.sent ? rpc_ns(r, q.seen - q.sent) : 0;
 	c.server_ns = q.done_at > q.started_at ? rpc_ns(r, q.done_at - q.started_at) : 0;
+	c.notify_ns = q.started_at > q.sent ? rpc_ns(r, q.started_at - q.sent) : 0;
 	if (copy_to_user(uc, &c, sizeof(c)))
 		return -EFAULT;
 	return ret ? ret : rpc_status_errno(q.status);

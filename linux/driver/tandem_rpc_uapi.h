@@ -43,6 +43,12 @@ struct tandem_rpc_call {
 	__u64 seq;		/* the call's sequence number on its channel */
 	__u64 round_trip_ns;	/* from ringing the doorbell to seeing the answer */
 	__u64 server_ns;	/* the server's own time on the call */
+	/*
+	 * From the caller's counter read before ringing the doorbell to the
+	 * server's first (on another core: the doorbell's delivery and both
+	 * paths); 0 if the server started first.
+	 */
+	__u64 notify_ns;
 };
 
 #define TANDEM_RPC_IOC_CALL	_IOWR('T', 0x40, struct tandem_rpc_call)

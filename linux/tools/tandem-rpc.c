@@ -9,7 +9,7 @@
  *
  * MODE is busy, block or auto (default). call prints one line and exits 0
  * on success, else 1 with the error's name; bench prints one line per call
- * ("rt LEN MODE NS"); pair runs LEN-byte calls beside an independent
+ * ("rt LEN MODE ROUND_TRIP_NS SERVER_NS NOTIFY_NS": see tandem_rpc_uapi.h); pair runs LEN-byte calls beside an independent
  * CPU-bound process on the same CPU and prints the time until both are done
  * (paper 002's metric); stress runs concurrent echo clients on several
  * channels and checks every answer is the client's own data.
@@ -246,9 +246,10 @@ static int cmd_bench(int argc, char **argv, struct opts *o)
 			}
 			/* The first call of each size warms caches and paths. */
 			if (n)
-				printf("rt %lld %s %llu %llu\n", len, mode_names[c.mode],
+				printf("rt %lld %s %llu %llu %llu\n", len, mode_names[c.mode],
 				       (unsigned long long)c.round_trip_ns,
-				       (unsigned long long)c.server_ns);
+				       (unsigned long long)c.server_ns,
+				       (unsigned long long)c.notify_ns);
 		}
 	}
 	return 0;

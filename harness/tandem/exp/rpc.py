@@ -137,7 +137,7 @@ def parse(
                 model = {k: int(v) for k, v in zip(MODEL_KEYS, f[1:], strict=True)}
             elif f[0] == "@@PHASE":
                 phase = f[1:]
-            elif f[0] == "rt" and phase[:1] == ["lat"] and len(f) == 5:
+            elif f[0] == "rt" and phase[:1] == ["lat"] and len(f) == 6:
                 cell = (int(phase[1]), phase[2])
                 if int(f[1]) != cell[0]:
                     raise ValueError(f"size {f[1]} in phase {cell}")
