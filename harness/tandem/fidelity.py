@@ -48,11 +48,11 @@ tandem-probe overlap -a {a} -b {b} -n {rounds} -k {iters}
 echo {mark} handoff
 tandem-probe handoff -a {a} -b {b} -n {rounds} -s 1
 echo {mark} notify_idle
-tandem-rpc bench -m busy -n {rounds} -C {client} 1
+tandem-rpc bench -m busy -n {rounds} -C {client} -d 200 1
 echo {mark} notify_busy
 taskset -c {server} sh -c 'while :; do :; done' &
 hog=$!
-tandem-rpc bench -m busy -n {rounds} -C {client} 1
+tandem-rpc bench -m busy -n {rounds} -C {client} -d 200 1
 kill $hog
 {cost}echo {mark} end
 """

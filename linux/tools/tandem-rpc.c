@@ -3,13 +3,14 @@
  * tandem-rpc: calls into the Tandem RTOS through /dev/tandem-rpc.
  *
  *   tandem-rpc call [-c CH] [-m MODE] [-t MS] [-a MS] [-u] send|echo|stall LEN
- *   tandem-rpc bench [-c CH] [-m MODE] [-n N] [-C CPU] LEN...
+ *   tandem-rpc bench [-c CH] [-m MODE] [-n N] [-C CPU] [-d US] LEN...
  *   tandem-rpc pair [-c CH] [-m MODE] [-n N] [-w ITERS] [-C CPU] LEN
  *   tandem-rpc stress [-j CLIENTS] [-n CALLS] [-k CHANNELS] [-s MAXLEN]
  *
  * MODE is busy, block or auto (default). call prints one line and exits 0
  * on success, else 1 with the error's name; bench prints one line per call
- * ("rt LEN MODE ROUND_TRIP_NS SERVER_NS NOTIFY_NS": see tandem_rpc_uapi.h); pair runs LEN-byte calls beside an independent
+ * ("rt LEN MODE ROUND_TRIP_NS SERVER_NS NOTIFY_NS": see tandem_rpc_uapi.h),
+ * pausing US microseconds before each (-d); pair runs LEN-byte calls beside an independent
  * CPU-bound process on the same CPU and prints the time until both are done
  * (paper 002's metric); stress runs concurrent echo clients on several
  * channels and checks every answer is the client's own data.
@@ -30,7 +31,7 @@ static void die_usage(void)
 {
 	fprintf(stderr,
 		"usage: tandem-rpc call [-c CH] [-m MODE] [-t MS] [-a MS] [-u] send|echo|stall LEN\n"
-		"       tandem-rpc bench [-c CH] [-m MODE] [-n N] [-C CPU] LEN...\n"
+		"       tandem-rpc bench [-c CH] [-m MODE] [-n N] [-C CPU] [-d US] LEN...\n"
 		"       tandem-rpc pair [-c CH] [-m MODE] [-n N] [-w ITERS] [-C CPU] LEN\n"
 		"       tandem-rpc stress [-j CLIENTS] [-n CALLS] [-k CHANNELS] [-s MAXLEN]\n"
 		"MODE: busy, block or auto\n");
@@ -107,7 +108,7 @@ static void pin(int cpu)
 
 struct opts {
 	unsigned int channel, mode, timeout, arg, flags, calls, clients, channels;
-	long long iters, maxlen;
+	long long iters, maxlen, pause_us;
 	int cpu;
 };
 
@@ -157,6 +158,11 @@ static int parse(int argc, char **argv, struct opts *o)
 				break;
 			case 'C':
 				o->cpu = v;
+				break;
+			case 'd':
+				if (v < 0 || v > 1000000)
+					die_usage();
+				o->pause_us = v;
 				break;
 			default:
 				die_usage();
@@ -236,6 +242,9 @@ static int cmd_bench(int argc, char **argv, struct opts *o)
 		long long len = to_number(argv[i]);
 
 		for (unsigned int n = 0; n < o->calls + 1; n++) {
+			/* Let the server go idle again, so the doorbell wakes it. */
+			if (o->pause_us)
+				usleep(o->pause_us);
 			memset(&c, 0, sizeof(c));
 			c.timeout_ms = o->timeout;
 			int ret = tandem_rpc_send_buf(fd, o->channel, buf, len, o->mode, &c);
