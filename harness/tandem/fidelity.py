@@ -130,9 +130,11 @@ def parse(lines: list[str], where: str) -> Samples:
                 raise TandemError(f"{where}: a probe failed: {line}")
         except ValueError as e:
             raise TandemError(f"{where}: cannot read '{line}': {e}") from None
-    for p, values in out.probes.items():
-        if not values:
+    for p in ("overlap", "handoff"):
+        if not out.probes[p]:
             raise TandemError(f"{where}: no {p} samples")
+    if not out.probes["notify_idle"] and not out.probes["notify_busy"] and not out.server_first:
+        raise TandemError(f"{where}: no RPC calls measured")
     return out
 
 
@@ -169,8 +171,10 @@ def boot(
     return samples
 
 
-def stats(values: list[int]) -> dict[str, float]:
-    """min / median / max (ns) and the count."""
+def stats(values: list[int]) -> dict[str, float | None]:
+    """min / median / max (ns; None without samples) and the count."""
+    if not values:
+        return {"samples": 0, "min_ns": None, "median_ns": None, "max_ns": None}
     return {
         "samples": len(values),
         "min_ns": min(values),
@@ -217,6 +221,16 @@ def checks(rows: list[dict[str, object]], identical: bool | None) -> list[tuple[
         )
         idle, busy = r["notify_idle"], r["notify_busy"]
         assert isinstance(idle, dict) and isinstance(busy, dict)
+        if idle["max_ns"] is None or busy["max_ns"] is None:
+            out.append(
+                (
+                    f"(b) Q = {q} ns: no doorbell samples ({r['notify_server_first']} calls the "
+                    "RTOS server found before their doorbell rang: it ran up to Q behind Linux "
+                    "and read the request early)",
+                    False,
+                )
+            )
+            continue
         out.append(
             (
                 f"(b) Q = {q} ns: interrupt to a busy core worst {busy['max_ns']} ns, to an "
@@ -255,22 +269,37 @@ def plot(rows: list[dict[str, object]], path: Path) -> None:
     )
     virtual = [r for r in rows if r["timing"] == "virtual"]
     fig, ax = plt.subplots(figsize=(7.0, 4.2))
-    qs = [int(str(r["quantum_ns"])) / 1000 for r in percore]
+
+    def us(r: dict[str, object], probe: str, key: str) -> float | None:
+        d = r[probe]
+        assert isinstance(d, dict)
+        return None if d[key] is None else float(d[key]) / 1000
+
+    def series(rows: list[dict[str, object]], probe: str, key: str) -> list[float]:
+        return [v for r in rows if (v := us(r, probe, key)) is not None]
+
     for probe, colour in (("notify_idle", "tab:blue"), ("notify_busy", "tab:red")):
-        med = [float(r[probe]["median_ns"]) / 1000 for r in percore]  # type: ignore[index]
-        worst = [float(r[probe]["max_ns"]) / 1000 for r in percore]  # type: ignore[index]
+        have = [r for r in percore if us(r, probe, "max_ns") is not None]
+        qs = [int(str(r["quantum_ns"])) / 1000 for r in have]
         name = probe.replace("notify_", "receiver ")
-        ax.plot(qs, worst, "o-", color=colour, label=f"{name}: worst")
-        ax.plot(qs, med, "s--", color=colour, alpha=0.6, label=f"{name}: median")
+        ax.plot(qs, series(have, probe, "max_ns"), "o-", color=colour, label=f"{name}: worst")
+        ax.plot(
+            qs,
+            series(have, probe, "median_ns"),
+            "s--",
+            color=colour,
+            alpha=0.6,
+            label=f"{name}: median",
+        )
         for r in virtual:
-            ax.axhline(
-                float(r[probe]["max_ns"]) / 1000,  # type: ignore[index]
-                color=colour,
-                linestyle=":",
-                label=f"{name}: worst in virtual timing",
-            )
-    if percore:
-        idle0 = float(percore[0]["notify_idle"]["max_ns"]) / 1000  # type: ignore[index]
+            v = us(r, probe, "max_ns")
+            if v is not None:
+                ax.axhline(v, color=colour, linestyle=":", label=f"{name}: worst in virtual timing")
+    have = [r for r in percore if us(r, "notify_idle", "max_ns") is not None]
+    if have:
+        idle0 = us(have[0], "notify_idle", "max_ns")
+        assert idle0 is not None
+        qs = [int(str(r["quantum_ns"])) / 1000 for r in percore]
         ax.plot(qs, [idle0 + q for q in qs], color="grey", linewidth=1, label="path + Q")
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -298,16 +327,20 @@ def report(summary: dict[str, object]) -> str:
         "length while CPU 1 spins, error = counter time minus instructions; (b) Linux "
         "stamps the counter and rings the RPC doorbell (an SGI) on CPU 0, the RTOS's "
         "server stamps on its core, with that core's Linux idle or running a busy loop; "
-        "(c) CPU 1 stores a stamp CPU 2 spins on; (e) host wall time.",
+        "(c) CPU 1 stores a stamp CPU 2 spins on (early: CPU 2's clock behind the stamp); "
+        '(e) host wall time. "Server first": calls the RTOS server found before their '
+        "doorbell rang (it looks again after each call), which give no (b) sample.",
         "",
         "| timing | Q ns | (a) overlap error median ns | (b) idle min / median / max ns | "
-        "(b) busy min / median / max ns | (c) hand-off min / median / max ns | boot s | "
-        "hackbench s |",
-        "|---|---|---|---|---|---|---|---|",
+        "(b) busy min / median / max ns | (b) server first | (c) hand-off min / median / max "
+        "ns | (c) early | boot s | hackbench s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def mmm(d: object) -> str:
         assert isinstance(d, dict)
+        if d["max_ns"] is None:
+            return "-"
         return f"{d['min_ns']} / {d['median_ns']:g} / {d['max_ns']}"
 
     for r in rows:
@@ -316,7 +349,8 @@ def report(summary: dict[str, object]) -> str:
         rep = f" (rep {r['rep']})" if r["rep"] != 1 else ""
         lines.append(
             f"| {r['timing']}{rep} | {q} | {r['overlap_median_error_ns']:g} | "
-            f"{mmm(r['notify_idle'])} | {mmm(r['notify_busy'])} | {mmm(r['handoff'])} | "
+            f"{mmm(r['notify_idle'])} | {mmm(r['notify_busy'])} | "
+            f"{r['notify_server_first']} | {mmm(r['handoff'])} | {r['handoff_early']} | "
             f"{r['boot_s']} | {r['hackbench_s']} |"
         )
     lines += ["", "## Checks", ""]

@@ -48,6 +48,10 @@ def test_parse_reads_every_probe_and_skips_calls_the_server_took_early() -> None
         ([f"{fidelity.MARK} overlap", "overlap 10 x"], "cannot read 'overlap 10 x'"),
         ([f"{fidelity.MARK} overlap", "overlap 10 12"], "no handoff samples"),
         (["error EIO (5) len 1"], "a probe failed"),
+        (
+            [f"{fidelity.MARK} overlap", "overlap 10 12", f"{fidelity.MARK} handoff", "handoff 3"],
+            "no RPC calls measured",
+        ),
     ],
 )
 def test_parse_rejects_bad_output(lines: list[str], message: str) -> None:
@@ -63,6 +67,8 @@ def _row(timing: str, q: int | None, idle_max: int, busy_max: int, err: float) -
         "timing": timing,
         "quantum_ns": q,
         "rep": 1,
+        "notify_server_first": 0,
+        "handoff_early": 0,
         "boot_s": 2.0,
         "hackbench_s": 10.0,
         "overlap_insns": 100_000,
