@@ -7,8 +7,8 @@ a. overlap: CPU b times a loop of N instructions between two counter reads
    while CPU a spins (`tandem-probe overlap`): its clock should advance N ns;
 b. cross-core interrupt: Linux stamps the counter and rings the RPC
    doorbell, an SGI to the RTOS's server core, whose first stamp ends the
-   sample (`tandem-rpc bench`, the driver's `notify_ns`), with that core's
-   Linux idle and with it running a busy loop;
+   sample (`tandem-rpc bench`, the driver's `notify_ns`), with Linux idle
+   and with Linux running hackbench on every core;
 c. flag hand-off: CPU a stores a counter stamp that CPU b spins on
    (`tandem-probe handoff`);
 d. determinism: the first per-core cell is booted twice; every sample of
@@ -50,10 +50,11 @@ tandem-probe handoff -a {a} -b {b} -n {rounds} -s 1
 echo {mark} notify_idle
 tandem-rpc bench -m busy -n {rounds} -C {client} -d 200 1
 echo {mark} notify_busy
-taskset -c {server} sh -c 'while :; do :; done' &
+hackbench -g 4 -l 1000000 > /dev/null 2>&1 &
 hog=$!
+sleep 0.2
 tandem-rpc bench -m busy -n {rounds} -C {client} -d 200 1
-kill $hog
+kill $hog; wait $hog || true
 {cost}echo {mark} end
 """
 COST = """echo {mark} hackbench
@@ -89,14 +90,13 @@ class Samples:
     hackbench_s: float = 0.0
 
 
-def script(rounds: int, iters: int, server_core: int, cost: bool = True) -> str:
+def script(rounds: int, iters: int, cost: bool = True) -> str:
     """The guest script of one boot (with `cost`, hackbench is timed too)."""
     return SCRIPT.format(
         mark=MARK,
         a=CPU_A,
         b=CPU_B,
         client=CLIENT_CPU,
-        server=server_core,
         rounds=rounds,
         iters=iters,
         cost=COST.format(mark=MARK, hackbench=HACKBENCH) if cost else "",
@@ -156,7 +156,7 @@ def boot(
             marks[f[1]] = time.monotonic()
             print(f"bench fidelity:   {label}: {f[1]}", file=sys.stderr, flush=True)
 
-    text = script(rounds, iters, servers[0], cost)
+    text = script(rounds, iters, cost)
     result = run_exec(options, text, timeout_s=3600, echo=echo)
     raw.mkdir(parents=True, exist_ok=True)
     (raw / f"{label}.console.log").write_text(result.console_log.read_text(errors="replace"))
@@ -326,7 +326,7 @@ def report(summary: dict[str, object]) -> str:
         "Probes (`harness/tandem/fidelity.py`): (a) overlap: CPU 2 times a loop of known "
         "length while CPU 1 spins, error = counter time minus instructions; (b) Linux "
         "stamps the counter and rings the RPC doorbell (an SGI) on CPU 0, the RTOS's "
-        "server stamps on its core, with that core's Linux idle or running a busy loop; "
+        "server stamps on its core, with Linux idle or running hackbench on every core; "
         "(c) CPU 1 stores a stamp CPU 2 spins on (early: CPU 2's clock behind the stamp); "
         '(e) host wall time. "Server first": calls the RTOS server found before their '
         "doorbell rang (it looks again after each call), which give no (b) sample.",
