@@ -25,6 +25,8 @@ from tandem.errors import TandemError
 from tandem.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
 
 TIMINGS = qemu_command.TIMINGS
+# The timing modes in which a boot repeats exactly (instructions, not host time).
+DETERMINISTIC = ("virtual", "percore")
 BEGIN = "@@TANDEM-EXEC-BEGIN@@"
 END = re.compile(r"@@TANDEM-EXEC-END status=(\d+)@@")
 RESTART = re.compile(r"^\[\s*\d+\.\d+\] reboot: Restarting system$")
@@ -45,6 +47,10 @@ class BootOptions:
     smp: int = 4
     # Per-core timing's quantum (qemu_command.timing_args).
     quantum_ns: int = qemu_command.DEFAULT_QUANTUM_NS
+    # `exec` commands start this many µs after Linux is up: a controlled
+    # phase against the RTOS's releases and Linux's ticks, so repetitions
+    # differ in the deterministic timing modes (exp/common.rep_phase_us).
+    phase_us: int = 0
     extra_bootargs: str = ""
     # Instruments on QEMU's command line (qemu_command.exec_log_args or
     # plugin_args); "{run_dir}" in them stands for the boot's log directory.
@@ -107,6 +113,8 @@ def _check(options: BootOptions, board: Board) -> None:
         raise TandemError(f"--smp must be 1..{board.max_cores}, got {options.smp}")
     if options.timing == "percore":
         qemu_command.check_quantum(options.quantum_ns)
+    if not 0 <= options.phase_us <= 10_000_000:
+        raise TandemError(f"phase must be 0..10 s, got {options.phase_us} µs")
     capacity.check(options.capacity)
     if not 0 <= options.disk_mib <= 65536:
         raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
@@ -140,6 +148,8 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     run_dir = _new_log_dir()
 
     initrd = INITRAMFS
+    if exec_script is not None and options.phase_us:
+        exec_script = f"sleep {options.phase_us / 1e6:.6f}\n" + exec_script
     if exec_script is not None:
         extra = cpio.archive({"tandem/exec.sh": (0o755, exec_script.encode())})
         (run_dir / "exec.sh").write_text(exec_script)

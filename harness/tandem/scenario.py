@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.qemu import TIMINGS
+from tandem.qemu_command import MAX_QUANTUM_NS
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 # Holds overrides for `--quick`, checked against the same schema.
@@ -48,7 +49,13 @@ COMMON: dict[str, Key] = {
     "experiment": Key(str, "the experiment's name (the file's name without .toml)"),
     "paper": Key(str, "which paper of PAPERS.md it reproduces"),
     "description": Key(str, "one line: what it measures"),
-    "timing": Key(str, "timing mode (DESIGN.md)", choices=TIMINGS),
+    "timing": Key(str, "timing mode (docs/harness.md)", choices=TIMINGS),
+    "quantum_ns": Key(
+        int,
+        "per-core timing: how far one core's clock may run ahead of another's (ns)",
+        minimum=1,
+        maximum=MAX_QUANTUM_NS,
+    ),
     "reps": Key(int, "repetitions of every boot", minimum=1, maximum=100),
 }
 

@@ -76,7 +76,7 @@ def test_shipped_scenarios_load() -> None:
     [
         (("samples = 4096", "samples = 4096\nsampels = 3"), "unknown key sampels"),
         (("samples = 4096", "samples = 3"), "samples = 3 is not allowed; want int in 16..100000"),
-        (('timing = "virtual"', 'timing = "fast"'), "want str from 'host', 'virtual'"),
+        (('timing = "percore"', 'timing = "fast"'), "want str from 'host', 'virtual', 'percore'"),
         (('envs = ["smp", ', 'envs = ["smp", "smp", '), "no repeats"),
         (('envs = ["smp", ', 'envs = ["dualunix", '), "'smp', 'affinity', 'heteroos', 'tandem'"),
         (("reps = 1", "reps = true"), "reps = True is not allowed"),

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tandem import scenario
+from tandem import provenance, scenario
 from tandem.errors import TandemError
 from tandem.exp import capacity, ctxsw, domains, lhp, linux_rt, rpc
 from tandem.exp.common import num, read_summary
@@ -87,8 +88,11 @@ def run(
     print(f"exp {name}: measuring into {partial.dir}", file=sys.stderr)
     command = command_line(name, quick, s.overrides)
     try:
+        started = time.monotonic()
         summary = exp.run(s, partial.dir)
         summary["command"] = command
+        summary["provenance"] = provenance.collect(s.values)
+        summary["host_seconds"] = round(time.monotonic() - started, 1)
         write_atomic(partial.dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         finish(exp, partial.dir, summary, command)
     except BaseException:

@@ -27,13 +27,14 @@ from tandem.exp.common import (
     Boot,
     Progress,
     boot_lines,
+    boot_options,
     num,
     paired_gains,
     paired_words,
     read_summary,
+    rep_phase_us,
     summary_list,
 )
-from tandem.qemu import BootOptions
 from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
 
@@ -180,12 +181,14 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
             lines = boot_lines(
                 Boot(
                     label,
-                    BootOptions(
+                    boot_options(
+                        s,
                         config="tandem",
                         timing=s.text("timing"),
                         smp=s.integer("smp"),
                         workload=workload(s, load),
                         capacity=mode,
+                        phase_us=rep_phase_us(rep),
                     ),
                     script(s),
                     timeout_s=1800,

@@ -13,11 +13,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tandem.errors import TandemError
 from tandem.measure import PHASE, Latency, parse_results
 from tandem.qemu import BootOptions, run_exec
 from tandem.results import write_atomic
+from tandem.scenario import Scenario
 
 # What QEMU does and does not model, for every report.
 QEMU_CAVEATS = {
@@ -48,6 +50,20 @@ QEMU_CAVEATS = {
         "bus, so memory load only competes for host CPU time."
     ),
 }
+
+
+def boot_options(s: Scenario, **options: Any) -> BootOptions:  # noqa: ANN401
+    """BootOptions for one of the scenario's boots, with its quantum."""
+    return BootOptions(quantum_ns=s.integer("quantum_ns"), **options)
+
+
+def rep_phase_us(rep: int) -> int:
+    """The start phase of repetition `rep` (1, 2, ...): per-core and virtual
+    timing repeat a boot exactly, so repetitions start their commands at
+    different, fixed offsets against the RTOS's 1 ms releases and Linux's
+    ticks (0, 1.37, 2.74 ... ms, modulo 10 ms): paired cells (the same rep
+    in two modes) share a phase, and a rerun gives the same runs."""
+    return ((rep - 1) * 1370) % 10_000
 
 
 class Progress:

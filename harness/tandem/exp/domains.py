@@ -24,16 +24,17 @@ from tandem.exp.common import (
     QEMU_CAVEATS,
     Boot,
     Progress,
+    boot_options,
     fmt_us,
     num,
     read_summary,
+    rep_phase_us,
     run_boot,
     summary_list,
     write_histograms,
     write_summary,
 )
 from tandem.measure import Latency, merged, script_header
-from tandem.qemu import BootOptions
 from tandem.scenario import Key, Scenario
 
 NAME = "domains"
@@ -186,7 +187,9 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
             progress.next(f"env {env.name} ({env.about}), rep {rep}/{reps}, {timing} timing")
             boot = Boot(
                 label=f"{env.name}-rep{rep}",
-                options=BootOptions(config=env.config, timing=timing, smp=4),
+                options=boot_options(
+                    s, config=env.config, timing=timing, smp=4, phase_us=rep_phase_us(rep)
+                ),
                 script=script(env, s),
             )
             results = run_boot(boot, out / "raw", progress)

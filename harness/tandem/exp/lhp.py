@@ -35,16 +35,18 @@ from tandem.exp.common import (
     Boot,
     Progress,
     boot_lines,
+    boot_options,
     fmt_us,
     median_change_ci,
     num,
     paired_gains,
     paired_words,
     read_summary,
+    rep_phase_us,
     summary_list,
 )
 from tandem.measure import from_rtos
-from tandem.qemu import TIMINGS, BootOptions
+from tandem.qemu import DETERMINISTIC, TIMINGS, BootOptions
 from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
 
@@ -238,7 +240,8 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
         label = f"e1-alone-rep{rep}"
         lines = _boot(
             label,
-            BootOptions(
+            boot_options(
+                s,
                 config="linux-only",
                 timing=timing,
                 smp=smp,
@@ -264,7 +267,8 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
                 label = f"e1-{period}us-{policy}-rep{rep}"
                 lines = _boot(
                     label,
-                    BootOptions(
+                    boot_options(
+                        s,
                         config="tandem",
                         timing=timing,
                         smp=smp,
@@ -332,12 +336,14 @@ def e2(s: Scenario, out: Path, progress: Progress) -> list[dict[str, object]]:
             )
             lines = _boot(
                 label,
-                BootOptions(
+                boot_options(
+                    s,
                     config=config,
                     timing=timing,
                     smp=s.integer("smp"),
                     extra_bootargs=LOCKSTATE if lockstate else "",
                     workload=workload,
+                    phase_us=rep_phase_us(rep),
                 ),
                 script,
                 out / "raw",
@@ -385,7 +391,8 @@ def patch_cost(s: Scenario, out: Path, progress: Progress) -> dict[str, object]:
             label = f"patch-{setting}-boot{boot}"
             lines = _boot(
                 label,
-                BootOptions(
+                boot_options(
+                    s,
                     config="linux-only",
                     timing=timing,
                     smp=s.integer("patch_smp"),
@@ -444,14 +451,15 @@ def e3(
             "$c/deadline_misses; done)\n"
         )
         # The per-core instruction count (tandem/pathcount.py), beside the
-        # RTOS's own clock readings; it needs virtual timing's single thread.
+        # RTOS's own clock readings; it needs one QEMU thread for all cores.
         count_csv = out / "raw" / f"{label}.pathcount.csv"
         count_csv.parent.mkdir(parents=True, exist_ok=True)
         timing = s.text("sweep_timing")
-        counting = timing == "virtual"
+        counting = timing in DETERMINISTIC
         lines = _boot(
             label,
-            BootOptions(
+            boot_options(
+                s,
                 config="tandem",
                 timing=timing,
                 smp=s.integer("sweep_smp"),
@@ -847,11 +855,11 @@ def report(run_dir: Path, command: str) -> str:
             f"{PATCH_COST_LIMIT_PCT} % target; {interval}"
             f"run-to-run spread up to {noise:.1f} %).",
         ]
-        if patch["timing"] == "virtual":
+        if patch["timing"] in DETERMINISTIC:
             out.append(
-                "In virtual timing a second is 10^9 instructions, so this is the share of "
-                "instructions the publishing adds: 5 per uncontended lock and 5 per unlock "
-                "over the key's branch when off (inline: `mrs sp_el0`, the held word's "
+                f"In {patch['timing']} timing a second is 10^9 instructions, so this is the "
+                "share of instructions the publishing adds: 5 per uncontended lock and 5 per "
+                "unlock over the key's branch when off (inline: `mrs sp_el0`, the held word's "
                 "pointer from thread_info, and a load, add and store of the word), against "
                 "lock and unlock fast paths of 10 to 15. "
                 "On hardware, where a lock's atomic costs more than an ordinary instruction, "

@@ -20,16 +20,17 @@ from tandem.exp.common import (
     QEMU_CAVEATS,
     Boot,
     Progress,
+    boot_options,
     fmt_us,
     num,
     read_summary,
+    rep_phase_us,
     run_boot,
     summary_list,
     write_histograms,
     write_summary,
 )
 from tandem.measure import Latency, merged, script_header
-from tandem.qemu import BootOptions
 from tandem.scenario import Key, Scenario
 
 NAME = "linux-rt"
@@ -112,8 +113,13 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
             progress.next(f"{cores} core(s), rep {rep}/{reps}, {timing} timing")
             boot = Boot(
                 label=f"cores{cores}-rep{rep}",
-                options=BootOptions(
-                    config="linux-only", timing=timing, smp=cores, disk_mib=s.integer("disk_mib")
+                options=boot_options(
+                    s,
+                    config="linux-only",
+                    timing=timing,
+                    smp=cores,
+                    disk_mib=s.integer("disk_mib"),
+                    phase_us=rep_phase_us(rep),
                 ),
                 script=script(s, cores),
             )

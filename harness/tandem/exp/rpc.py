@@ -29,13 +29,14 @@ from tandem.exp.common import (
     Boot,
     Progress,
     boot_lines,
+    boot_options,
     num,
     read_summary,
+    rep_phase_us,
     summary_list,
     write_summary,
 )
 from tandem.paths import RESULTS
-from tandem.qemu import BootOptions
 from tandem.scenario import Key, Scenario
 
 NAME = "rpc"
@@ -209,7 +210,9 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
         progress.next(f"rep {rep}, {timing} timing, server on core {server}, client on {cpu}")
         boot = Boot(
             label=f"rep{rep}",
-            options=BootOptions(timing=timing, smp=smp, rpc_cores=(server,)),
+            options=boot_options(
+                s, timing=timing, smp=smp, rpc_cores=(server,), phase_us=rep_phase_us(rep)
+            ),
             script=script(s),
         )
         lines, where = boot_lines(boot, out / "raw", progress)

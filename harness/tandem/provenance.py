@@ -1,0 +1,86 @@
+"""What produced a run: the commit, QEMU, Linux, the firmware, the timing
+mode and quantum, and the host. Every experiment's summary.json carries it,
+so a number can always be traced to what measured it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from tandem import qemu_command
+from tandem.errors import TandemError
+from tandem.paths import BUILD, FIRMWARE, QEMU_INSTALL, ROOT
+
+KERNEL_RELEASE = BUILD / "linux" / "include" / "config" / "kernel.release"
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(ROOT), *args], check=True, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _qemu() -> dict[str, object]:
+    try:
+        version = qemu_command.run(qemu_command.version_argv(), "QEMU").stdout.decode()
+        first = version.splitlines()[0] if version else "unknown"
+    except TandemError as e:
+        first = f"unknown ({e})"
+    info = QEMU_INSTALL / "BUILD-INFO"
+    build = info.read_text().strip().splitlines() if info.exists() else []
+    return {
+        "version": first,
+        "build": build,
+        "cache_key": QEMU_INSTALL.resolve().name if QEMU_INSTALL.exists() else "none",
+    }
+
+
+def _digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return "missing"
+
+
+def timing_keys(scenario: Mapping[str, object]) -> dict[str, object]:
+    """The scenario's timing modes and quantum, whatever the keys are named."""
+    return {
+        k: v for k, v in scenario.items() if k.endswith(("timing", "timings")) or k == "quantum_ns"
+    }
+
+
+def collect(scenario: Mapping[str, object]) -> dict[str, object]:
+    """Provenance of a run of `scenario` (its values, after overrides)."""
+    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "commit": _git("rev-parse", "HEAD"),
+        "uncommitted_changes": bool(dirty) and dirty != "unknown",
+        "qemu": _qemu(),
+        "kernel": KERNEL_RELEASE.read_text().strip() if KERNEL_RELEASE.exists() else "unknown",
+        "firmware_sha256": _digest(FIRMWARE),
+        "timing": timing_keys(scenario),
+        "host": {
+            "name": platform.node(),
+            "cpus": os.cpu_count(),
+            "cpu": _cpu_model(),
+            "os": f"{platform.system()} {platform.release()}",
+        },
+    }
