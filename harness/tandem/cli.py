@@ -229,6 +229,13 @@ def parser() -> argparse.ArgumentParser:
     ecmp.add_argument("name", help="experiment")
     ecmp.add_argument("runs", nargs=2, metavar="RUN", help="run ids (results/NAME/RUN)")
     ecmp.add_argument("--tolerance", type=float, default=10.0, help="%% (default 10)")
+    esub.add_parser(
+        "claims",
+        help="every claim of the papers beside our latest runs: results/CLAIMS.md and the "
+        "README's table",
+        description="Evaluates each claim on the latest full run that measures it "
+        "(harness/tandem/claims.py) and writes results/CLAIMS.md and the README's table.",
+    )
     erep = esub.add_parser("report", help="redraw a run's plots and report, print the report")
     erep.add_argument("name", help="experiment")
     erep.add_argument("--run", help="run id (default: the latest)")
@@ -246,6 +253,13 @@ def _exp(args: argparse.Namespace) -> int:
         table, worst = exp.compare(args.name, args.runs[0], args.runs[1])
         print(table, end="")
         return 0 if worst <= args.tolerance else 1
+    if args.exp == "claims":
+        from tandem import claims
+
+        out = claims.write()
+        print(out.read_text(), end="")
+        print(f"(claims: {out}; README table updated)", file=sys.stderr)
+        return 0
     if args.exp == "report":
         run_dir, text = exp.report(args.name, args.run)
         print(text, end="")

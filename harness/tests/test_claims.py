@@ -1,0 +1,133 @@
+"""`tandem exp claims`: each claim's test on made-up summaries, so that a
+verdict can go either way, and the CLAIMS.md and README table it writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tandem import claims
+from tandem.errors import TandemError
+
+
+def _write(root: Path, experiment: str, run: str, summary: dict[str, object]) -> None:
+    d = root / experiment / run
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps(summary))
+
+
+def _verdicts(found: list[claims.Claim]) -> dict[str, str]:
+    return {c.claim: c.verdict for c in found}
+
+
+def _lhp(cut: float, threshold: float) -> dict[str, object]:
+    rows = []
+    for period, static in ((10000, 10), (1000, 100)):
+        migrate = int(static * (1 - cut))
+        for policy, n in (("static", static), ("migrate", migrate)):
+            rows.append(
+                {
+                    "period_us": period,
+                    "policy": policy,
+                    "long_spin_waits": n * 2,
+                    "long_spin_waits_runs": [n, n],
+                }
+            )
+    return {
+        "quick": False,
+        "long_spin_threshold_us": threshold,
+        "period_sweep": rows,
+        "bench": [
+            {"bench": "hackbench", "policy": "static", "runs_s": [10, 11, 12, 10.5, 11.5]},
+            {"bench": "hackbench", "policy": "migrate", "runs_s": [8, 9, 9.5, 8.5, 9.9]},
+        ],
+        "overhead": [
+            {"policy": "static", "max_us": 1.0},
+            {"policy": "migrate", "max_us": 1.5, "handoff_wait_max_us": 1.0},
+        ],
+        "lock_patch_overhead_pct": 1.2,
+        "provenance": {"timing": {"timing": "percore", "quantum_ns": 1000}},
+    }
+
+
+def test_lhp_claims_follow_the_numbers(tmp_path: Path) -> None:
+    _write(tmp_path, "lhp", "20260101-000000", _lhp(cut=0.8, threshold=30))
+    got = _verdicts(claims.lhp_claims(tmp_path))
+    assert set(got.values()) == {claims.REPRODUCED}, got
+    # A newer run where migrate cuts only 20 % and the threshold is 300 µs.
+    _write(tmp_path, "lhp", "20260102-000000", _lhp(cut=0.2, threshold=300))
+    found = claims.lhp_claims(tmp_path)
+    got = _verdicts(found)
+    assert (
+        got[
+            "At 1 ms / 500 µs, migrate cuts long spin waits by at least half, in every paired "
+            "repetition"
+        ]
+        == claims.NOT_REPRODUCED
+    )
+    assert any("real lock hold time" in c and v == claims.NOT_REPRODUCED for c, v in got.items())
+    assert all(c.run == "20260102-000000" for c in found)
+    assert "(Q = 1000 ns)" in found[0].ours
+
+
+def test_quick_and_unfinished_runs_are_not_claims(tmp_path: Path) -> None:
+    quick = _lhp(cut=0.8, threshold=30) | {"quick": True}
+    _write(tmp_path, "lhp", "20260101-000000", quick)
+    (tmp_path / "lhp" / "20260102-000000.partial").mkdir()
+    assert {c.verdict for c in claims.lhp_claims(tmp_path)} == {claims.NOT_RUN}
+
+
+def test_rpc_claims(tmp_path: Path) -> None:
+    rows = [
+        {"bytes": b, "mode": m, "median_ms": t}
+        for b, busy, block, auto in ((64, 0.5, 0.6, 0.5), (65536, 0.9, 0.6, 0.61))
+        for m, t in (("busy", busy), ("block", block), ("auto", auto))
+    ]
+    _write(
+        tmp_path,
+        "rpc",
+        "20260101-000000",
+        {"quick": False, "rows": rows, "crossover_bytes": 4000, "x_opt_bytes": 5000},
+    )
+    assert set(_verdicts(claims.rpc_claims(tmp_path)).values()) == {claims.REPRODUCED}
+    _write(
+        tmp_path,
+        "rpc",
+        "20260102-000000",
+        {"quick": False, "rows": rows, "crossover_bytes": 4000, "x_opt_bytes": 9000},
+    )
+    got = claims.rpc_claims(tmp_path)
+    assert got[1].verdict == claims.NOT_REPRODUCED and "x2.25" in got[1].ours
+
+
+def test_domains_growth_with_loaded_cores_needs_a_bus_model(tmp_path: Path) -> None:
+    rows = [
+        {"env": e, "load": load, "loaded_cores": k, "max_us": w}
+        for e, base in (("heteroos", 0.2), ("smp", 20.0), ("affinity", 10.0))
+        for load in ("none", "memory", "scheduling")
+        for k, w in ((0, base), (3, base * 2))
+        if not (load == "none" and k == 3)
+    ]
+    _write(tmp_path, "domains", "20260101-000000", {"quick": False, "rows": rows})
+    found = claims.domains_claims(tmp_path)
+    assert [c.verdict for c in found] == [
+        claims.REPRODUCED,
+        claims.REPRODUCED,
+        claims.NEEDS_MODEL,
+    ]
+
+
+def test_document_and_readme_table(tmp_path: Path) -> None:
+    _write(tmp_path, "lhp", "20260101-000000", _lhp(cut=0.8, threshold=30))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{claims.BEGIN}\nstale table\n{claims.END}\n\nafter\n")
+    out = claims.write(tmp_path, readme)
+    text = out.read_text()
+    assert "| 000 §3 |" in text and "**reproduced**" in text and "not run" in text
+    new = readme.read_text()
+    assert "stale table" not in new and new.endswith("after\n") and "| paper | claim | verdict |" in new
+    readme.write_text("# no block\n")
+    with pytest.raises(TandemError, match="no <!-- claims:begin"):
+        claims.write(tmp_path, readme)
