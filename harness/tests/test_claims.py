@@ -127,7 +127,8 @@ def test_document_and_readme_table(tmp_path: Path) -> None:
     text = out.read_text()
     assert "| 000 §3 |" in text and "**reproduced**" in text and "not run" in text
     new = readme.read_text()
-    assert "stale table" not in new and new.endswith("after\n") and "| paper | claim | verdict |" in new
+    assert "stale table" not in new and new.endswith("after\n")
+    assert "| paper | claim | verdict |" in new
     readme.write_text("# no block\n")
     with pytest.raises(TandemError, match="no <!-- claims:begin"):
         claims.write(tmp_path, readme)
