@@ -3,6 +3,7 @@ link beside, and files that appear whole or not at all."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import time
@@ -10,6 +11,9 @@ from pathlib import Path
 
 # Suffix of a run directory still being written; renamed when the run ends well.
 PARTIAL = ".partial"
+# Raw files above this size are kept gzipped: console logs of a long run are
+# megabytes of text that compress tenfold, and results/ is in git.
+COMPRESS_ABOVE_BYTES = 16 * 1024
 
 
 def new_run_dir(parent: Path) -> Path:
@@ -55,7 +59,9 @@ class PartialRun:
         self.dir.mkdir()
 
     def finish(self) -> Path:
-        """Gives the directory its final name and points `latest` at it."""
+        """Compresses its raw data, gives the directory its final name and
+        points `latest` at it."""
+        compress_raw(self.dir / "raw")
         self.dir.rename(self.final)
         mark_latest(self.final)
         return self.final
@@ -63,3 +69,27 @@ class PartialRun:
     def discard(self) -> None:
         """Removes the directory (nothing measured worth keeping)."""
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def compress_raw(raw: Path, above: int = COMPRESS_ABOVE_BYTES) -> list[Path]:
+    """Replaces every file under `raw` larger than `above` bytes by NAME.gz
+    (`zcat` or `gzip -dk` gets it back). No time stamp goes into the gzip
+    header, so the same data gives the same bytes. Returns the new files."""
+    if not raw.is_dir():
+        return []
+    written = []
+    for path in sorted(raw.rglob("*")):
+        if not path.is_file() or path.suffix == ".gz" or path.stat().st_size <= above:
+            continue
+        packed = path.with_name(path.name + ".gz")
+        tmp = packed.with_name(packed.name + ".tmp")
+        with (
+            path.open("rb") as src,
+            tmp.open("wb") as dst,
+            gzip.GzipFile(filename="", mode="wb", fileobj=dst, mtime=0) as gz,
+        ):
+            shutil.copyfileobj(src, gz)
+        os.replace(tmp, packed)
+        path.unlink()
+        written.append(packed)
+    return written
