@@ -67,12 +67,23 @@ def timing_keys(scenario: Mapping[str, object]) -> dict[str, object]:
     }
 
 
+def changed_paths() -> list[str] | None:
+    """Tracked files changed since the commit, outside results/ (earlier runs
+    move results/*/latest, which changes nothing that measures); None when
+    git cannot tell."""
+    names = _git("diff", "--name-only", "HEAD", "--", ".", ":!results")
+    if names == "unknown":
+        return None
+    return names.splitlines()
+
+
 def collect(scenario: Mapping[str, object]) -> dict[str, object]:
     """Provenance of a run of `scenario` (its values, after overrides)."""
-    dirty = _git("status", "--porcelain", "--untracked-files=no")
+    changed = changed_paths()
     return {
         "commit": _git("rev-parse", "HEAD"),
-        "uncommitted_changes": bool(dirty) and dirty != "unknown",
+        "uncommitted_changes": changed is None or bool(changed),
+        "changed_paths": changed if changed is not None else "unknown",
         "qemu": _qemu(),
         "kernel": KERNEL_RELEASE.read_text().strip() if KERNEL_RELEASE.exists() else "unknown",
         "firmware_sha256": _digest(FIRMWARE),

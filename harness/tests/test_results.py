@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import subprocess
 from pathlib import Path
 
-from tandem import results
+import pytest
+
+from tandem import provenance, results
 
 
 def test_finish_compresses_large_raw_files_reproducibly(tmp_path: Path) -> None:
@@ -33,3 +36,21 @@ def test_finish_compresses_large_raw_files_reproducibly(tmp_path: Path) -> None:
 
 def test_compress_raw_without_raw_directory_does_nothing(tmp_path: Path) -> None:
     assert results.compress_raw(tmp_path / "raw") == []
+
+
+def test_provenance_ignores_results_but_names_other_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = tmp_path / "repo"
+    (repo / "results" / "x").mkdir(parents=True)
+    (repo / "src.txt").write_text("a\n")
+    (repo / "results" / "x" / "latest").write_text("1\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    monkeypatch.setattr(provenance, "ROOT", repo)
+    (repo / "results" / "x" / "latest").write_text("2\n")
+    assert provenance.changed_paths() == []
+    (repo / "src.txt").write_text("b\n")
+    assert provenance.changed_paths() == ["src.txt"]
