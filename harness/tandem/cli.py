@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+from types import FrameType
 
 from tandem import bench, capacity, qemu_command, trace
 from tandem.board import load_board
@@ -285,9 +287,16 @@ def _check_setup() -> int:
     return 0 if all(c.ok for c in checks) else 1
 
 
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM as Ctrl-C: the cleanup paths (QEMU killed, a run left as
+    .partial) run instead of the process vanishing with QEMU still up."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     args = parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         if args.command in ("run", "exec"):
             timing, why = choose_timing(args.timing, args.smp, os.cpu_count() or 1)

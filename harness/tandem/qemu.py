@@ -344,6 +344,11 @@ def run_exec(
             ) from None
     finally:
         timer.cancel()
+        if proc.poll() is None:
+            # Interrupted (Ctrl-C, SIGTERM, an error above): QEMU must not
+            # outlive the harness and run on, unseen, for minutes.
+            proc.kill()
+            proc.wait()
         # The per-boot initramfs is a copy of build/rootfs plus the script:
         # not worth keeping (exec.sh beside the logs has the script).
         (prepared.run_dir / "initramfs.cpio").unlink(missing_ok=True)

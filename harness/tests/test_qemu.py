@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -329,3 +331,37 @@ def test_bench_switch_counts_both_directions_within_300_instructions(tmp_path: P
         assert d["samples"] >= 500, d
         assert 50 <= d["median_instructions"] <= 300, d
         assert sum(d["median_path"].values()) == d["median_instructions"]
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of `pid`, from /proc."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found += [int(c) for c in text]
+    return found
+
+
+def test_sigterm_of_the_harness_takes_qemu_with_it() -> None:
+    root = Path(__file__).resolve().parents[2]
+    harness = subprocess.Popen(
+        [str(root / "tandem"), "exec", "--timing", "virtual", "--", "sleep 600"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    qemu: list[int] = []
+    deadline = time.monotonic() + 60
+    while not qemu and time.monotonic() < deadline:
+        time.sleep(0.5)
+        # ./tandem is a shell script that execs Python: the harness's own pid.
+        qemu = [
+            c
+            for c in _children(harness.pid)
+            if "qemu-system" in Path(f"/proc/{c}/cmdline").read_text(errors="replace")
+        ]
+    assert qemu, "QEMU never started"
+    time.sleep(2)
+    harness.send_signal(signal.SIGTERM)
+    assert harness.wait(timeout=30) == 130
+    time.sleep(0.5)
+    assert not Path(f"/proc/{qemu[0]}").exists(), "QEMU outlived the harness"
