@@ -68,7 +68,11 @@ phase() { # phase NAME COMMAND...: run, time and record it
 	shift
 	say "== $name"
 	t0=$(date +%s)
-	("$@") || rc=$?
+	# In the background and waited for: bash runs a trap only once the
+	# foreground command ends, so a SIGTERM during `make test` would wait
+	# for it; `wait` returns at once and the cleanup kills what runs inside.
+	("$@") &
+	wait $! || rc=$?
 	local dt=$(($(date +%s) - t0))
 	phases+=("$(printf '%-34s %s %2d min %2d s' "$name" "$([ $rc -eq 0 ] && echo ok || echo FAILED)" $((dt / 60)) $((dt % 60)))")
 	[ $rc -eq 0 ] || exit $rc

@@ -41,7 +41,7 @@ LINUX_RT_ROW = {
 def check_schema(summary: dict[str, object], name: str, row_schema: dict[str, type]) -> None:
     """summary.json as the issue specifies it."""
     assert summary["experiment"] == name
-    assert summary["timing"] in ("virtual", "host")
+    assert summary["timing"] == "percore", "experiments default to per-core timing"
     rows = summary["rows"]
     assert isinstance(rows, list) and rows
     for row in rows:
@@ -498,7 +498,7 @@ def test_lhp_runs_tiny(tmp_path: Path) -> None:
     assert isinstance(summary["lock_patch_overhead_pct"], float)
     patch = summary["lock_patch_overhead"]
     assert len(patch["runs_off_s"]) == len(patch["runs_on_s"]) == 1
-    assert patch["timing"] == "virtual" and patch["median_on_s"] > 0
+    assert patch["timing"] == "percore" and patch["median_on_s"] > 0
     for f in ("summary.csv", "report.md", "e1_long_spin_waits.png", "e2_bench.png"):
         assert (out / f).stat().st_size > 0, f
 
@@ -721,7 +721,7 @@ def test_rpc_runs_tiny(tmp_path: Path) -> None:
     overrides = {"sizes": [1, 4000], "pair_work": 10000, "pair_calls": 2}
     out = exp.run("rpc", quick=True, overrides=overrides, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["experiment"] == "rpc" and summary["timing"] == "virtual"
+    assert summary["experiment"] == "rpc" and summary["timing"] == "percore"
     rows = summary["rows"]
     assert [(r["bytes"], r["mode"]) for r in rows] == [
         (s, m) for s in (1, 4000) for m in ("busy", "block", "auto")
