@@ -622,8 +622,8 @@ def test_capacity_runs_tiny(tmp_path: Path) -> None:
         assert set(row) >= {"rtos_load", "mode", "bench", "median_s", "runs_s"}
         assert row["rtos_load"] == 80 and row["median_s"] > 0 and len(row["runs_s"]) == 1
     by_mode = {b["mode"]: b for b in summary["boots"]}
-    assert by_mode["none"]["cpu_capacity"] == [1024, 1024]
-    assert by_mode["static"]["cpu_capacity"] == [1024, 205], "(1 - 0.8) x 1024"
+    assert by_mode["none"]["cpu_capacity"] == [1024] * 4
+    assert by_mode["static"]["cpu_capacity"] == [1024, 205, 1024, 1024], "(1 - 0.8) x 1024"
     assert by_mode["none"]["steal_fraction"][1] == 0.0, "no PV time, no steal"
     assert by_mode["steal"]["steal_fraction"][1] > 0.3, "the RTOS takes 80 % of core 1"
     for f in ("summary.csv", "report.md", "capacity.png"):
