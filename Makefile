@@ -38,7 +38,7 @@ PATHCOUNT   := $(BUILD)/qemu/libtandem_pathcount.so
 # outside the clone (scripts/build-qemu.sh); build/qemu/install links there.
 QEMU        := $(BUILD)/qemu/install/bin/qemu-system-aarch64
 
-.PHONY: help setup build run test lint host-test qemu-test bench fresh-test clean distclean FORCE
+.PHONY: help setup build run test lint host-test qemu-test bench fresh-test clean distclean abi FORCE
 
 help:
 	@echo "make run     set up, build and boot Tandem on QEMU (Linux console here)"
@@ -102,9 +102,16 @@ $(PATHCOUNT): FORCE
 	@if ! cmp -s target/release/libtandem_pathcount.so $@; then \
 		cp target/release/libtandem_pathcount.so $@; fi
 
-$(ABI_HEADER): $(wildcard abi/src/*.rs abi/src/bin/*.rs) abi/Cargo.toml
+# The harness's view of the ABI is committed (its host tests need no build);
+# `cargo test` says when it is stale, and this refreshes it.
+abi:
+	@cargo run -q -p tandem-abi-gen -- python > harness/tandem/abi_generated.py.tmp
+	@mv harness/tandem/abi_generated.py.tmp harness/tandem/abi_generated.py
+	@echo "  GEN     harness/tandem/abi_generated.py"
+
+$(ABI_HEADER): $(wildcard abi/src/*.rs abi/gen/src/*.rs monitor/core/src/*.rs) abi/Cargo.toml
 	@mkdir -p $(@D)
-	@cargo run -q -p tandem-abi --bin tandem-abi-header > $@.tmp && mv $@.tmp $@
+	@cargo run -q -p tandem-abi-gen -- c > $@.tmp && mv $@.tmp $@
 	@echo "  GEN     $@"
 
 # --- Linux: Debian's source, our patches, our config --------------------------

@@ -60,9 +60,18 @@ struct DevicesSection {
 #[serde(deny_unknown_fields)]
 struct InterruptsSection {
     secure_timer: u32,
-    rtos_sgis: Vec<u32>,
     nonsecure_virtual_timer: u32,
     doorbell_spi: u32,
+    sgi: SgiSection,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SgiSection {
+    reschedule: u32,
+    demo: u32,
+    rpc: u32,
+    monitor: u32,
 }
 
 #[derive(Deserialize)]
@@ -90,9 +99,10 @@ fn main() {
     let f: File =
         toml::from_str(&text).unwrap_or_else(|e| panic!("board {name}: {}: {e}", path.display()));
     assert!(
-        f.board.max_cores >= 1 && f.board.max_cores <= 8,
-        "{}: board.max_cores must be 1..=8 (Aff0 only), got {}",
+        f.board.max_cores >= 1 && f.board.max_cores <= tandem_abi::MAX_CORES,
+        "{}: board.max_cores must be 1..={} (Tandem's limit, Aff0 only), got {}",
         path.display(),
+        tandem_abi::MAX_CORES,
         f.board.max_cores
     );
 
@@ -120,13 +130,33 @@ fn main() {
     writeln!(out, "    reset_gpio_line: {},", d.reset_gpio_line).unwrap();
     let i = &f.interrupts;
     writeln!(out, "    secure_timer_intid: {},", i.secure_timer).unwrap();
-    assert!(
-        i.rtos_sgis.len() == 3 && i.rtos_sgis.iter().all(|&s| (8..15).contains(&s)),
-        "{}: interrupts.rtos_sgis must be three SGIs in 8..=14, got {:?}",
-        path.display(),
-        i.rtos_sgis
-    );
-    writeln!(out, "    rtos_sgis: {:?},", i.rtos_sgis).unwrap();
+    let sgi = &i.sgi;
+    let roles = [
+        ("reschedule", sgi.reschedule),
+        ("demo", sgi.demo),
+        ("rpc", sgi.rpc),
+        ("monitor", sgi.monitor),
+    ];
+    for (k, &(role, n)) in roles.iter().enumerate() {
+        // Linux's GIC driver takes SGIs 0-7 for itself.
+        assert!(
+            (8..16).contains(&n),
+            "{}: interrupts.sgi.{role} must be an SGI in 8..=15, got {n}",
+            path.display()
+        );
+        if let Some((other, _)) = roles[..k].iter().find(|&&(_, m)| m == n) {
+            panic!(
+                "{}: interrupts.sgi.{role} and .{other} are both SGI {n}",
+                path.display()
+            );
+        }
+    }
+    writeln!(
+        out,
+        "    sgi: Sgis {{ reschedule: {}, demo: {}, rpc: {}, monitor: {} }},",
+        sgi.reschedule, sgi.demo, sgi.rpc, sgi.monitor
+    )
+    .unwrap();
     writeln!(
         out,
         "    nonsecure_virtual_timer_intid: {},",

@@ -8,8 +8,7 @@
 pub const MAGIC: u64 = u64::from_le_bytes(*b"TNDMBOOT");
 /// Layout version of [`BootConfig`].
 pub const VERSION: u32 = 4;
-/// Most cores a configuration can describe.
-pub const MAX_CORES: usize = 8;
+use crate::MAX_CORES;
 
 /// Who runs on a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

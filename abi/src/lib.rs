@@ -1,6 +1,7 @@
 //! The Tandem ABI: SMC function IDs, return codes and the shared-memory layout
 //! that the monitor, the RTOS and Linux agree on. One source; the C header for
-//! Linux is generated from it (`tandem-abi-header`).
+//! Linux and the Python module for the harness are generated from it
+//! (`tandem-abi-gen`, in `abi/gen`).
 #![no_std]
 
 pub mod boot;
@@ -9,7 +10,14 @@ pub mod rpc;
 pub mod shm;
 pub mod smc;
 
-/// A named constant exported to the generated C header.
+/// Most cores any part of Tandem describes: the boot configuration, the
+/// shared region's per-core records, PSCI, the monitor's and the RTOS's
+/// per-core state, the RTOS kernel (whose dispatch-request mask is a `u8`).
+/// A board may have fewer (`boards/*.toml` `max_cores`), never more. The one
+/// definition: everything else, in Rust, C and Python, is derived from it.
+pub const MAX_CORES: usize = 8;
+
+/// A named constant exported to the generated C header and Python module.
 #[derive(Clone, Copy, Debug)]
 pub struct CConstant {
     /// Name without the `TANDEM_` prefix.
@@ -18,10 +26,16 @@ pub struct CConstant {
     pub value: i64,
 }
 
-/// Every constant the C side needs, in header order.
+const C_CONSTANTS: &[CConstant] = &[CConstant {
+    name: "MAX_CORES",
+    value: MAX_CORES as i64,
+}];
+
+/// Every constant the C and Python sides need, in header order.
 pub fn c_constants() -> impl Iterator<Item = CConstant> {
-    smc::C_CONSTANTS
+    C_CONSTANTS
         .iter()
+        .chain(smc::C_CONSTANTS.iter())
         .chain(shm::C_CONSTANTS.iter())
         .chain(rpc::C_CONSTANTS.iter())
         .copied()

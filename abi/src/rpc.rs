@@ -118,7 +118,7 @@ const _: () = assert!(
     rpc_channel_offset(RPC_CHANNELS as usize) <= 0x20_0000,
     "the channels fit the board's 2 MiB region"
 );
-const _: () = assert!(RPC_OFFSET as usize >= crate::shm::region_bytes(crate::boot::MAX_CORES));
+const _: () = assert!(RPC_OFFSET as usize >= crate::shm::region_bytes(crate::MAX_CORES));
 
 /// Offset of channel `ch` (its request) from the start of the region.
 pub const fn rpc_channel_offset(ch: usize) -> usize {

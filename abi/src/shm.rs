@@ -140,7 +140,7 @@ pub const LATENCY_OFFSET: u32 = 0x4_0000;
 /// last one counts everything at or beyond it.
 pub const LATENCY_BUCKETS: u32 = 16384;
 
-const _: () = assert!(trace_ring_offset(crate::boot::MAX_CORES) <= LATENCY_OFFSET as usize);
+const _: () = assert!(trace_ring_offset(crate::MAX_CORES) <= LATENCY_OFFSET as usize);
 
 /// Offset of `core`'s latency histogram (`LATENCY_BUCKETS` u32 counters,
 /// written by the RTOS on that core only).
@@ -157,7 +157,7 @@ pub const SPIN_BUCKETS: u32 = 4096;
 /// (64 ticks, 1.024 µs at 62.5 MHz; a shift keeps division out of the lock path).
 pub const SPIN_SHIFT: u32 = 6;
 
-const _: () = assert!(latency_offset(crate::boot::MAX_CORES) <= SPIN_OFFSET as usize);
+const _: () = assert!(latency_offset(crate::MAX_CORES) <= SPIN_OFFSET as usize);
 
 /// Offset of `core`'s spin-wait histogram (written by Linux on that core,
 /// when booted with `tandem_spinstat=on`).
@@ -171,7 +171,7 @@ pub const DISPATCH_OFFSET: u32 = 0xE_0000;
 /// from the activation request to the task's first instruction.
 pub const DISPATCH_BUCKETS: u32 = 4096;
 
-const _: () = assert!(spin_offset(crate::boot::MAX_CORES) <= DISPATCH_OFFSET as usize);
+const _: () = assert!(spin_offset(crate::MAX_CORES) <= DISPATCH_OFFSET as usize);
 
 /// Offset of `core`'s dispatch histogram (counted on the core the task starts on).
 pub const fn dispatch_offset(core: usize) -> usize {
@@ -183,7 +183,7 @@ pub const STEAL_OFFSET: u32 = 0x10_0000;
 /// Bytes of one stolen-time record (DEN0057A fixes 64).
 pub const STEAL_RECORD_SIZE: u32 = 64;
 
-const _: () = assert!(dispatch_offset(crate::boot::MAX_CORES) <= STEAL_OFFSET as usize);
+const _: () = assert!(dispatch_offset(crate::MAX_CORES) <= STEAL_OFFSET as usize);
 const _: () = assert!(core::mem::size_of::<StolenTime>() == STEAL_RECORD_SIZE as usize);
 
 /// Arm PV time's stolen-time structure (DEN0057A table 3), one per core,
@@ -212,7 +212,7 @@ pub const fn steal_offset(core: usize) -> usize {
 /// 0x10FFFF is kept for it).
 pub const CTXSW_OFFSET: u32 = 0x10_8000;
 
-const _: () = assert!(steal_offset(crate::boot::MAX_CORES) <= CTXSW_OFFSET as usize);
+const _: () = assert!(steal_offset(crate::MAX_CORES) <= CTXSW_OFFSET as usize);
 const _: () = assert!(core::mem::size_of::<CtxswRecord>() == 64);
 
 /// [`CtxswRecord::state`]: the hand-offs have not started.
@@ -348,7 +348,7 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     },
     CConstant {
         name: "SHM_MAX_CORES",
-        value: crate::boot::MAX_CORES as i64,
+        value: crate::MAX_CORES as i64,
     },
     CConstant {
         name: "SHM_HEADER_SIZE",
@@ -442,6 +442,22 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
         name: "TRACE_TO_IDLE",
         value: TRACE_TO_IDLE as i64,
+    },
+    CConstant {
+        name: "CTXSW_OFFSET",
+        value: CTXSW_OFFSET as i64,
+    },
+    CConstant {
+        name: "CTXSW_IDLE",
+        value: CTXSW_IDLE as i64,
+    },
+    CConstant {
+        name: "CTXSW_RUNNING",
+        value: CTXSW_RUNNING as i64,
+    },
+    CConstant {
+        name: "CTXSW_DONE",
+        value: CTXSW_DONE as i64,
     },
 ];
 

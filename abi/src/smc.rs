@@ -69,34 +69,19 @@ pub mod pv_time {
     pub const ST: u32 = 0xC500_0021;
 }
 
-/// Trusted-OS calls (fast, SMC64, owner 50), made by the RTOS only.
+/// Trusted-OS calls (fast, SMC64, owner 50), made by the RTOS only. Which
+/// functions the monitor implements is its dispatch table's to say
+/// (`tandem_monitor_core::services::SERVICES`), not a list here.
 pub mod tos {
     /// The RTOS on this core is idle: run Linux until the next secure
-    /// interrupt. Returns (in the RTOS) when one is pending; x0 = SUCCESS.
+    /// interrupt. Returns (in the RTOS) when one is pending. Unlike SMCCC's
+    /// calls it preserves only what a function call does (x19-x29, SP), so
+    /// the monitor need not keep the rest of the RTOS's registers.
     pub const YIELD: u32 = 0xF200_0000;
+    /// The RTOS cannot run as configured (it logged why on the secure
+    /// console): power the machine off, so whoever started it sees it end.
+    pub const STOP: u32 = 0xF200_0001;
 }
-
-/// Every function ID the monitor implements for the normal world; anything
-/// else answers NOT_SUPPORTED.
-pub const IMPLEMENTED: &[u32] = &[
-    SMCCC_VERSION,
-    SMCCC_ARCH_FEATURES,
-    PSCI_VERSION,
-    PSCI_FEATURES,
-    PSCI_CPU_ON_32,
-    PSCI_CPU_ON_64,
-    PSCI_CPU_OFF,
-    PSCI_AFFINITY_INFO_32,
-    PSCI_AFFINITY_INFO_64,
-    PSCI_MIGRATE_INFO_TYPE,
-    PSCI_SYSTEM_OFF,
-    PSCI_SYSTEM_RESET,
-    sip::VERSION,
-    sip::SHM_INFO,
-    sip::RPC_NOTIFY,
-    pv_time::FEATURES,
-    pv_time::ST,
-];
 
 /// The Tandem ABI version (`major << 16 | minor`): major changes break callers.
 /// 1.1 added the Linux lock-state words and the spin-wait and dispatch

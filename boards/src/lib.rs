@@ -66,8 +66,8 @@ pub struct Board {
     pub reset_gpio_line: u8,
     /// Secure physical timer PPI (the RTOS tick).
     pub secure_timer_intid: u32,
-    /// SGIs the RTOS owns: reschedule, demo interrupt.
-    pub rtos_sgis: [u32; 3],
+    /// Software-generated interrupts by role.
+    pub sgi: Sgis,
     /// Non-secure virtual timer PPI (Linux's tick).
     pub nonsecure_virtual_timer_intid: u32,
     /// SPI number of the RTOS -> Linux doorbell.
@@ -82,6 +82,26 @@ pub struct Board {
     pub dtb: u64,
     /// Initramfs.
     pub initrd: u64,
+}
+
+/// The SGIs (INTIDs 0..=15) the secure side uses, by role; Linux keeps 0-7.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sgis {
+    /// RTOS: reschedule this core (cross-core dispatch).
+    pub reschedule: u32,
+    /// RTOS demo application: its interrupt-to-task path.
+    pub demo: u32,
+    /// RTOS: an RPC channel this core serves was rung (raised by the monitor).
+    pub rpc: u32,
+    /// Monitor: its doorbell (Group 0), which wakes a core idling in EL3.
+    pub monitor: u32,
+}
+
+impl Sgis {
+    /// The RTOS's SGIs (Secure Group 1).
+    pub const fn rtos(&self) -> [u32; 3] {
+        [self.reschedule, self.demo, self.rpc]
+    }
 }
 
 /// Affinity fields of MPIDR_EL1 (Aff3, Aff2, Aff1, Aff0).

@@ -1,22 +1,16 @@
-"""The ABI constants as the generated C header states them (one source:
-abi/, through `make build`), for tests that must agree with the firmware."""
+"""The ABI's numbers by name, for tests and scripts that look them up: the
+module `tandem-abi-gen` prints from abi/ (abi_generated.py), one source with
+the firmware and the C header."""
 
 from __future__ import annotations
 
-import re
-
-from tandem.errors import TandemError
-from tandem.paths import BUILD
-
-HEADER = BUILD / "include" / "tandem_abi.h"
-_NUMBER = r"\(?(-?(?:0x[0-9a-fA-F]+|[0-9]+))\)?"
+from tandem import abi_generated
 
 
 def constants() -> dict[str, int]:
-    """TANDEM_* numeric defines of the header, without the prefix."""
-    if not HEADER.is_file():
-        raise TandemError(f"{HEADER} missing (run `make build`)")
-    text = HEADER.read_text()
+    """Every integer constant of the generated module."""
     return {
-        m[1]: int(m[2], 0) for m in re.finditer(rf"#define TANDEM_(\w+) {_NUMBER}$", text, re.M)
+        name: value
+        for name, value in vars(abi_generated).items()
+        if name.isupper() and isinstance(value, int)
     }

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tandem import qemu_command
+from tandem.board import load_board
 from tandem.paths import RESULTS
 from tandem.qemu import BootOptions, describe_timing, run_exec
 from tandem.results import mark_latest, new_run_dir
@@ -158,13 +159,17 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
     for elf in (monitor_elf, rtos_elf):
         if not elf.exists():
             raise SystemExit(f"bench switch: {elf} missing (run `make build`)")
+    # The monitor runs from flash below the RTOS's image, the RTOS from its RAM.
+    board = load_board()
+    code = (
+        f"{board.secure_flash.base:#x}..{board.rtos_image - 1:#x},"
+        f"{board.rtos_ram.base:#x}..{board.rtos_ram.end - 1:#x}"
+    )
     logged = BootOptions(
         config=options.config,
         timing=options.timing,
         smp=options.smp,
-        extra_qemu_args=qemu_command.exec_log_args(
-            "0x0..0xfffff,0xe100000..0xe1fffff", "{run_dir}/exec.log"
-        ),
+        extra_qemu_args=qemu_command.exec_log_args(code, "{run_dir}/exec.log"),
     )
     print(
         f"bench switch: booting with QEMU's execution log ({options.timing} timing)",

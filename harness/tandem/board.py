@@ -30,9 +30,12 @@ class Board:
     name: str
     max_cores: int
     counter_hz: int
+    secure_flash: Range
+    rtos_ram: Range
     normal_ram: Range
     shared: Range
     doorbell_spi: int
+    rtos_image: int
     boot_config: int
     kernel: int
     dtb: int
@@ -94,9 +97,12 @@ def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
         name=_str(board, "name", f"{where} [board]"),
         max_cores=_int(board, "max_cores", f"{where} [board]"),
         counter_hz=_int(board, "counter_hz", f"{where} [board]"),
+        secure_flash=_range(memory, "secure_flash", f"{where} [memory]"),
+        rtos_ram=_range(memory, "rtos_ram", f"{where} [memory]"),
         normal_ram=_range(memory, "normal_ram", f"{where} [memory]"),
         shared=_range(memory, "shared", f"{where} [memory]"),
         doorbell_spi=_int(interrupts, "doorbell_spi", f"{where} [interrupts]"),
+        rtos_image=_int(boot, "rtos_image", f"{where} [boot]"),
         boot_config=_int(boot, "config", f"{where} [boot]"),
         kernel=_int(boot, "kernel", f"{where} [boot]"),
         dtb=_int(boot, "dtb", f"{where} [boot]"),

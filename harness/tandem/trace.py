@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tandem.abi_generated import MAX_CORES
 from tandem.errors import TandemError
 from tandem.paths import RESULTS
 from tandem.qemu import BootOptions, run_exec
@@ -27,8 +28,6 @@ EVENTS = {1: "rtos", 2: "linux", 3: "idle"}
 WORLDS = ("rtos", "linux", "idle")
 COLOURS = {"rtos": "#d62728", "linux": "#1f77b4", "idle": "#c7c7c7"}
 LOADS = ("none", "hackbench")
-# abi/src/boot.rs MAX_CORES: what the region can describe.
-MAX_CORES = 8
 
 _HEADER = re.compile(r"# counter_hz (\d+) cores (\d+)")
 _NOW = re.compile(r"# now (\d+)")

@@ -14,8 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tandem_abi.h"
+
 #define SYSFS "/sys/bus/platform/devices/tandem"
-#define MAX_CORES 8
+#define MAX_CORES TANDEM_MAX_CORES
 
 struct core_sample {
 	int present;

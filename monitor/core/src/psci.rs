@@ -11,11 +11,9 @@
 //! parameter. The boot core checks in `OnPending` with Linux's kernel entry, so
 //! the RTOS can run first and Linux starts when the RTOS first yields.
 
+use tandem_abi::MAX_CORES;
 use tandem_abi::smc::ret;
 use tandem_board::{Board, MPIDR_AFFINITY_MASK};
-
-/// Most cores any board may have (Aff0 only).
-pub const MAX_CORES: usize = 8;
 
 /// Power state of one core as PSCI sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -147,25 +147,42 @@ impl Outcome {
     pub const INVALID_PARAMETERS: Outcome = Outcome::value(ret::INVALID_PARAMETERS);
 }
 
-/// A service in the dispatch table: it owns `owners` and is called for any
-/// fast call whose owner lies there and whose caller world is allowed.
-pub struct Service<S> {
+/// One function of a service: its full function ID and its handler.
+pub struct Function<S> {
+    /// The function ID (w0), SMC32 and SMC64 forms being two functions.
+    pub id: u32,
+    /// What the call does; it never sees hardware, only `S`.
+    pub handle: fn(&S, &SmcCall) -> Outcome,
+}
+
+/// A service in the dispatch table: it owns `owners` and answers the
+/// functions it lists for the worlds allowed to call it. The table is the
+/// one list of what the monitor implements: PSCI_FEATURES, the fuzz test and
+/// the generated C header all read it.
+pub struct Service<S: 'static> {
     /// For logs and docs.
     pub name: &'static str,
     /// Owner numbers routed here.
     pub owners: RangeInclusive<u8>,
     /// Worlds allowed to call.
     pub callers: &'static [World],
-    /// The handler; unknown function numbers must answer NOT_SUPPORTED.
-    pub handle: fn(&mut S, &SmcCall) -> Outcome,
+    /// Its functions; any other ID in its owner range answers NOT_SUPPORTED.
+    pub functions: &'static [Function<S>],
 }
 
-/// Routes a call to the service owning its owner number.
+impl<S: 'static> Service<S> {
+    /// The function `id` of this service, if it has one.
+    pub fn function(&self, id: u32) -> Option<&Function<S>> {
+        self.functions.iter().find(|f| f.id == id)
+    }
+}
+
+/// Routes a call to its function in the service owning its owner number.
 ///
 /// Calls that break SMCCC rules (non-zero immediate, yielding call, reserved
-/// bits set) and calls nobody owns answer NOT_SUPPORTED: never a hang, never a
-/// crash, whatever the registers hold.
-pub fn dispatch<S>(table: &[Service<S>], state: &mut S, call: &SmcCall) -> Outcome {
+/// bits set), calls nobody owns and functions a service does not list answer
+/// NOT_SUPPORTED: never a hang, never a crash, whatever the registers hold.
+pub fn dispatch<S: 'static>(table: &[Service<S>], state: &S, call: &SmcCall) -> Outcome {
     let fid = call.fid;
     if call.imm != 0 || !fid.is_fast() || fid.reserved_bits() != 0 {
         return Outcome::NOT_SUPPORTED;
@@ -173,7 +190,19 @@ pub fn dispatch<S>(table: &[Service<S>], state: &mut S, call: &SmcCall) -> Outco
     table
         .iter()
         .find(|s| s.owners.contains(&fid.owner()) && s.callers.contains(&call.from))
-        .map_or(Outcome::NOT_SUPPORTED, |s| (s.handle)(state, call))
+        .and_then(|s| s.function(fid.0))
+        .map_or(Outcome::NOT_SUPPORTED, |f| (f.handle)(state, call))
+}
+
+/// Every function ID `table` answers for callers in `world`, in table order.
+pub fn implemented<S: 'static>(
+    table: &[Service<S>],
+    world: World,
+) -> impl Iterator<Item = u32> + '_ {
+    table
+        .iter()
+        .filter(move |s| s.callers.contains(&world))
+        .flat_map(|s| s.functions.iter().map(|f| f.id))
 }
 
 #[cfg(test)]
@@ -220,34 +249,70 @@ mod tests {
         assert_eq!(call(0xC400_0003).arg(7), u64::MAX);
     }
 
-    fn answer_7(_: &mut (), _: &SmcCall) -> Outcome {
+    fn answer_7(_: &(), _: &SmcCall) -> Outcome {
         Outcome::value(7)
     }
 
-    const TABLE: &[Service<()>] = &[Service {
-        name: "test",
-        owners: 2..=3,
-        callers: &[World::NonSecure],
-        handle: answer_7,
-    }];
+    fn answer_8(_: &(), _: &SmcCall) -> Outcome {
+        Outcome::value(8)
+    }
+
+    const TABLE: &[Service<()>] = &[
+        Service {
+            name: "test",
+            owners: 2..=3,
+            callers: &[World::NonSecure],
+            functions: &[
+                Function {
+                    id: 0x8200_0000,
+                    handle: answer_7,
+                },
+                Function {
+                    id: 0xC300_FFFF,
+                    handle: answer_8,
+                },
+            ],
+        },
+        Service {
+            name: "secure",
+            owners: 50..=63,
+            callers: &[World::Secure],
+            functions: &[Function {
+                id: 0xF200_0000,
+                handle: answer_7,
+            }],
+        },
+    ];
 
     #[test]
-    fn routes_by_owner_and_world() {
+    fn routes_by_owner_function_and_world() {
+        assert_eq!(dispatch(TABLE, &(), &call(0x8200_0000)), Outcome::value(7));
+        assert_eq!(dispatch(TABLE, &(), &call(0xC300_FFFF)), Outcome::value(8));
         assert_eq!(
-            dispatch(TABLE, &mut (), &call(0x8200_0000)),
-            Outcome::value(7)
+            dispatch(TABLE, &(), &call(0x8200_0001)),
+            Outcome::NOT_SUPPORTED,
+            "a function the service does not list"
         );
         assert_eq!(
-            dispatch(TABLE, &mut (), &call(0xC300_FFFF)),
-            Outcome::value(7)
-        );
-        assert_eq!(
-            dispatch(TABLE, &mut (), &call(0x8400_0000)),
+            dispatch(TABLE, &(), &call(0x8400_0000)),
             Outcome::NOT_SUPPORTED
         );
         let mut secure = call(0x8200_0000);
         secure.from = World::Secure;
-        assert_eq!(dispatch(TABLE, &mut (), &secure), Outcome::NOT_SUPPORTED);
+        assert_eq!(dispatch(TABLE, &(), &secure), Outcome::NOT_SUPPORTED);
+        secure.fid = FunctionId(0xF200_0000);
+        assert_eq!(dispatch(TABLE, &(), &secure), Outcome::value(7));
+    }
+
+    #[test]
+    fn implemented_lists_the_table_per_world() {
+        let normal: [u32; 2] = core::array::from_fn({
+            let mut ids = implemented(TABLE, World::NonSecure);
+            move |_| ids.next().unwrap()
+        });
+        assert_eq!(normal, [0x8200_0000, 0xC300_FFFF]);
+        assert_eq!(implemented(TABLE, World::NonSecure).count(), 2);
+        assert_eq!(implemented(TABLE, World::Secure).count(), 1);
     }
 
     #[test]
@@ -255,17 +320,17 @@ mod tests {
         let mut c = call(0x8200_0000);
         c.imm = 1;
         assert_eq!(
-            dispatch(TABLE, &mut (), &c),
+            dispatch(TABLE, &(), &c),
             Outcome::NOT_SUPPORTED,
             "imm16 != 0"
         );
         assert_eq!(
-            dispatch(TABLE, &mut (), &call(0x0200_0000)),
+            dispatch(TABLE, &(), &call(0x0200_0000)),
             Outcome::NOT_SUPPORTED,
             "yielding"
         );
         assert_eq!(
-            dispatch(TABLE, &mut (), &call(0x8201_0000)),
+            dispatch(TABLE, &(), &call(0x8201_0000)),
             Outcome::NOT_SUPPORTED,
             "reserved bits"
         );

@@ -11,7 +11,7 @@ use crate::console;
 use crate::shm::SwitchLog;
 use core::cell::UnsafeCell;
 use core::mem::offset_of;
-use tandem_monitor_core::psci::MAX_CORES;
+use tandem_abi::MAX_CORES;
 use tandem_monitor_core::steal::StealClock;
 
 /// SPSR for entering EL1h (SP_EL1) with D, A, I and F masked, as the Linux boot

@@ -8,6 +8,7 @@
 
 use crate::context::{CTX_ELR, CTX_MONITOR_SP, CTX_SCR, CTX_SP_EL0, WorldContext};
 use core::sync::atomic::AtomicU32;
+use tandem_abi::MAX_CORES;
 use tandem_board::{BOARD, MPIDR_AFFINITY_MASK};
 
 /// Bytes of monitor stack per core.
@@ -15,8 +16,7 @@ pub const STACK_SIZE: usize = 16 * 1024;
 
 /// Per-core monitor stacks, in the NOLOAD `.stacks` section.
 #[unsafe(link_section = ".stacks")]
-pub static mut STACKS: [[u8; STACK_SIZE]; tandem_monitor_core::psci::MAX_CORES] =
-    [[0; STACK_SIZE]; tandem_monitor_core::psci::MAX_CORES];
+pub static mut STACKS: [[u8; STACK_SIZE]; MAX_CORES] = [[0; STACK_SIZE]; MAX_CORES];
 
 /// Set to [`BOOT_READY_MAGIC`] by the boot core once .data and .bss are set up;
 /// the other cores wait for it before running any Rust.

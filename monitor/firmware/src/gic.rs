@@ -1,5 +1,5 @@
 //! GICv3 set up for two worlds: Linux's interrupts Non-secure Group 1, the
-//! RTOS's Secure Group 1 (DESIGN.md "Worlds and interrupts"), and one Group 0
+//! RTOS's Secure Group 1 (docs/design.md, "Worlds and interrupts"), and one Group 0
 //! SGI for the monitor itself (the doorbell that wakes an idle core for
 //! CPU_ON). Only the monitor can do this: the group registers are secure-only.
 
@@ -16,7 +16,7 @@ use tandem_lock::SpinLock;
 static GIC: SpinLock<Option<GicV3<'static>>> = SpinLock::new(None);
 
 /// The monitor's doorbell: a Group 0 SGI (Group 0 is EL3's own).
-const DOORBELL: IntId = IntId::sgi(15);
+const DOORBELL: IntId = IntId::sgi(BOARD.sgi.monitor);
 
 /// Distributor setup, once, by the boot core before any other core runs Rust.
 pub fn init_distributor() {
@@ -58,7 +58,7 @@ pub fn init_this_core(core: usize) {
             Group::Secure(SecureIntGroup::Group1S),
         )
         .expect("secure timer is a PPI");
-    for sgi in BOARD.rtos_sgis {
+    for sgi in BOARD.sgi.rtos() {
         redist
             .set_group(IntId::sgi(sgi), Group::Secure(SecureIntGroup::Group1S))
             .expect("an SGI");
@@ -99,7 +99,7 @@ pub fn ring_rpc(core: usize) {
         target_list: 1 << core,
     };
     GicCpuInterface::send_sgi(
-        IntId::sgi(BOARD.rtos_sgis[2]),
+        IntId::sgi(BOARD.sgi.rpc),
         target,
         SgiTargetGroup::CurrentGroup1,
     )

@@ -102,7 +102,7 @@ fn check_in(core: usize, is_boot_core: bool) {
     } else {
         CheckIn::Secondary
     };
-    trap::MONITOR.lock().psci.check_in(core, role);
+    trap::MONITOR.psci.lock().check_in(core, role);
 }
 
 /// The boot core, after .bss and .data are set up.
@@ -144,8 +144,8 @@ extern "C" fn primary_main(core: usize) -> ! {
     }
     trap::POLICIES.call_once(|| policies);
     trap::STEAL_TIME.store(steal_time, Ordering::SeqCst);
-    trap::MONITOR.lock().steal_time = steal_time;
-    trap::MONITOR.lock().rpc_cores = rpc_cores;
+    trap::MONITOR.set_steal_time(steal_time);
+    trap::MONITOR.set_rpc_cores(rpc_cores);
     gic::init_distributor();
     gic::init_this_core(core);
     shm::init(policies.cores() as u32, &policies);

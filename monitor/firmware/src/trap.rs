@@ -16,13 +16,12 @@ use tandem_abi::boot::Policies;
 use tandem_abi::shm::{TRACE_TO_IDLE, TRACE_TO_LINUX, TRACE_TO_RTOS};
 use tandem_abi::smc::ret;
 use tandem_board::BOARD;
-use tandem_lock::SpinLock;
 use tandem_monitor_core::services::{self, Monitor};
 use tandem_monitor_core::smc::{FunctionId, Outcome, SmcCall, World};
 
-/// The monitor's shared state (PSCI power states), behind one lock; SMC
-/// handling holds it for the length of one call.
-pub static MONITOR: SpinLock<Monitor> = SpinLock::new(Monitor::new(BOARD));
+/// The monitor's shared state; PSCI's power states inside it have their own
+/// lock, which only the calls that change them take.
+pub static MONITOR: Monitor = Monitor::new(BOARD);
 
 /// Per-core policies, from the boot configuration (set once by the boot core).
 pub static POLICIES: Once<Policies> = Once::new();
@@ -88,7 +87,7 @@ pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
         from: world_of(ctx),
         core,
     };
-    let outcome = services::handle(&mut MONITOR.lock(), &call);
+    let outcome = services::handle(&MONITOR, &call);
     match outcome {
         Outcome::Return(r) => ctx.x[..4].copy_from_slice(&r),
         Outcome::ReturnAndSignal(r, target) => {
@@ -127,11 +126,11 @@ pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
 /// pending CPU_ON, or the first boot), or nothing (idle until there is work).
 fn next_normal(core: usize, state: &'static mut CoreState) -> *mut WorldContext {
     let (pending, linux_on) = {
-        let mut monitor = MONITOR.lock();
-        let pending = monitor.psci.take_pending(core);
+        let mut monitor = MONITOR.psci.lock();
+        let pending = monitor.take_pending(core);
         (
             pending,
-            monitor.psci.state(core) == tandem_monitor_core::psci::CoreState::On,
+            monitor.state(core) == tandem_monitor_core::psci::CoreState::On,
         )
     };
     if let Some((entry, arg)) = pending {
@@ -235,7 +234,7 @@ pub fn idle(core: usize) -> ! {
     this_core(core).switches.record(core, TRACE_TO_IDLE, now());
     loop {
         gic::take_doorbell();
-        let pending = MONITOR.lock().psci.take_pending(core);
+        let pending = MONITOR.psci.lock().take_pending(core);
         let state = this_core(core);
         if let Some((entry, arg)) = pending {
             state.switches.record(core, TRACE_TO_LINUX, now());
@@ -320,7 +319,7 @@ pub fn start_core(core: usize) -> ! {
         unsafe { entry::resume_world(fresh_secure(core)) }
     }
     let state = this_core(core);
-    let pending = MONITOR.lock().psci.take_pending(core);
+    let pending = MONITOR.psci.lock().take_pending(core);
     match pending {
         Some((entry, arg)) => {
             state.switches.record(core, TRACE_TO_LINUX, now());

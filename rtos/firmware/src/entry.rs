@@ -8,8 +8,7 @@ use tandem_abi::image::RTOS_MAGIC;
 /// Bytes of stack per core: the idle context, interrupt handling, and, on the
 /// first core, building the kernel state (several KiB, moved by value).
 pub const STACK_SIZE: usize = 64 * 1024;
-/// Cores the RTOS can run on.
-pub const MAX_CORES: usize = 8;
+pub use tandem_abi::MAX_CORES;
 
 /// Per-core stacks, in the NOLOAD `.stacks` section.
 #[unsafe(link_section = ".stacks")]

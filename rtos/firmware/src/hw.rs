@@ -13,11 +13,11 @@ use tandem_lock::SpinLock;
 /// The RTOS's tick: the secure physical timer.
 pub const TIMER: IntId = IntId::ppi(BOARD.secure_timer_intid - 16);
 /// Cross-core reschedule request.
-pub const RESCHEDULE: IntId = IntId::sgi(BOARD.rtos_sgis[0]);
+pub const RESCHEDULE: IntId = IntId::sgi(BOARD.sgi.reschedule);
 /// The demo's interrupt-to-task path.
-pub const DEMO: IntId = IntId::sgi(BOARD.rtos_sgis[1]);
+pub const DEMO: IntId = IntId::sgi(BOARD.sgi.demo);
 /// The RPC doorbell, raised by the monitor when Linux rings a channel.
-pub const RPC: IntId = IntId::sgi(BOARD.rtos_sgis[2]);
+pub const RPC: IntId = IntId::sgi(BOARD.sgi.rpc);
 /// GICD_ISPENDR<n>: set-pending registers of the distributor.
 const GICD_ISPENDR: usize = 0x200;
 /// Priority of RTOS interrupts: in the secure half, above anything of Linux's.

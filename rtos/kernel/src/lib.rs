@@ -58,8 +58,9 @@ pub use types::{
 /// Absolute time in generic-counter ticks; durations are Ticks too.
 pub type Ticks = u64;
 
-/// Most cores the kernel schedules (the dispatch-request mask is a `u8`).
-pub const MAX_CORES: usize = 8;
+/// Most cores the kernel schedules: Tandem's one limit (`tandem_abi`).
+pub use tandem_abi::MAX_CORES;
+const _: () = assert!(MAX_CORES <= 8, "dispatch requests are a u8 mask of cores");
 /// Most tasks in a configuration.
 pub const MAX_TASKS: usize = 32;
 /// Number of task priorities; 0 is the highest, `PRIORITIES - 1` the lowest.
