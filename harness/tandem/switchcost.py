@@ -23,6 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TRACE = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
+# QEMU logs a block's Trace line before it runs it, and this line when it
+# then did not run it after all (an interrupt or the instruction budget
+# stopped the chain first): the block runs again next, so the first Trace
+# must not count.
+STOPPED = re.compile(r"^Stopped execution of TB chain before 0x[0-9a-f]+ \[([0-9a-f]+)\]")
 INSN = re.compile(r"^0x([0-9a-f]+):\s+[0-9a-f]+\s+(\S+)")
 
 # Offsets in an AArch64 vector table.
@@ -59,6 +64,10 @@ def parse(lines: Iterable[str]) -> Log:
         m = TRACE.match(line)
         if m:
             executed.append(int(m.group(1), 16))
+            continue
+        m = STOPPED.match(line)
+        if m and executed and executed[-1] == int(m.group(1), 16):
+            executed.pop()
     if current:
         blocks[current[0][0]] = current
     return Log(blocks, executed)

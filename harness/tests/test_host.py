@@ -216,6 +216,8 @@ IN:
 0x0e100280:  14000000  b        #0
 
 Trace 0: 0x7f0000000100 [00000000/0000000000000500/00000471/ff022200]
+Stopped execution of TB chain before 0x7f0000000100 [0000000000000500]
+Trace 0: 0x7f0000000100 [00000000/0000000000000500/00000471/ff022200]
 Trace 0: 0x7f0000000200 [00000000/0000000000000900/00000471/ff022200]
 Trace 0: 0x7f0000000300 [00000000/000000000e100280/00000471/ff022200]
 Trace 0: 0x7f0000000400 [00000000/000000000e100100/00000471/ff022200]
@@ -235,7 +237,8 @@ def test_switch_cost_replays_qemus_execution_log() -> None:
     to_rtos = measured["linux_to_rtos"]
     to_linux = measured["rtos_to_linux"]
     assert isinstance(to_rtos, dict) and isinstance(to_linux, dict)
-    # FIQ vector (1) + lower_fiq (2) before the RTOS's IRQ vector.
+    # FIQ vector (1, logged twice but run once) + lower_fiq (2) before the
+    # RTOS's IRQ vector.
     assert to_rtos["median_instructions"] == 3 and to_rtos["samples"] == 1
     # The smc (1) + sync vector (1) + lower_sync up to its eret (3).
     assert to_linux["median_instructions"] == 5
