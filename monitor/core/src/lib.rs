@@ -1,10 +1,17 @@
 //! Tandem's EL3 monitor logic, kept free of hardware access so it is unit-tested
 //! on the host: SMC function-ID decoding, the service table dispatched by owner
-//! range, the PSCI per-core state machine, and stolen-time accounting. `monitor/firmware` is the thin
-//! hardware layer around it.
+//! range, the PSCI per-core state machine, the world-switch state machine of
+//! each core, stolen-time accounting, and the small interface a board
+//! implements (`platform`). `monitor/firmware` is the thin hardware layer
+//! around it.
 #![no_std]
 
+#[cfg(test)]
+extern crate std;
+
+pub mod platform;
 pub mod psci;
 pub mod services;
 pub mod smc;
 pub mod steal;
+pub mod switch;
