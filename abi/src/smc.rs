@@ -72,11 +72,20 @@ pub mod pv_time {
 /// Trusted-OS calls (fast, SMC64, owner 50), made by the RTOS only. Which
 /// functions the monitor implements is its dispatch table's to say
 /// (`tandem_monitor_core::services::SERVICES`), not a list here.
+///
+/// Their convention is a function call's, not SMCCC's, so the monitor keeps
+/// no more of the RTOS than a callee would (`monitor/firmware/src/entry.rs`,
+/// `secure_sync`): arguments in x1..x3 (no more), results in x0..x3; x18..x29
+/// and SP_EL1 preserved; every other general register, and SP_EL0, may hold
+/// anything on return (`clobber_abi("C")` in the caller). The RTOS's EL1
+/// exception registers (ELR, SPSR, ESR, FAR) are not preserved either: it
+/// calls from outside any exception handler. If the RTOS turns its MMU on,
+/// it does so before its first YIELD on the core and never turns it off
+/// (the monitor decides then which translation registers to swap).
 pub mod tos {
     /// The RTOS on this core is idle: run Linux until the next secure
-    /// interrupt. Returns (in the RTOS) when one is pending. Unlike SMCCC's
-    /// calls it preserves only what a function call does (x19-x29, SP), so
-    /// the monitor need not keep the rest of the RTOS's registers.
+    /// interrupt. Returns (in the RTOS) when one is pending, with nothing in
+    /// x0..x3.
     pub const YIELD: u32 = 0xF200_0000;
     /// The RTOS cannot run as configured (it logged why on the secure
     /// console): power the machine off, so whoever started it sees it end.

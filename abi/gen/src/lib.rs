@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 use tandem_monitor_core::services::SERVICES;
-use tandem_monitor_core::smc::{World, implemented};
+use tandem_monitor_core::smc::World;
 
 /// Where the generated Python module is kept, from the repository's root.
 /// It is committed, so the harness's host tests need no build; a test here
@@ -15,7 +15,7 @@ pub const PYTHON_MODULE: &str = "harness/tandem/abi_generated.py";
 /// The function IDs Linux may call: what the monitor's table answers for
 /// the normal world.
 fn normal_world_ids() -> Vec<u32> {
-    implemented(SERVICES, World::NonSecure).collect()
+    SERVICES.implemented(World::NonSecure).collect()
 }
 
 /// `tandem_abi.h`.

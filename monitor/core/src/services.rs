@@ -7,7 +7,7 @@
 //! C header (`tandem-abi-gen`) enumerate it, so the list exists once.
 
 use crate::psci::PsciState;
-use crate::smc::{Function, Outcome, Service, Signal, SmcCall, World, owner};
+use crate::smc::{Args, Function, Outcome, Service, Signal, SmcCall, Table, World, owner};
 use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use tandem_abi::smc::*;
 use tandem_board::Board;
@@ -62,14 +62,14 @@ impl Monitor {
     }
 }
 
-const fn function(id: u32, handle: fn(&Monitor, &SmcCall) -> Outcome) -> Function<Monitor> {
+const fn function(id: u32, handle: fn(&Monitor, &Args<'_>) -> Outcome) -> Function<Monitor> {
     Function { id, handle }
 }
 
 /// The dispatch table (TF-A style: one service per owner range). Searched in
 /// order: the RTOS's YIELD (trusted-OS), taken on every world switch, comes
 /// first; PV time, called once per core at boot, last.
-pub const SERVICES: &[Service<Monitor>] = &[
+pub const SERVICES: Table<Monitor> = Table::new(&[
     Service {
         name: "trusted-os",
         owners: owner::TRUSTED_OS,
@@ -117,18 +117,19 @@ pub const SERVICES: &[Service<Monitor>] = &[
             function(pv_time::ST, pv_time_st),
         ],
     },
-];
+]);
 
 /// Handles one call with the full table.
-pub fn handle(monitor: &Monitor, call: &SmcCall) -> Outcome {
-    crate::smc::dispatch(SERVICES, monitor, call)
+#[inline(always)]
+pub fn handle(monitor: &Monitor, call: &SmcCall<'_>) -> Outcome {
+    SERVICES.dispatch(monitor, call)
 }
 
 fn result(r: Result<i64, i64>) -> Outcome {
     Outcome::value(r.unwrap_or_else(|e| e))
 }
 
-fn arch_features(m: &Monitor, call: &SmcCall) -> Outcome {
+fn arch_features(m: &Monitor, call: &Args<'_>) -> Outcome {
     match call.arg(1) as u32 {
         SMCCC_VERSION | SMCCC_ARCH_FEATURES => Outcome::value(ret::SUCCESS),
         // Linux asks this before PV_TIME_FEATURES (arch/arm64/kernel/paravirt.c).
@@ -162,7 +163,7 @@ const PSCI: &[Function<Monitor>] = &[
 
 /// PSCI_FEATURES: PSCI's own functions as the table lists them, and
 /// SMCCC_VERSION, which PSCI 1.1 says it reports too.
-fn psci_features(_: &Monitor, call: &SmcCall) -> Outcome {
+fn psci_features(_: &Monitor, call: &Args<'_>) -> Outcome {
     let queried = call.arg(1) as u32;
     if queried == SMCCC_VERSION || PSCI.iter().any(|f| f.id == queried) {
         Outcome::value(ret::SUCCESS)
@@ -171,7 +172,7 @@ fn psci_features(_: &Monitor, call: &SmcCall) -> Outcome {
     }
 }
 
-fn cpu_on(m: &Monitor, call: &SmcCall) -> Outcome {
+fn cpu_on(m: &Monitor, call: &Args<'_>) -> Outcome {
     let accepted = m.psci.lock().cpu_on(call.arg(1), call.arg(2), call.arg(3));
     match accepted {
         Ok(()) => Outcome::ReturnAndSignal([0; 4], Signal::wake(call.arg(1) as usize & 0xFF)),
@@ -179,14 +180,14 @@ fn cpu_on(m: &Monitor, call: &SmcCall) -> Outcome {
     }
 }
 
-fn affinity_info(m: &Monitor, call: &SmcCall) -> Outcome {
+fn affinity_info(m: &Monitor, call: &Args<'_>) -> Outcome {
     result(m.psci.lock().affinity_info(call.arg(1), call.arg(2)))
 }
 
 /// Arm PV time (DEN0057A). Off unless the boot configuration asks for it:
 /// then every call answers NOT_SUPPORTED, which is how Linux learns there is
 /// no stolen time to account.
-fn pv_time_features(m: &Monitor, call: &SmcCall) -> Outcome {
+fn pv_time_features(m: &Monitor, call: &Args<'_>) -> Outcome {
     match call.arg(1) as u32 {
         pv_time::FEATURES | pv_time::ST if m.steal_time() => Outcome::value(ret::SUCCESS),
         _ => Outcome::NOT_SUPPORTED,
@@ -196,7 +197,7 @@ fn pv_time_features(m: &Monitor, call: &SmcCall) -> Outcome {
 /// The calling core's stolen-time record; a core Linux does not run on has
 /// none (not reachable from Linux today, but the answer must not point at a
 /// record nobody keeps).
-fn pv_time_st(m: &Monitor, call: &SmcCall) -> Outcome {
+fn pv_time_st(m: &Monitor, call: &Args<'_>) -> Outcome {
     if !m.steal_time() {
         return Outcome::NOT_SUPPORTED;
     }
@@ -215,7 +216,7 @@ fn pv_time_st(m: &Monitor, call: &SmcCall) -> Outcome {
 
 /// RPC_NOTIFY: the channel number is the whole of x1; junk above it is an
 /// error, not a channel.
-fn rpc_notify(m: &Monitor, call: &SmcCall) -> Outcome {
+fn rpc_notify(m: &Monitor, call: &Args<'_>) -> Outcome {
     let servers = m.rpc_cores();
     if servers == 0 {
         return Outcome::NOT_SUPPORTED;
@@ -233,8 +234,16 @@ fn rpc_notify(m: &Monitor, call: &SmcCall) -> Outcome {
 mod tests {
     use super::*;
     use crate::psci::CheckIn;
-    use crate::smc::{FunctionId, implemented};
+    use crate::smc::FunctionId;
     use tandem_board::BOARD;
+
+    /// `fid` with x1.. = `args` from `from` on `core`, imm16 0.
+    fn call_from(m: &Monitor, from: World, core: usize, fid: u32, args: &[u64]) -> Outcome {
+        let mut regs = [0; 8];
+        regs[0] = fid.into();
+        regs[1..=args.len()].copy_from_slice(args);
+        handle(m, &SmcCall::new(&regs, 0, from, core))
+    }
 
     fn booted() -> Monitor {
         let m = Monitor::new(BOARD);
@@ -254,7 +263,8 @@ mod tests {
 
     #[test]
     fn the_table_is_consistent() {
-        for (i, s) in SERVICES.iter().enumerate() {
+        let services = SERVICES.services();
+        for (i, s) in services.iter().enumerate() {
             for (j, f) in s.functions.iter().enumerate() {
                 let fid = FunctionId(f.id);
                 assert!(
@@ -264,72 +274,55 @@ mod tests {
                     f.id
                 );
                 assert!(s.owners.contains(&fid.owner()), "{}: {:#x}", s.name, f.id);
-                let twice = SERVICES[i..]
+                let twice = services[i..]
                     .iter()
                     .flat_map(|t| t.functions)
                     .skip(j + 1)
                     .any(|g| g.id == f.id);
                 assert!(!twice, "{:#x} listed twice", f.id);
             }
-            for t in &SERVICES[i + 1..] {
+            for t in &services[i + 1..] {
                 let overlap =
                     t.owners.start() <= s.owners.end() && s.owners.start() <= t.owners.end();
                 assert!(!overlap, "{} and {} share owners", s.name, t.name);
             }
         }
         // What Linux can call: PSCI, SMCCC, Tandem's SiP calls and PV time.
-        assert_eq!(implemented(SERVICES, World::NonSecure).count(), 17);
-        assert!(implemented(SERVICES, World::NonSecure).all(|id| id != tos::YIELD));
+        assert_eq!(SERVICES.implemented(World::NonSecure).count(), 17);
+        assert!(
+            SERVICES
+                .implemented(World::NonSecure)
+                .all(|id| id != tos::YIELD)
+        );
     }
 
     #[test]
     fn the_rtos_may_stop_the_machine_and_linux_may_not() {
         let m = booted();
-        let mut call = SmcCall {
-            fid: FunctionId(tos::STOP),
-            args: [0; 7],
-            imm: 0,
-            from: World::Secure,
-            core: 0,
-        };
-        assert_eq!(handle(&m, &call), Outcome::SystemOff);
-        call.from = World::NonSecure;
-        assert_eq!(handle(&m, &call), Outcome::NOT_SUPPORTED);
+        let stop = |from| call_from(&m, from, 0, tos::STOP, &[]);
+        assert_eq!(stop(World::Secure), Outcome::SystemOff);
+        assert_eq!(stop(World::NonSecure), Outcome::NOT_SUPPORTED);
     }
 
     #[test]
     fn only_the_rtos_may_yield_and_linux_may_not_pretend() {
         let m = booted();
-        let mut call = SmcCall {
-            fid: FunctionId(tos::YIELD),
-            args: [0; 7],
-            imm: 0,
-            from: World::Secure,
-            core: 1,
-        };
-        assert_eq!(handle(&m, &call), Outcome::YieldToNormal);
-        call.from = World::NonSecure;
-        assert_eq!(handle(&m, &call), Outcome::NOT_SUPPORTED);
-        call.from = World::Secure;
-        call.fid = FunctionId(tos::YIELD + 2);
-        assert_eq!(handle(&m, &call), Outcome::NOT_SUPPORTED);
-        call.fid = FunctionId(PSCI_CPU_OFF);
-        assert_eq!(handle(&m, &call), Outcome::NOT_SUPPORTED, "PSCI is Linux's");
+        let secure = |fid| call_from(&m, World::Secure, 1, fid, &[]);
+        assert_eq!(secure(tos::YIELD), Outcome::YieldToNormal);
+        assert_eq!(
+            call_from(&m, World::NonSecure, 1, tos::YIELD, &[]),
+            Outcome::NOT_SUPPORTED
+        );
+        assert_eq!(secure(tos::YIELD + 2), Outcome::NOT_SUPPORTED);
+        assert_eq!(
+            secure(PSCI_CPU_OFF),
+            Outcome::NOT_SUPPORTED,
+            "PSCI is Linux's"
+        );
     }
 
     fn smc(m: &Monitor, fid: u32, args: &[u64]) -> Outcome {
-        let mut a = [0; 7];
-        a[..args.len()].copy_from_slice(args);
-        handle(
-            m,
-            &SmcCall {
-                fid: FunctionId(fid),
-                args: a,
-                imm: 0,
-                from: World::NonSecure,
-                core: 0,
-            },
-        )
+        call_from(m, World::NonSecure, 0, fid, args)
     }
 
     #[test]
@@ -379,16 +372,7 @@ mod tests {
             Outcome::value(ret::ON_PENDING)
         );
         m.psci.lock().take_pending(1);
-        let off = handle(
-            &m,
-            &SmcCall {
-                fid: FunctionId(PSCI_CPU_OFF),
-                args: [0; 7],
-                imm: 0,
-                from: World::NonSecure,
-                core: 1,
-            },
-        );
+        let off = call_from(&m, World::NonSecure, 1, PSCI_CPU_OFF, &[]);
         assert_eq!(off, Outcome::CpuOff);
         assert_eq!(smc(&m, PSCI_AFFINITY_INFO_64, &[1, 0]), Outcome::value(1));
     }
@@ -405,16 +389,7 @@ mod tests {
     }
 
     fn smc_on(m: &Monitor, core: usize, fid: u32, arg: u64) -> Outcome {
-        handle(
-            m,
-            &SmcCall {
-                fid: FunctionId(fid),
-                args: [arg, 0, 0, 0, 0, 0, 0],
-                imm: 0,
-                from: World::NonSecure,
-                core,
-            },
-        )
+        call_from(m, World::NonSecure, core, fid, &[arg])
     }
 
     #[test]
@@ -459,16 +434,9 @@ mod tests {
         assert_eq!(smc_on(&m, 0, 0x8500_0021, 0), Outcome::NOT_SUPPORTED);
         assert_eq!(smc_on(&m, 0, 0xC500_0000, 0), Outcome::NOT_SUPPORTED);
         // Only Linux may ask.
-        let mut call = SmcCall {
-            fid: FunctionId(pv_time::ST),
-            args: [0; 7],
-            imm: 0,
-            from: World::Secure,
-            core: 0,
-        };
-        assert_eq!(handle(&m, &call), Outcome::NOT_SUPPORTED);
-        call.from = World::NonSecure;
-        assert_eq!(handle(&m, &call), Outcome::Return([record(0), 0, 0, 0]));
+        let st = |from| call_from(&m, from, 0, pv_time::ST, &[]);
+        assert_eq!(st(World::Secure), Outcome::NOT_SUPPORTED);
+        assert_eq!(st(World::NonSecure), Outcome::Return([record(0), 0, 0, 0]));
     }
 
     #[test]
@@ -501,14 +469,10 @@ mod tests {
             Outcome::NOT_SUPPORTED
         );
         // The RTOS may not ring itself through Linux's service.
-        let call = SmcCall {
-            fid: FunctionId(sip::RPC_NOTIFY),
-            args: [0; 7],
-            imm: 0,
-            from: World::Secure,
-            core: 1,
-        };
-        assert_eq!(handle(&m, &call), Outcome::NOT_SUPPORTED);
+        assert_eq!(
+            call_from(&m, World::Secure, 1, sip::RPC_NOTIFY, &[0]),
+            Outcome::NOT_SUPPORTED
+        );
     }
 
     #[test]
@@ -537,7 +501,7 @@ mod tests {
 
     #[test]
     fn random_calls_never_panic_and_unknown_ids_are_not_supported() {
-        let known = |fid: u32| implemented(SERVICES, World::NonSecure).any(|id| id == fid);
+        let known = |fid: u32| SERVICES.implemented(World::NonSecure).any(|id| id == fid);
         let mut seed = 0x1234_5678_9ABC_DEF0u64;
         let m = booted();
         m.set_steal_time(true);
@@ -556,14 +520,9 @@ mod tests {
             } else {
                 0
             };
-            let call = SmcCall {
-                fid: FunctionId(fid),
-                args,
-                imm,
-                from: World::NonSecure,
-                core: 0,
-            };
-            let out = handle(&m, &call);
+            let mut regs = [u64::from(fid); 8];
+            regs[1..].copy_from_slice(&args);
+            let out = handle(&m, &SmcCall::new(&regs, imm, World::NonSecure, 0));
             if !known(fid) || imm != 0 {
                 assert_eq!(out, Outcome::NOT_SUPPORTED, "fid {fid:#x} imm {imm}");
             }

@@ -13,6 +13,16 @@ pub enum World {
     Secure,
 }
 
+impl World {
+    /// 0 for the normal world, 1 for the secure world (array index).
+    pub const fn index(self) -> usize {
+        match self {
+            World::NonSecure => 0,
+            World::Secure => 1,
+        }
+    }
+}
+
 /// A 32-bit SMCCC function identifier (w0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FunctionId(pub u32);
@@ -58,28 +68,56 @@ pub mod owner {
     pub const TRUSTED_OS: core::ops::RangeInclusive<u8> = 50..=63;
 }
 
-/// One SMC as trapped: function ID, arguments x1..x7, the SMC immediate and
-/// the calling world.
+/// What a function's handler sees of a call: the caller's x0..x7 (where the
+/// trap code saved them: nothing is copied on the world switch's path) and
+/// its core. How the call arrived ([`SmcCall`]) is the dispatcher's business.
 #[derive(Clone, Copy, Debug)]
-pub struct SmcCall {
-    /// w0.
-    pub fid: FunctionId,
-    /// x1..=x7.
-    pub args: [u64; 7],
-    /// The `#imm16` of the SMC instruction (SMCCC requires 0).
-    pub imm: u16,
-    /// Who called.
-    pub from: World,
+pub struct Args<'a> {
+    /// x0 (w0: the function ID), x1..x7 (the arguments).
+    regs: &'a [u64; 8],
     /// Linear index of the calling core.
     pub core: usize,
 }
 
-impl SmcCall {
+/// One SMC as trapped: its registers and core, the SMC immediate and the
+/// calling world.
+#[derive(Clone, Copy, Debug)]
+pub struct SmcCall<'a> {
+    /// Registers and core, for the handler.
+    pub args: Args<'a>,
+    /// The `#imm16` of the SMC instruction (SMCCC requires 0).
+    pub imm: u16,
+    /// Who called.
+    pub from: World,
+}
+
+impl<'a> SmcCall<'a> {
+    /// A call with the caller's x0..x7.
+    pub const fn new(regs: &'a [u64; 8], imm: u16, from: World, core: usize) -> Self {
+        Self {
+            args: Args { regs, core },
+            imm,
+            from,
+        }
+    }
+
+    /// The function ID (w0).
+    pub const fn fid(&self) -> FunctionId {
+        self.args.fid()
+    }
+}
+
+impl Args<'_> {
+    /// The function ID (w0).
+    pub const fn fid(&self) -> FunctionId {
+        FunctionId(self.regs[0] as u32)
+    }
+
     /// Argument `n` (1-based, like the register name), truncated to 32 bits for
     /// SMC32 calls as SMCCC requires.
     pub const fn arg(&self, n: usize) -> u64 {
-        let v = self.args[n - 1];
-        if self.fid.is_smc64() {
+        let v = self.regs[n];
+        if self.fid().is_smc64() {
             v
         } else {
             v & 0xFFFF_FFFF
@@ -148,11 +186,11 @@ impl Outcome {
 }
 
 /// One function of a service: its full function ID and its handler.
-pub struct Function<S> {
+pub struct Function<S: 'static> {
     /// The function ID (w0), SMC32 and SMC64 forms being two functions.
     pub id: u32,
     /// What the call does; it never sees hardware, only `S`.
-    pub handle: fn(&S, &SmcCall) -> Outcome,
+    pub handle: fn(&S, &Args<'_>) -> Outcome,
 }
 
 /// A service in the dispatch table: it owns `owners` and answers the
@@ -170,39 +208,86 @@ pub struct Service<S: 'static> {
     pub functions: &'static [Function<S>],
 }
 
-impl<S: 'static> Service<S> {
-    /// The function `id` of this service, if it has one.
-    pub fn function(&self, id: u32) -> Option<&Function<S>> {
-        self.functions.iter().find(|f| f.id == id)
-    }
+/// Owner numbers (6 bits).
+const OWNERS: usize = 64;
+
+/// The dispatch table, with the functions for each calling world and owner
+/// number looked up in one step (the RTOS's YIELD crosses it on every world
+/// switch, so its cost is part of the switch).
+pub struct Table<S: 'static> {
+    services: &'static [Service<S>],
+    /// `routes[world][owner]`: the functions of the service answering that
+    /// owner number for callers in that world (see [`World::index`]); empty
+    /// where none does.
+    routes: [[&'static [Function<S>]; OWNERS]; 2],
 }
 
-/// Routes a call to its function in the service owning its owner number.
-///
-/// Calls that break SMCCC rules (non-zero immediate, yielding call, reserved
-/// bits set), calls nobody owns and functions a service does not list answer
-/// NOT_SUPPORTED: never a hang, never a crash, whatever the registers hold.
-pub fn dispatch<S: 'static>(table: &[Service<S>], state: &S, call: &SmcCall) -> Outcome {
-    let fid = call.fid;
-    if call.imm != 0 || !fid.is_fast() || fid.reserved_bits() != 0 {
-        return Outcome::NOT_SUPPORTED;
+impl<S: 'static> Table<S> {
+    /// The table of `services`, whose owner ranges must not overlap (checked
+    /// at build time: a table is a `const`).
+    pub const fn new(services: &'static [Service<S>]) -> Self {
+        let mut routes: [[&'static [Function<S>]; OWNERS]; 2] = [[&[]; OWNERS]; 2];
+        let mut owned = [false; OWNERS];
+        let mut i = 0;
+        while i < services.len() {
+            let s = &services[i];
+            assert!(
+                (*s.owners.end() as usize) < OWNERS,
+                "owner numbers have 6 bits"
+            );
+            let mut owner = *s.owners.start() as usize;
+            while owner <= *s.owners.end() as usize {
+                assert!(!owned[owner], "two services share an owner");
+                owned[owner] = true;
+                let mut k = 0;
+                while k < s.callers.len() {
+                    routes[s.callers[k].index()][owner] = s.functions;
+                    k += 1;
+                }
+                owner += 1;
+            }
+            i += 1;
+        }
+        Self { services, routes }
     }
-    table
-        .iter()
-        .find(|s| s.owners.contains(&fid.owner()) && s.callers.contains(&call.from))
-        .and_then(|s| s.function(fid.0))
-        .map_or(Outcome::NOT_SUPPORTED, |f| (f.handle)(state, call))
-}
 
-/// Every function ID `table` answers for callers in `world`, in table order.
-pub fn implemented<S: 'static>(
-    table: &[Service<S>],
-    world: World,
-) -> impl Iterator<Item = u32> + '_ {
-    table
-        .iter()
-        .filter(move |s| s.callers.contains(&world))
-        .flat_map(|s| s.functions.iter().map(|f| f.id))
+    /// The services, in table order.
+    pub const fn services(&self) -> &'static [Service<S>] {
+        self.services
+    }
+
+    /// Routes a call to its function in the service owning its owner number.
+    ///
+    /// Calls that break SMCCC rules (non-zero immediate, yielding call,
+    /// reserved bits set), calls nobody owns, callers a service does not
+    /// serve and functions a service does not list answer NOT_SUPPORTED:
+    /// never a hang, never a crash, whatever the registers hold.
+    #[inline(always)]
+    pub fn dispatch(&self, state: &S, call: &SmcCall<'_>) -> Outcome {
+        let fid = call.fid();
+        if call.imm != 0 || !fid.is_fast() || fid.reserved_bits() != 0 {
+            return Outcome::NOT_SUPPORTED;
+        }
+        let functions = self.routes[call.from.index()][fid.owner() as usize];
+        // The handler gets a copy of the arguments alone, so the rest of the
+        // call never needs to be in memory.
+        let args = call.args;
+        for f in functions {
+            if f.id == fid.0 {
+                return (f.handle)(state, &args);
+            }
+        }
+        Outcome::NOT_SUPPORTED
+    }
+
+    /// Every function ID the table answers for callers in `world`, in table
+    /// order.
+    pub fn implemented(&self, world: World) -> impl Iterator<Item = u32> + '_ {
+        self.services
+            .iter()
+            .filter(move |s| s.callers.contains(&world))
+            .flat_map(|s| s.functions.iter().map(|f| f.id))
+    }
 }
 
 #[cfg(test)]
@@ -220,14 +305,14 @@ mod tests {
         assert_ne!(Signal::wake(1), Signal::rpc(1));
     }
 
-    fn call(fid: u32) -> SmcCall {
-        SmcCall {
-            fid: FunctionId(fid),
-            args: [u64::MAX; 7],
-            imm: 0,
-            from: World::NonSecure,
-            core: 0,
-        }
+    fn regs(fid: u32) -> [u64; 8] {
+        let mut r = [u64::MAX; 8];
+        r[0] = fid.into();
+        r
+    }
+
+    fn call(regs: &[u64; 8]) -> SmcCall<'_> {
+        SmcCall::new(regs, 0, World::NonSecure, 0)
     }
 
     #[test]
@@ -244,20 +329,22 @@ mod tests {
 
     #[test]
     fn smc32_arguments_are_truncated() {
-        let c = call(0x8400_0003);
-        assert_eq!(c.arg(1), 0xFFFF_FFFF);
-        assert_eq!(call(0xC400_0003).arg(7), u64::MAX);
+        let r = regs(0x8400_0003);
+        assert_eq!(call(&r).args.arg(1), 0xFFFF_FFFF);
+        let r = regs(0xC400_0003);
+        assert_eq!(call(&r).args.arg(7), u64::MAX);
+        assert_eq!(call(&r).fid(), FunctionId(0xC400_0003));
     }
 
-    fn answer_7(_: &(), _: &SmcCall) -> Outcome {
+    fn answer_7(_: &(), _: &Args<'_>) -> Outcome {
         Outcome::value(7)
     }
 
-    fn answer_8(_: &(), _: &SmcCall) -> Outcome {
+    fn answer_8(_: &(), _: &Args<'_>) -> Outcome {
         Outcome::value(8)
     }
 
-    const TABLE: &[Service<()>] = &[
+    const TABLE: Table<()> = Table::new(&[
         Service {
             name: "test",
             owners: 2..=3,
@@ -282,55 +369,57 @@ mod tests {
                 handle: answer_7,
             }],
         },
-    ];
+    ]);
+
+    fn dispatch(fid: u32, from: World) -> Outcome {
+        let r = regs(fid);
+        TABLE.dispatch(&(), &SmcCall::new(&r, 0, from, 0))
+    }
 
     #[test]
     fn routes_by_owner_function_and_world() {
-        assert_eq!(dispatch(TABLE, &(), &call(0x8200_0000)), Outcome::value(7));
-        assert_eq!(dispatch(TABLE, &(), &call(0xC300_FFFF)), Outcome::value(8));
+        let ns = World::NonSecure;
+        assert_eq!(dispatch(0x8200_0000, ns), Outcome::value(7));
+        assert_eq!(dispatch(0xC300_FFFF, ns), Outcome::value(8));
         assert_eq!(
-            dispatch(TABLE, &(), &call(0x8200_0001)),
+            dispatch(0x8200_0001, ns),
             Outcome::NOT_SUPPORTED,
             "a function the service does not list"
         );
-        assert_eq!(
-            dispatch(TABLE, &(), &call(0x8400_0000)),
-            Outcome::NOT_SUPPORTED
-        );
-        let mut secure = call(0x8200_0000);
-        secure.from = World::Secure;
-        assert_eq!(dispatch(TABLE, &(), &secure), Outcome::NOT_SUPPORTED);
-        secure.fid = FunctionId(0xF200_0000);
-        assert_eq!(dispatch(TABLE, &(), &secure), Outcome::value(7));
+        assert_eq!(dispatch(0x8400_0000, ns), Outcome::NOT_SUPPORTED);
+        assert_eq!(dispatch(0x8200_0000, World::Secure), Outcome::NOT_SUPPORTED);
+        assert_eq!(dispatch(0xF200_0000, World::Secure), Outcome::value(7));
+        assert_eq!(dispatch(0xF200_0000, ns), Outcome::NOT_SUPPORTED);
+        assert_eq!(dispatch(0xF100_0000, World::Secure), Outcome::NOT_SUPPORTED);
     }
 
     #[test]
     fn implemented_lists_the_table_per_world() {
-        let normal: [u32; 2] = core::array::from_fn({
-            let mut ids = implemented(TABLE, World::NonSecure);
-            move |_| ids.next().unwrap()
-        });
-        assert_eq!(normal, [0x8200_0000, 0xC300_FFFF]);
-        assert_eq!(implemented(TABLE, World::NonSecure).count(), 2);
-        assert_eq!(implemented(TABLE, World::Secure).count(), 1);
+        let mut ids = TABLE.implemented(World::NonSecure);
+        assert_eq!(ids.next(), Some(0x8200_0000));
+        assert_eq!(ids.next(), Some(0xC300_FFFF));
+        assert_eq!(ids.next(), None);
+        assert_eq!(TABLE.implemented(World::Secure).count(), 1);
+        assert_eq!(TABLE.services().len(), 2);
     }
 
     #[test]
     fn malformed_calls_are_not_supported() {
-        let mut c = call(0x8200_0000);
-        c.imm = 1;
+        let r = regs(0x8200_0000);
+        let c = SmcCall::new(&r, 1, World::NonSecure, 0);
         assert_eq!(
-            dispatch(TABLE, &(), &c),
+            TABLE.dispatch(&(), &c),
             Outcome::NOT_SUPPORTED,
             "imm16 != 0"
         );
+        let ns = World::NonSecure;
         assert_eq!(
-            dispatch(TABLE, &(), &call(0x0200_0000)),
+            dispatch(0x0200_0000, ns),
             Outcome::NOT_SUPPORTED,
             "yielding"
         );
         assert_eq!(
-            dispatch(TABLE, &(), &call(0x8201_0000)),
+            dispatch(0x8201_0000, ns),
             Outcome::NOT_SUPPORTED,
             "reserved bits"
         );

@@ -1,18 +1,21 @@
 //! Per-core world contexts: what the monitor saves when a world traps to EL3
-//! and restores when it resumes one. The exception vectors (`entry.rs`) save and
-//! restore the general registers with the offsets defined here.
+//! and restores when it resumes one, and the per-core monitor stacks. The
+//! exception vectors and the resume code (`entry.rs`, the only assembly)
+//! use the offsets defined here; the resume entry points are declared here
+//! so that the trap code needs nothing else of the assembly.
 //!
-//! Each core owns one context per world, and one copy of the EL1 system
-//! registers per world: Armv8 does not bank them between the worlds, so the
-//! monitor swaps them on every world switch. Their list is [`El1Regs`], here
-//! and nowhere else.
+//! Each core owns one context per world, and the EL1 system registers the
+//! other world changes: Armv8 does not bank them between the worlds, so the
+//! monitor swaps them on a world switch. Which ones, and why, is decided
+//! here and nowhere else ([`LinuxEl1`], [`RtosEl1`]; docs/monitor.md has the
+//! table).
 
-use crate::console;
 use crate::shm::SwitchLog;
 use core::cell::UnsafeCell;
 use core::mem::offset_of;
 use tandem_abi::MAX_CORES;
-use tandem_monitor_core::steal::StealClock;
+use tandem_monitor_core::smc::World;
+use tandem_monitor_core::switch::CoreSwitch;
 
 /// SPSR for entering EL1h (SP_EL1) with D, A, I and F masked, as the Linux boot
 /// protocol requires.
@@ -39,6 +42,11 @@ pub const SCR_SECURE_WORLD: u64 = (0b11 << 4) | (1 << 9) | (1 << 10) | (1 << 11)
 pub const SCTLR_EL1_RESET: u64 = 0x30D0_0800;
 
 /// A world's registers as saved on a trap to EL3.
+///
+/// Linux's traps save all of them. The RTOS's traps are calls that keep
+/// only what a function call keeps (`tandem_abi::smc::tos`), so they save
+/// x0-x3 (the arguments), x18-x29, ELR and SPSR; the rest of its context
+/// holds stale values of its own, never Linux's.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct WorldContext {
@@ -54,6 +62,10 @@ pub struct WorldContext {
     pub scr_el3: u64,
     /// Top of this core's monitor stack: where Rust runs after a trap.
     pub monitor_sp: u64,
+    /// The core this context belongs to (the monitor's own record: no world
+    /// writes it), so a trap finds its core's state without asking the
+    /// hardware.
+    pub core: u64,
 }
 
 impl WorldContext {
@@ -65,7 +77,17 @@ impl WorldContext {
         spsr_el3: 0,
         scr_el3: 0,
         monitor_sp: 0,
+        core: 0,
     };
+
+    /// The world this context runs in (SCR_EL3.NS).
+    pub const fn world(&self) -> World {
+        if self.scr_el3 & 1 != 0 {
+            World::NonSecure
+        } else {
+            World::Secure
+        }
+    }
 }
 
 /// Offsets the vector assembly uses (checked against the struct at compile time).
@@ -80,21 +102,61 @@ const _: () = assert!(CTX_SP_EL0 == 31 * 8);
 const _: () =
     assert!(CTX_ELR == CTX_SP_EL0 + 8 && offset_of!(WorldContext, spsr_el3) == CTX_ELR + 8);
 
-/// Declares the EL1 state that the two worlds share in hardware and the
-/// monitor keeps per world, with save and restore generated from one list.
-macro_rules! el1_registers {
-    ($($field:ident: $register:literal,)*) => {
-        /// EL1 (and EL0) system registers of one world.
+unsafe extern "C" {
+    /// Restores all of `ctx` and returns to its world with `eret`.
+    ///
+    /// # Safety
+    ///
+    /// `ctx` must be the calling core's context for the world to enter, with
+    /// `monitor_sp` set to the calling core's stack top, and the EL1
+    /// registers must already be that world's. The current stack is
+    /// abandoned.
+    pub fn resume_world(ctx: *mut WorldContext) -> !;
+
+    /// Resumes the RTOS inside its YIELD from `ctx`: the call keeps only
+    /// what a function call keeps (`tos::YIELD`), so only x18-x29 come back;
+    /// x0-x17 and x30 hold whatever the monitor left, which the secure world
+    /// may see.
+    ///
+    /// # Safety
+    ///
+    /// As [`resume_world`], and `ctx` must be the RTOS's context saved at
+    /// its YIELD.
+    pub fn resume_yielded(ctx: *mut WorldContext) -> !;
+}
+
+/// Bytes of monitor stack per core.
+pub const STACK_SIZE: usize = 16 * 1024;
+
+/// Per-core monitor stacks, in the NOLOAD `.stacks` section. The reset code
+/// sets each core's stack pointer here; a world's context names its top.
+#[unsafe(link_section = ".stacks")]
+pub static mut STACKS: [[u8; STACK_SIZE]; MAX_CORES] = [[0; STACK_SIZE]; MAX_CORES];
+
+/// Top of `core`'s monitor stack.
+pub fn stack_top(core: usize) -> u64 {
+    let base = core::ptr::addr_of!(STACKS) as u64;
+    base + ((core + 1) * STACK_SIZE) as u64
+}
+
+/// Declares a group of EL1 (and EL0) system registers, kept as plain `u64`s,
+/// with save and restore generated from the one list.
+macro_rules! sysregs {
+    ($(#[$meta:meta])* $name:ident { $($field:ident: $register:literal,)* }) => {
+        $(#[$meta])*
         #[repr(C)]
         #[derive(Clone, Copy, Debug)]
-        pub struct El1Regs {
+        pub struct $name {
             $(
                 #[doc = concat!("`", $register, "`")]
                 pub $field: u64,
             )*
         }
 
-        impl El1Regs {
+        impl $name {
+            /// All zero.
+            pub const ZERO: Self = Self { $($field: 0,)* };
+
             /// Reads the live registers into `self`.
             #[inline(always)]
             pub fn save(&mut self) {
@@ -128,44 +190,210 @@ macro_rules! el1_registers {
     };
 }
 
-el1_registers! {
-    sctlr_el1: "sctlr_el1",
-    cpacr_el1: "cpacr_el1",
-    ttbr0_el1: "ttbr0_el1",
-    ttbr1_el1: "ttbr1_el1",
-    tcr_el1: "tcr_el1",
-    mair_el1: "mair_el1",
-    amair_el1: "amair_el1",
-    vbar_el1: "vbar_el1",
-    contextidr_el1: "contextidr_el1",
-    tpidr_el0: "tpidr_el0",
-    tpidrro_el0: "tpidrro_el0",
-    tpidr_el1: "tpidr_el1",
-    sp_el1: "sp_el1",
-    elr_el1: "elr_el1",
-    spsr_el1: "spsr_el1",
-    esr_el1: "esr_el1",
-    far_el1: "far_el1",
-    afsr0_el1: "afsr0_el1",
-    afsr1_el1: "afsr1_el1",
-    par_el1: "par_el1",
-    csselr_el1: "csselr_el1",
-    cntkctl_el1: "cntkctl_el1",
-    mdscr_el1: "mdscr_el1",
-    // ICC_PMR_EL1: one priority mask for both worlds in the GIC.
-    icc_pmr_el1: "s3_0_c4_c6_0",
+// Armv8 does not bank the EL1 registers between the worlds. The rule that
+// keeps a switch short: the secure world may see Linux's state, Linux must
+// never see the secure world's, so a switch saves and restores only what
+// the other side changes. The groups below are the whole list; every EL1
+// register not named here the RTOS never writes, so it holds Linux's value
+// throughout: TTBR1, CONTEXTIDR, AMAIR, TPIDR_EL1, TPIDRRO_EL0, PAR (no AT
+// instructions), CSSELR, CNTKCTL, MDSCR (MDCR_EL3.SDD keeps Linux's debug
+// settings out of the secure world) and ICC_PMR_EL1 (the RTOS's interrupts,
+// priority 0x20, are above any mask Linux can set). The GIC's other EL1
+// registers the RTOS uses are banked by security state. FP/SIMD registers
+// and FPCR/FPSR are never touched by the secure side (soft-float builds,
+// `scripts/check-no-fp.sh`).
+
+sysregs! {
+    /// Registers both worlds set to their own values: saved when a world
+    /// leaves, restored when it returns.
+    Own {
+        sctlr_el1: "sctlr_el1",
+        vbar_el1: "vbar_el1",
+        sp_el1: "sp_el1",
+    }
 }
 
-impl El1Regs {
-    /// What a world sees when first entered: MMU off, FP/SIMD trapped (the
-    /// RTOS must not use it; Linux enables it itself), priority mask open.
-    pub const RESET: Self = {
-        // SAFETY: El1Regs is plain u64s; all-zero is a valid value.
-        let mut r: Self = unsafe { core::mem::zeroed() };
-        r.sctlr_el1 = SCTLR_EL1_RESET;
-        r.icc_pmr_el1 = 0xFF;
-        r
+sysregs! {
+    /// Registers the RTOS's own exceptions overwrite: every interrupt it
+    /// takes writes ELR and SPSR, its tasks' system calls (`svc`) write ESR,
+    /// and FAR is UNKNOWN after any exception that does not set it. The
+    /// RTOS never needs them back (it yields from its idle loop, outside any
+    /// exception), so only Linux's values are kept.
+    Exception {
+        elr_el1: "elr_el1",
+        spsr_el1: "spsr_el1",
+        esr_el1: "esr_el1",
+        far_el1: "far_el1",
+    }
+}
+
+sysregs! {
+    /// Translation registers, which the RTOS writes only with its MMU on
+    /// (protected tasks): swapped only then.
+    Translation {
+        ttbr0_el1: "ttbr0_el1",
+        tcr_el1: "tcr_el1",
+        mair_el1: "mair_el1",
+    }
+}
+
+sysregs! {
+    /// What code at S-EL0 could change or use: its thread register, and the
+    /// FP/SIMD trap control (the RTOS sets 0, so a stray FP instruction in a
+    /// task traps instead of touching Linux's FP registers). S-EL0 code runs
+    /// only with the RTOS's MMU on, so Linux's values are kept only then.
+    El0 {
+        tpidr_el0: "tpidr_el0",
+        cpacr_el1: "cpacr_el1",
+    }
+}
+
+/// SCTLR_EL1.M: the stage 1 MMU is on.
+const SCTLR_M: u64 = 1;
+
+/// Linux's EL1 state while the RTOS runs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct LinuxEl1 {
+    own: Own,
+    exception: Exception,
+    translation: Translation,
+    el0: El0,
+}
+
+impl LinuxEl1 {
+    /// What a freshly started Linux sees: MMU off, FP/SIMD trapped until it
+    /// enables it, everything else zero.
+    pub const RESET: Self = Self {
+        own: Own {
+            sctlr_el1: SCTLR_EL1_RESET,
+            ..Own::ZERO
+        },
+        exception: Exception::ZERO,
+        translation: Translation::ZERO,
+        el0: El0::ZERO,
     };
+
+    /// Saves what the RTOS, with its MMU on if `rtos_mmu`, may change.
+    #[inline(always)]
+    pub fn save(&mut self, rtos_mmu: bool) {
+        self.own.save();
+        self.exception.save();
+        if rtos_mmu {
+            self.translation.save();
+            self.el0.save();
+        }
+    }
+
+    /// Puts Linux's values back where the RTOS may have changed them.
+    ///
+    /// # Safety
+    ///
+    /// Only on the way back to Linux, with the same `rtos_mmu` as at the
+    /// last [`LinuxEl1::save`].
+    #[inline(always)]
+    pub unsafe fn restore(&self, rtos_mmu: bool) {
+        // SAFETY: Linux's own values, about to resume Linux (the caller's
+        // promise).
+        unsafe {
+            self.own.restore();
+            self.exception.restore();
+            if rtos_mmu {
+                self.translation.restore();
+                self.el0.restore();
+            }
+        }
+    }
+
+    /// Sets every register of the groups to a fresh Linux's values.
+    ///
+    /// # Safety
+    ///
+    /// Only on the way to starting Linux at its entry.
+    pub unsafe fn reset(&mut self) {
+        *self = Self::RESET;
+        // SAFETY: reset values for an EL1 that starts from scratch (the
+        // caller's promise); all groups, whatever the RTOS does.
+        unsafe { self.restore(true) };
+    }
+}
+
+/// The RTOS's EL1 state while Linux runs (or the core idles).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RtosEl1 {
+    own: Own,
+    translation: Translation,
+}
+
+impl RtosEl1 {
+    /// What the RTOS sees at its entry: MMU off, no vectors yet.
+    pub const RESET: Self = Self {
+        own: Own {
+            sctlr_el1: SCTLR_EL1_RESET,
+            ..Own::ZERO
+        },
+        translation: Translation::ZERO,
+    };
+
+    /// Its MMU was on when it last yielded. The RTOS turns it on, if at
+    /// all, before its first YIELD on a core and never off (`tandem_abi::
+    /// smc::tos`), so this is fixed from that first YIELD, before Linux
+    /// runs there.
+    #[inline(always)]
+    pub fn mmu(&self) -> bool {
+        self.own.sctlr_el1 & SCTLR_M != 0
+    }
+
+    /// Saves the RTOS's registers at its YIELD.
+    #[inline(always)]
+    pub fn save(&mut self) {
+        self.own.save();
+        if self.mmu() {
+            self.translation.save();
+        }
+    }
+
+    /// Gives the RTOS its values back.
+    ///
+    /// # Safety
+    ///
+    /// Only on the way to the RTOS, after Linux's were saved (if it ran).
+    #[inline(always)]
+    pub unsafe fn restore(&self) {
+        // SAFETY: the RTOS's own values, about to resume it; 0 in CPACR_EL1
+        // traps FP/SIMD at S-EL1 and S-EL0.
+        unsafe {
+            self.own.restore();
+            if self.mmu() {
+                self.translation.restore();
+                core::arch::asm!(
+                    "msr cpacr_el1, xzr",
+                    options(nomem, nostack, preserves_flags)
+                );
+            }
+        }
+    }
+
+    /// Sets the RTOS's registers for its start: its own group and, since
+    /// nothing of Linux's is live on the core yet, CPACR_EL1 = 0 (FP/SIMD
+    /// trapped from the first instruction).
+    ///
+    /// # Safety
+    ///
+    /// Only on the way to the RTOS's entry.
+    pub unsafe fn reset(&mut self) {
+        *self = Self::RESET;
+        // SAFETY: reset values for an EL1 that starts from scratch (the
+        // caller's promise).
+        unsafe {
+            self.own.restore();
+            core::arch::asm!(
+                "msr cpacr_el1, xzr",
+                options(nomem, nostack, preserves_flags)
+            );
+        }
+    }
 }
 
 /// Everything the monitor keeps for one core.
@@ -176,17 +404,23 @@ pub struct CoreState {
     /// The RTOS's context on this core.
     pub secure: WorldContext,
     /// Linux's EL1 registers while the RTOS runs.
-    pub normal_el1: El1Regs,
+    pub linux_el1: LinuxEl1,
     /// The RTOS's EL1 registers while Linux runs.
-    pub secure_el1: El1Regs,
+    pub rtos_el1: RtosEl1,
     /// World switches here, published to the shared region.
     pub switches: SwitchLog,
-    /// The RTOS runs on this core (its policy, cached off the switch path).
-    pub rtos: bool,
-    /// Stolen-time accounting is on (boot configuration, cached likewise).
-    pub steal_time: bool,
-    /// Time the RTOS took from Linux here (used only with `steal_time`).
-    pub steal: StealClock,
+    /// Which world runs and which runs next (`tandem_monitor_core::switch`).
+    pub switch: CoreSwitch,
+}
+
+impl CoreState {
+    /// The context of `world` on this core.
+    pub fn context(&mut self, world: World) -> *mut WorldContext {
+        match world {
+            World::NonSecure => &mut self.normal,
+            World::Secure => &mut self.secure,
+        }
+    }
 }
 
 /// One [`CoreState`] per core; each core touches only its own.
@@ -202,12 +436,10 @@ pub static CORES: PerCore = PerCore(UnsafeCell::new(
         CoreState {
             normal: WorldContext::ZERO,
             secure: WorldContext::ZERO,
-            normal_el1: El1Regs::RESET,
-            secure_el1: El1Regs::RESET,
+            linux_el1: LinuxEl1::RESET,
+            rtos_el1: RtosEl1::RESET,
             switches: SwitchLog::ZERO,
-            rtos: false,
-            steal_time: false,
-            steal: StealClock::ZERO,
+            switch: CoreSwitch::new(false, false),
         }
     }; MAX_CORES],
 ));
@@ -217,12 +449,14 @@ impl PerCore {
     ///
     /// # Safety
     ///
-    /// `core` must be the index of the calling core, and the caller must not
-    /// hold another reference to that core's state.
+    /// `core` must be the index of the calling core (below `MAX_CORES`: the
+    /// reset code parks any other core), and the caller must not hold
+    /// another reference to that core's state, its contexts included.
     #[allow(clippy::mut_from_ref)]
+    #[inline(always)]
     pub unsafe fn this_core(&self, core: usize) -> &mut CoreState {
-        debug_assert_eq!(core, console::core_index());
-        // SAFETY: the caller guarantees exclusive access to its own core's entry.
-        unsafe { &mut (*self.0.get())[core] }
+        // SAFETY: in bounds and exclusive (the caller's promise); no bounds
+        // check on the world switch's path.
+        unsafe { (*self.0.get()).get_unchecked_mut(core) }
     }
 }

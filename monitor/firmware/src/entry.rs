@@ -1,45 +1,18 @@
 //! Reset entry, EL3 exception vectors and the world resume path: the only
 //! assembly in the monitor. Everything else is Rust.
 //!
-//! While a world runs, SP_EL3 points at that world's [`WorldContext`], so a
-//! trap saves registers straight into it; the handler then runs on the core's
-//! monitor stack and returns the context to resume (today always the same
-//! world; with the RTOS it may be the other one).
+//! While a world runs, SP_EL3 points at that world's `WorldContext`
+//! (`context.rs`), so a trap saves registers straight into it; the handler
+//! then runs on the core's monitor stack and returns the context to resume,
+//! of the same world or of the other one.
+//!
+//! The module uses only what the assembly names: the context layout and
+//! stacks, the trap handlers, the boot entry points and the boot flag.
+//! Nothing uses it back: the resume entry points are declared in
+//! `context.rs`.
 
-use crate::context::{CTX_ELR, CTX_MONITOR_SP, CTX_SCR, CTX_SP_EL0, WorldContext};
-use core::sync::atomic::AtomicU32;
-use tandem_abi::MAX_CORES;
+use crate::context::{CTX_ELR, CTX_MONITOR_SP, CTX_SCR, CTX_SP_EL0, STACK_SIZE, STACKS};
 use tandem_board::{BOARD, MPIDR_AFFINITY_MASK};
-
-/// Bytes of monitor stack per core.
-pub const STACK_SIZE: usize = 16 * 1024;
-
-/// Per-core monitor stacks, in the NOLOAD `.stacks` section.
-#[unsafe(link_section = ".stacks")]
-pub static mut STACKS: [[u8; STACK_SIZE]; MAX_CORES] = [[0; STACK_SIZE]; MAX_CORES];
-
-/// Set to [`BOOT_READY_MAGIC`] by the boot core once .data and .bss are set up;
-/// the other cores wait for it before running any Rust.
-pub static BOOT_READY: AtomicU32 = AtomicU32::new(0);
-/// See [`BOOT_READY`].
-pub const BOOT_READY_MAGIC: u32 = 0x7A4D_0001;
-
-/// Top of `core`'s monitor stack.
-pub fn stack_top(core: usize) -> u64 {
-    let base = core::ptr::addr_of!(STACKS) as u64;
-    base + ((core + 1) * STACK_SIZE) as u64
-}
-
-unsafe extern "C" {
-    /// Restores `ctx` and returns to its world with `eret`.
-    ///
-    /// # Safety
-    ///
-    /// `ctx` must be the calling core's context for the world to enter, with
-    /// `monitor_sp` set to the calling core's stack top. The current stack is
-    /// abandoned.
-    pub fn resume_world(ctx: *mut WorldContext) -> !;
-}
 
 core::arch::global_asm!(
     r#"
@@ -98,10 +71,9 @@ park_forever:
     wfe
     b       park_forever
 
-    /* Save the interrupted world into the context SP_EL3 points at, switch
-     * to the monitor stack, call the handler, resume what it returns. */
-    .macro  world_trap handler
-    stp     x0, x1, [sp, #0x00]
+    /* Saves x2..x30, SP_EL0, ELR and SPSR into the context SP_EL3 points
+     * at (x0 and x1 are already there). */
+    .macro  save_from_x2
     stp     x2, x3, [sp, #0x10]
     stp     x4, x5, [sp, #0x20]
     stp     x6, x7, [sp, #0x30]
@@ -121,6 +93,11 @@ park_forever:
     mrs     x0, elr_el3
     mrs     x1, spsr_el3
     stp     x0, x1, [sp, #{ctx_elr}]
+    .endm
+
+    /* Calls `handler` on the core's monitor stack with x0 = the saved
+     * context, then resumes the context it returns. */
+    .macro  call_handler handler
     mov     x0, sp
     ldr     x1, [sp, #{ctx_monitor_sp}]
     mov     sp, x1
@@ -155,21 +132,49 @@ resume_world:
     ldp     x0, x1, [sp, #0x00]
     eret
 
+    /* The RTOS back inside its YIELD: only what the call preserves. */
+    .global resume_yielded
+resume_yielded:
+    mov     sp, x0
+    ldr     x1, [sp, #{ctx_scr}]
+    msr     scr_el3, x1
+    ldp     x0, x1, [sp, #{ctx_elr}]
+    msr     elr_el3, x0
+    msr     spsr_el3, x1
+    ldp     x28, x29, [sp, #0xe0]
+    ldp     x26, x27, [sp, #0xd0]
+    ldp     x24, x25, [sp, #0xc0]
+    ldp     x22, x23, [sp, #0xb0]
+    ldp     x20, x21, [sp, #0xa0]
+    ldp     x18, x19, [sp, #0x90]
+    eret
+
+    /* An SMC from the RTOS (the lower_sync vector saw SCR_EL3.NS = 0, x0
+     * and x1 saved). Its calls preserve only what a function call does and
+     * take at most three arguments (tandem_abi::smc::tos), so this saves
+     * x2, x3, x18..x29, ELR and SPSR, and nothing else. */
+secure_sync:
+    stp     x2, x3, [sp, #0x10]
+    stp     x18, x19, [sp, #0x90]
+    stp     x20, x21, [sp, #0xa0]
+    stp     x22, x23, [sp, #0xb0]
+    stp     x24, x25, [sp, #0xc0]
+    stp     x26, x27, [sp, #0xd0]
+    stp     x28, x29, [sp, #0xe0]
+    mrs     x0, elr_el3
+    mrs     x1, spsr_el3
+    stp     x0, x1, [sp, #{ctx_elr}]
+    call_handler {secure_sync}
+
 monitor_fault_entry:
     mrs     x0, esr_el3
     mrs     x1, elr_el3
     mrs     x2, far_el3
     bl      {monitor_fault}
 
-lower_sync:
-    world_trap {lower_sync}
-lower_irq:
-    world_trap {lower_irq}
-lower_fiq:
-    world_trap {lower_fiq}
-lower_serror:
-    world_trap {lower_serror}
-
+    /* The vectors hold the save code itself, saving the branch on every
+     * trap; `.org` fails the build if an entry outgrows its 0x80 bytes. The
+     * entries' labels are markers for harness/tandem/pathcount.py. */
     .section .text.vectors, "ax"
     .balign 0x800
 vectors:
@@ -178,31 +183,57 @@ vectors:
     .balign 0x80
     b       monitor_fault_entry
     .endr
-    /* Lower EL, AArch64. */
-    .balign 0x80
-    b       lower_sync
-    .balign 0x80
-    b       lower_irq
-    .balign 0x80
-    b       lower_fiq
-    .balign 0x80
-    b       lower_serror
+
+    /* Lower EL, AArch64, synchronous: an SMC (either world) or Linux's
+     * trapped WFI. The RTOS's calls save less (secure_sync). */
+    .org    vectors + 0x400
+lower_sync:
+    stp     x0, x1, [sp, #0x00]
+    mrs     x0, scr_el3
+    tbz     x0, #0, secure_sync
+    save_from_x2
+    call_handler {normal_sync}
+
+    /* IRQ: never routed here (SCR_EL3.IRQ = 0). */
+    .org    vectors + 0x480
+lower_irq:
+    stp     x0, x1, [sp, #0x00]
+    save_from_x2
+    call_handler {lower_irq}
+
+    /* FIQ: only while Linux runs (SCR_EL3.FIQ is set only for it): an RTOS
+     * interrupt or the monitor's doorbell. */
+    .org    vectors + 0x500
+lower_fiq:
+    stp     x0, x1, [sp, #0x00]
+    save_from_x2
+    call_handler {lower_fiq}
+
+    .org    vectors + 0x580
+lower_serror:
+    stp     x0, x1, [sp, #0x00]
+    save_from_x2
+    call_handler {lower_serror}
+
     /* Lower EL, AArch32: never enabled (SCR_EL3.RW = 1). */
+    .org    vectors + 0x600
     .rept 4
     .balign 0x80
     b       monitor_fault_entry
     .endr
+    .org    vectors + 0x800
 "#,
     aff_mask = const MPIDR_AFFINITY_MASK,
     max_cores = const BOARD.max_cores,
     stacks = sym STACKS,
     stack_size = const STACK_SIZE,
-    boot_ready = sym BOOT_READY,
-    boot_magic = const BOOT_READY_MAGIC,
+    boot_ready = sym crate::power::BOOT_READY,
+    boot_magic = const crate::power::BOOT_READY_MAGIC,
     primary_main = sym crate::primary_main,
     secondary_main = sym crate::secondary_main,
     monitor_fault = sym crate::trap::monitor_fault,
-    lower_sync = sym crate::trap::lower_sync,
+    normal_sync = sym crate::trap::normal_sync,
+    secure_sync = sym crate::trap::secure_sync,
     lower_irq = sym crate::trap::lower_irq,
     lower_fiq = sym crate::trap::lower_fiq,
     lower_serror = sym crate::trap::lower_serror,

@@ -9,15 +9,17 @@ mod console;
 mod context;
 mod entry;
 mod gic;
+mod plat;
 mod power;
 mod shm;
 mod trap;
 
 use arm_sysregs::el0::accessors::write_cntfrq_el0;
 use arm_sysregs::el0::registers::CntfrqEl0;
-use arm_sysregs::el3::accessors::write_cptr_el3;
-use arm_sysregs::el3::registers::CptrEl3;
+use arm_sysregs::el3::accessors::{write_cptr_el3, write_mdcr_el3};
+use arm_sysregs::el3::registers::{CptrEl3, MdcrEl3};
 use core::sync::atomic::Ordering;
+use tandem_abi::MAX_CORES;
 use tandem_abi::boot::{BootConfig, BootConfigError, Policies, Policy};
 use tandem_abi::image::{ImageError, RtosImageHeader};
 use tandem_board::BOARD;
@@ -33,6 +35,10 @@ fn init_el3() {
     // Lower ELs own FP/SIMD and the other traps: nothing is trapped to EL3.
     // SAFETY: clearing all trap bits cannot break EL3 itself.
     unsafe { write_cptr_el3(CptrEl3::empty()) };
+    // Debug exceptions off in the secure world, debug traps off: MDSCR_EL1
+    // is one register for both worlds and the monitor does not swap it
+    // (context.rs), so Linux's debug settings must not reach the RTOS.
+    write_mdcr_el3(MdcrEl3::SDD);
     write_cntfrq_el0(CntfrqEl0::from_bits_retain(BOARD.counter_hz));
 }
 
@@ -143,7 +149,6 @@ extern "C" fn primary_main(core: usize) -> ! {
         ));
     }
     trap::POLICIES.call_once(|| policies);
-    trap::STEAL_TIME.store(steal_time, Ordering::SeqCst);
     trap::MONITOR.set_steal_time(steal_time);
     trap::MONITOR.set_rpc_cores(rpc_cores);
     gic::init_distributor();
@@ -152,7 +157,8 @@ extern "C" fn primary_main(core: usize) -> ! {
     check_in(core, true);
     // Logged before the secondaries start: the RTOS prints on the same
     // secure UART from every core, and the two images share no lock.
-    log!("core policies: {:?}", [0, 1, 2, 3].map(|c| policies.of(c)));
+    let each: [Policy; MAX_CORES] = core::array::from_fn(|c| policies.of(c));
+    log!("core policies: {:?}", &each[..policies.cores()]);
     if steal_time {
         log!("PV time on: stolen time accounted, Linux's WFI trapped");
     }
@@ -161,7 +167,7 @@ extern "C" fn primary_main(core: usize) -> ! {
         BOARD.kernel_entry,
         BOARD.dtb
     );
-    entry::BOOT_READY.store(entry::BOOT_READY_MAGIC, Ordering::SeqCst);
+    power::BOOT_READY.store(power::BOOT_READY_MAGIC, Ordering::SeqCst);
     // SAFETY: barrier and event signal only; secondaries wait for BOOT_READY.
     unsafe { core::arch::asm!("dsb sy", "sev", options(nostack)) };
 

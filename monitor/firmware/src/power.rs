@@ -2,7 +2,15 @@
 //! board wires to its power controller. No crate covers the PL061; two
 //! registers do not justify one.
 
+use core::sync::atomic::{AtomicU32, Ordering};
 use tandem_board::BOARD;
+
+/// Set to [`BOOT_READY_MAGIC`] by the boot core once .data and .bss are set
+/// up (`main.rs`); the other cores wait for it (`entry.rs`) before running
+/// any Rust. Kept here because a reset must clear it: RAM survives one.
+pub static BOOT_READY: AtomicU32 = AtomicU32::new(0);
+/// See [`BOOT_READY`].
+pub const BOOT_READY_MAGIC: u32 = 0x7A4D_0001;
 
 const GPIODIR: usize = 0x400;
 
@@ -39,6 +47,6 @@ pub fn system_off() -> ! {
 pub fn system_reset() -> ! {
     crate::log!("system reset");
     // RAM survives a reset: make the other cores wait for the boot core again.
-    crate::entry::BOOT_READY.store(0, core::sync::atomic::Ordering::SeqCst);
+    BOOT_READY.store(0, Ordering::SeqCst);
     pulse(BOARD.reset_gpio_line)
 }

@@ -4,10 +4,11 @@
 //! so whatever Linux writes here changes nothing the monitor does.
 
 use core::ptr::addr_of_mut;
+use core::sync::atomic::{Ordering, compiler_fence};
 use tandem_abi::boot::Policies;
 use tandem_abi::shm::{
-    CoreRecord, Header, StolenTime, TRACE_ENTRIES, TraceEntry, core_record_offset, region_bytes,
-    steal_offset, trace_entry_offset, trace_ring_offset,
+    CoreRecord, Header, StolenTime, TRACE_ENTRIES, TRACE_RING_HEADER, TRACE_TO_LINUX,
+    TRACE_TO_RTOS, TraceEntry, core_record_offset, region_bytes, steal_offset, trace_ring_offset,
 };
 use tandem_board::BOARD;
 
@@ -67,46 +68,103 @@ pub fn publish_stolen(core: usize, ns: u64) {
     }
 }
 
-/// The monitor's own account of one core's world switches.
+/// A count the monitor keeps and publishes: its value and where it goes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Count {
+    n: u64,
+    published: *mut u64,
+}
+
+impl Count {
+    const ZERO: Self = Self {
+        n: 0,
+        published: core::ptr::null_mut(),
+    };
+
+    /// Counts one more and publishes the total.
+    ///
+    /// # Safety
+    ///
+    /// `published` must point into the shared region (set by `SwitchLog::new`).
+    #[inline(always)]
+    unsafe fn add_one(&mut self) {
+        self.n += 1;
+        // SAFETY: a u64 field of this core's record (the caller's promise).
+        unsafe { self.published.write_volatile(self.n) };
+    }
+}
+
+/// The monitor's own account of one core's world switches, and where it
+/// publishes them (worked out once: a switch only stores).
+#[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct SwitchLog {
     /// Linux -> RTOS.
-    pub to_rtos: u64,
+    to_rtos: Count,
     /// RTOS -> Linux.
-    pub to_linux: u64,
-    /// Trace entries written so far.
-    pub traced: u64,
+    to_linux: Count,
+    /// Trace entries written so far, and the core's trace ring (its
+    /// `written` count first).
+    traced: Count,
 }
 
+const _: () = assert!(TRACE_ENTRIES.is_power_of_two());
+
 impl SwitchLog {
-    /// Nothing yet.
+    /// Nothing yet, published nowhere (before a core starts).
     pub const ZERO: Self = Self {
-        to_rtos: 0,
-        to_linux: 0,
-        traced: 0,
+        to_rtos: Count::ZERO,
+        to_linux: Count::ZERO,
+        traced: Count::ZERO,
     };
 
-    /// Records a switch to `event` (an `abi::shm::TRACE_*`) at counter `time`
-    /// and publishes the counts and the trace entry for `core`.
-    pub fn record(&mut self, core: usize, event: u64, time: u64) {
-        match event {
-            tandem_abi::shm::TRACE_TO_RTOS => self.to_rtos += 1,
-            tandem_abi::shm::TRACE_TO_LINUX => self.to_linux += 1,
-            _ => {}
-        }
-        let n = self.traced;
-        self.traced += 1;
-        // SAFETY: offsets come from the ABI's constants for a core index the
-        // board has (never from the region), so every write lands inside the
-        // reserved region, on fields of the right type and alignment.
+    /// Nothing yet, for `core`, a core the board has.
+    pub fn new(core: usize) -> Self {
+        // SAFETY: only addresses are computed, from the ABI's offsets for a
+        // core the board has, inside the reserved region.
         unsafe {
             let record = base().add(core_record_offset(core)) as *mut CoreRecord;
-            addr_of_mut!((*record).switches_to_rtos).write_volatile(self.to_rtos);
-            addr_of_mut!((*record).switches_to_linux).write_volatile(self.to_linux);
-            let entry = base().add(trace_entry_offset(core, n)) as *mut TraceEntry;
-            entry.write_volatile(TraceEntry { time, event });
-            (base().add(trace_ring_offset(core)) as *mut u64).write_volatile(n + 1);
+            Self {
+                to_rtos: Count {
+                    n: 0,
+                    published: addr_of_mut!((*record).switches_to_rtos),
+                },
+                to_linux: Count {
+                    n: 0,
+                    published: addr_of_mut!((*record).switches_to_linux),
+                },
+                traced: Count {
+                    n: 0,
+                    published: base().add(trace_ring_offset(core)) as *mut u64,
+                },
+            }
         }
-        debug_assert!(TRACE_ENTRIES.is_power_of_two());
+    }
+
+    /// Records a switch to `event` (an `abi::shm::TRACE_*`) at counter `time`
+    /// and publishes the count and the trace entry.
+    #[inline(always)]
+    pub fn record(&mut self, event: u64, time: u64) {
+        let n = self.traced.n;
+        let ring = self.traced.published;
+        // SAFETY: `new` pointed the counts at this core's record and ring,
+        // inside the reserved region (never at addresses taken from the
+        // region), so every write lands on fields of the right type and
+        // alignment; the entry's index is below TRACE_ENTRIES.
+        unsafe {
+            match event {
+                TRACE_TO_RTOS => self.to_rtos.add_one(),
+                TRACE_TO_LINUX => self.to_linux.add_one(),
+                _ => {}
+            }
+            let first = ring.byte_add(TRACE_RING_HEADER as usize) as *mut TraceEntry;
+            let index = (n % u64::from(TRACE_ENTRIES)) as usize;
+            // A plain store, so both words go in one instruction; the fence
+            // keeps it before the count that tells readers it is there.
+            first.add(index).write(TraceEntry { time, event });
+            compiler_fence(Ordering::Release);
+            self.traced.add_one();
+        }
     }
 }

@@ -1,23 +1,26 @@
-//! What the monitor does when a world traps to EL3: decode, hand SMCs to the
-//! service table of `tandem-monitor-core`, carry out the outcome, and switch
-//! worlds: a secure interrupt while Linux runs resumes the RTOS; the RTOS's
-//! YIELD resumes Linux (or starts it, or idles the core until there is work).
+//! What the monitor does when a world traps to EL3: decode the trap (an SMC
+//! for the service table, a world-switch event for the core's state
+//! machine), then carry out what `tandem-monitor-core` decided. No decision
+//! is made here: which world runs next is `switch::CoreSwitch`'s, what a
+//! call does is `services`'s; the board's part goes through [`Plat`].
 
 use crate::context::{
-    CORES, CoreState, El1Regs, SCR_NORMAL_WORLD, SCR_SECURE_WORLD, SCR_TWI, SPSR_EL1H_MASKED,
-    WorldContext,
+    CORES, CoreState, SCR_NORMAL_WORLD, SCR_SECURE_WORLD, SCR_TWI, SPSR_EL1H_MASKED, WorldContext,
+    resume_world, resume_yielded, stack_top,
 };
-use crate::{console, entry, gic, log, power};
-use arm_sysregs::el3::accessors::{read_esr_el3, write_scr_el3};
-use arm_sysregs::el3::registers::ScrEl3;
-use core::sync::atomic::{AtomicBool, Ordering};
+use crate::{log, shm};
+use arm_sysregs::el3::accessors::read_esr_el3;
 use spin::Once;
 use tandem_abi::boot::Policies;
-use tandem_abi::shm::{TRACE_TO_IDLE, TRACE_TO_LINUX, TRACE_TO_RTOS};
-use tandem_abi::smc::ret;
 use tandem_board::BOARD;
+use tandem_monitor_core::platform::Platform;
 use tandem_monitor_core::services::{self, Monitor};
-use tandem_monitor_core::smc::{FunctionId, Outcome, SmcCall, World};
+use tandem_monitor_core::smc::{Outcome, SmcCall, World};
+use tandem_monitor_core::steal::ticks_to_ns;
+use tandem_monitor_core::switch::{CoreSwitch, Event, LinuxEntry, Next, Step};
+
+/// The board this firmware runs on.
+pub type Plat = crate::plat::QemuVirt;
 
 /// The monitor's shared state; PSCI's power states inside it have their own
 /// lock, which only the calls that change them take.
@@ -26,272 +29,290 @@ pub static MONITOR: Monitor = Monitor::new(BOARD);
 /// Per-core policies, from the boot configuration (set once by the boot core).
 pub static POLICIES: Once<Policies> = Once::new();
 
-/// Stolen-time accounting and PV time are on (boot configuration; set by the
-/// boot core before the others run).
-pub static STEAL_TIME: AtomicBool = AtomicBool::new(false);
-
 /// ESR_EL3 exception class: SMC from AArch64.
 const EC_SMC64: u64 = 0x17;
 /// ESR_EL3 exception class: a trapped WFI or WFE (only WFI is trapped).
 const EC_WFX: u64 = 0x01;
 
-/// Generic counter now.
-fn now() -> u64 {
-    arm_sysregs::el0::accessors::read_cntpct_el0().bits()
-}
-
-fn world_of(ctx: &WorldContext) -> World {
-    if ctx.scr_el3 & 1 != 0 {
-        World::NonSecure
-    } else {
-        World::Secure
-    }
-}
-
-fn has_rtos(core: usize) -> bool {
-    POLICIES.get().is_some_and(|p| p.of(core).has_rtos())
-}
-
-fn this_core(core: usize) -> &'static mut CoreState {
-    // SAFETY: `core` is the calling core (callers pass `console::core_index()`
-    // or the index the reset code derived from MPIDR), and each trap handler
-    // takes this reference once and drops it before the world resumes.
+/// The calling core's state.
+#[inline(always)]
+fn state(core: usize) -> &'static mut CoreState {
+    // SAFETY: `core` is the calling core (from its context, which the
+    // monitor wrote, or from the index the reset code derived from MPIDR
+    // and checked), and every caller drops the reference, and any reference
+    // to one of the core's contexts, before it takes another.
     unsafe { CORES.this_core(core) }
 }
 
-/// Synchronous exception from a lower EL: an SMC (anything else cannot be
-/// routed here with our SCR_EL3 settings, and is logged and skipped).
-pub extern "C" fn lower_sync(ctx: &mut WorldContext) -> *mut WorldContext {
+/// The context the vector code just saved, to read and write while the
+/// handler decodes the trap. Handlers take it as a pointer and borrow it only
+/// until they look at the core's state, which contains it.
+///
+/// # Safety
+///
+/// `ctx` must be what the vector code passed: the calling core's context of
+/// the world that trapped.
+#[inline(always)]
+unsafe fn saved<'a>(ctx: *mut WorldContext) -> &'a mut WorldContext {
+    // SAFETY: a valid, aligned context of this core's (the caller's
+    // promise), which no other reference points at while the trap is decoded.
+    unsafe { &mut *ctx }
+}
+
+/// A synchronous exception from Linux: an SMC, or its WFI (trapped only with
+/// stolen-time accounting on). Nothing else is routed here with our SCR_EL3
+/// settings; anything that is gets logged and skipped.
+pub extern "C" fn normal_sync(ctx: *mut WorldContext) -> *mut WorldContext {
     let esr = read_esr_el3().bits();
-    let core = console::core_index();
-    if esr >> 26 != EC_SMC64 {
-        // Checked after the SMC test: the world switch's YIELD comes first.
-        // ISS bit 0 (TI) tells WFE from WFI; only WFI is trapped (SCR_EL3.TWI).
-        if esr >> 26 == EC_WFX && esr & 1 == 0 && world_of(ctx) == World::NonSecure {
-            return linux_wfi(ctx, core);
-        }
-        log!(
-            "unexpected trap from {:?}: ESR {esr:#x} at {:#x}; skipped",
-            world_of(ctx),
-            ctx.elr_el3
-        );
-        ctx.elr_el3 += 4;
-        return ctx;
+    if esr >> 26 == EC_SMC64 {
+        return smc(ctx, esr, World::NonSecure);
     }
-    let call = SmcCall {
-        fid: FunctionId(ctx.x[0] as u32),
-        args: [
-            ctx.x[1], ctx.x[2], ctx.x[3], ctx.x[4], ctx.x[5], ctx.x[6], ctx.x[7],
-        ],
-        imm: esr as u16,
-        from: world_of(ctx),
-        core,
-    };
-    let outcome = services::handle(&MONITOR, &call);
-    match outcome {
-        Outcome::Return(r) => ctx.x[..4].copy_from_slice(&r),
-        Outcome::ReturnAndSignal(r, target) => {
-            ctx.x[..4].copy_from_slice(&r);
-            if target.is_rpc() {
-                gic::ring_rpc(target.core());
-            } else {
-                // Linux-only cores park with WFE; cores with an RTOS idle
-                // with WFI and need the doorbell.
-                // SAFETY: barrier and event signal only.
-                unsafe { core::arch::asm!("dsb sy", "sev", options(nostack)) };
-                gic::wake(target.core());
-            }
-        }
-        Outcome::YieldToNormal => {
-            // The RTOS sees its YIELD return when it is next resumed.
-            ctx.x[..4].copy_from_slice(&[ret::SUCCESS as u64, 0, 0, 0]);
-            let state = this_core(core);
-            state.secure_el1.save();
-            if state.steal_time && state.steal.rtos_leaves(now()) {
-                crate::shm::publish_stolen(core, state.steal.stolen_ns(BOARD.counter_hz));
-            }
-            return next_normal(core, state);
-        }
-        Outcome::CpuOff => {
-            log!("off");
-            idle(core)
-        }
-        Outcome::SystemOff => power::system_off(),
-        Outcome::SystemReset => power::system_reset(),
+    // SAFETY: the vector code's argument.
+    let trapped = unsafe { saved(ctx) };
+    trapped.elr_el3 += 4;
+    // ISS bit 0 (TI) tells WFE from WFI.
+    if esr >> 26 == EC_WFX && esr & 1 == 0 {
+        // Linux has nothing to run here. The monitor waits in its place, so
+        // that an RTOS interrupt ending the wait finds Linux idle (no
+        // stolen time); anything else resumes Linux after its WFI, where a
+        // pending FIQ traps again as usual.
+        let core = trapped.core as usize;
+        Plat::wait_for_interrupt();
+        let secure_pending = state(core).switch.rtos() && Plat::secure_interrupt_pending();
+        let event = Event::LinuxWfi { secure_pending };
+        return resume(switch(core, Some(World::NonSecure), event), core);
     }
+    unexpected_normal_trap(esr, trapped.elr_el3 - 4);
     ctx
 }
 
-/// What runs after the RTOS yields: Linux as it was, Linux starting (a
-/// pending CPU_ON, or the first boot), or nothing (idle until there is work).
-fn next_normal(core: usize, state: &'static mut CoreState) -> *mut WorldContext {
-    let (pending, linux_on) = {
-        let mut monitor = MONITOR.psci.lock();
-        let pending = monitor.take_pending(core);
-        (
-            pending,
-            monitor.state(core) == tandem_monitor_core::psci::CoreState::On,
-        )
+/// Out of line, so Linux's SMC path keeps nothing for the message.
+#[cold]
+#[inline(never)]
+fn unexpected_normal_trap(esr: u64, at: u64) {
+    log!("unexpected trap from Linux: ESR {esr:#x} at {at:#x}; skipped");
+}
+
+/// A synchronous exception from the RTOS: an SMC, its only way here
+/// (`entry.rs` saved what its calls preserve).
+pub extern "C" fn secure_sync(ctx: *mut WorldContext) -> *mut WorldContext {
+    let esr = read_esr_el3().bits();
+    if esr >> 26 == EC_SMC64 {
+        return smc(ctx, esr, World::Secure);
+    }
+    // SAFETY: the vector code's argument.
+    unexpected_secure_trap(esr, unsafe { saved(ctx) }.elr_el3)
+}
+
+/// Out of line, so the YIELD path keeps nothing for the message.
+#[cold]
+#[inline(never)]
+fn unexpected_secure_trap(esr: u64, at: u64) -> ! {
+    log!("unexpected trap from the RTOS: ESR {esr:#x} at {at:#x}");
+    // Only part of its registers were saved: it cannot be resumed.
+    Plat::system_off()
+}
+
+/// An SMC from `from`: the service table answers, the outcome is carried out.
+#[inline(always)]
+fn smc(ctx: *mut WorldContext, esr: u64, from: World) -> *mut WorldContext {
+    // SAFETY: the vector code's argument, passed on.
+    let caller = unsafe { saved(ctx) };
+    let core = caller.core as usize;
+    let outcome = {
+        let regs = caller.x.first_chunk().expect("x0..x30");
+        services::handle(&MONITOR, &SmcCall::new(regs, esr as u16, from, core))
     };
-    if let Some((entry, arg)) = pending {
-        state.switches.record(core, TRACE_TO_LINUX, now());
-        return fresh_normal(core, state, entry, arg);
-    }
-    if linux_on {
-        state.switches.record(core, TRACE_TO_LINUX, now());
-        // SAFETY: Linux's own registers, saved when it last left.
-        unsafe { state.normal_el1.restore() };
-        return &mut state.normal;
-    }
-    idle(core)
+    let event = match outcome {
+        Outcome::Return(r) => {
+            caller.x[..4].copy_from_slice(&r);
+            return ctx;
+        }
+        Outcome::ReturnAndSignal(r, target) => {
+            caller.x[..4].copy_from_slice(&r);
+            if target.is_rpc() {
+                Plat::ring_rpc(target.core());
+            } else {
+                Plat::wake(target.core());
+            }
+            return ctx;
+        }
+        // The RTOS keeps only x18-x29 across YIELD (`tos::YIELD`): no result
+        // is written for it.
+        Outcome::YieldToNormal => Event::Yield,
+        Outcome::CpuOff => {
+            log!("off");
+            Event::CpuOff
+        }
+        Outcome::SystemOff => Plat::system_off(),
+        Outcome::SystemReset => Plat::system_reset(),
+    };
+    resume(switch(core, Some(from), event), core)
 }
 
 /// IRQs stay with the lower ELs (SCR_EL3.IRQ = 0), so none should reach EL3.
-pub extern "C" fn lower_irq(ctx: &mut WorldContext) -> *mut WorldContext {
+pub extern "C" fn lower_irq(ctx: *mut WorldContext) -> *mut WorldContext {
     log!("unexpected IRQ at EL3");
     ctx
 }
 
-/// An FIQ while Linux runs: the monitor's doorbell (Group 0), or an RTOS
-/// interrupt (Secure Group 1), which preempts Linux at once.
-pub extern "C" fn lower_fiq(ctx: &mut WorldContext) -> *mut WorldContext {
-    if gic::take_doorbell() {
-        return ctx;
-    }
-    if world_of(ctx) != World::NonSecure {
-        return ctx;
-    }
-    let core = console::core_index();
-    let state = this_core(core);
-    if !state.rtos {
-        return &mut state.normal;
-    }
-    state.normal_el1.save();
-    // SAFETY: the RTOS's registers, saved when it yielded.
-    unsafe { state.secure_el1.restore() };
-    let t = now();
-    // Linux was running code, not waiting: with TWI set its WFI would have
-    // trapped instead (see `linux_wfi`), so whatever the RTOS now takes is
-    // Linux's time.
-    if state.steal_time {
-        state.steal.rtos_takes(t, true);
-    }
-    state.switches.record(core, TRACE_TO_RTOS, t);
-    &mut state.secure
+/// An FIQ while Linux runs (only Linux runs with SCR_EL3.FIQ set): the
+/// monitor's doorbell (Group 0), or an RTOS interrupt (Secure Group 1),
+/// which preempts Linux at once.
+pub extern "C" fn lower_fiq(ctx: *mut WorldContext) -> *mut WorldContext {
+    // SAFETY: the vector code's argument.
+    let core = unsafe { saved(ctx) }.core as usize;
+    let doorbell = Plat::take_doorbell();
+    resume(
+        switch(core, Some(World::NonSecure), Event::Fiq { doorbell }),
+        core,
+    )
 }
 
-/// Linux executed WFI (trapped only with stolen-time accounting on): it has
-/// nothing to run here. The monitor waits in its place, so that if an RTOS
-/// interrupt ends the wait the RTOS runs with Linux known to be idle (no
-/// stolen time); anything else (Linux's interrupt, the doorbell) resumes
-/// Linux after its WFI, where a pending FIQ traps again as usual.
-fn linux_wfi(ctx: &mut WorldContext, core: usize) -> *mut WorldContext {
-    ctx.elr_el3 += 4;
-    // SAFETY: waiting has no memory effects. Every GIC interrupt reaches EL3
-    // as an FIQ, and SCR_EL3.FIQ (set for Linux) routes FIQs to EL3, so any
-    // of them ends the wait although PSTATE masks it here.
-    unsafe { core::arch::asm!("dsb sy", "wfi", options(nostack)) };
-    let state = this_core(core);
-    if !state.rtos {
-        return &mut state.normal;
+/// Where a step leaves the core.
+enum Then {
+    /// Resume this context.
+    Resume(*mut WorldContext),
+    /// Stay in the monitor and look for work.
+    Look,
+}
+
+/// A trap handler's return: the context to resume, or the monitor's loop.
+#[inline(always)]
+fn resume(then: Then, core: usize) -> *mut WorldContext {
+    match then {
+        Then::Resume(ctx) => ctx,
+        Then::Look => look(core),
     }
-    // Group 1 registers must show the secure group while we look.
-    // SAFETY: EL3 runs the same with either SCR value; `resume_world`
-    // writes the resumed world's SCR_EL3 back.
-    unsafe { write_scr_el3(ScrEl3::from_bits_retain(SCR_SECURE_WORLD)) };
-    if !gic::secure_interrupt_pending() {
-        return &mut state.normal;
-    }
-    state.normal_el1.save();
-    // SAFETY: the RTOS's registers, saved when it yielded.
-    unsafe { state.secure_el1.restore() };
-    let t = now();
-    state.steal.rtos_takes(t, false);
-    state.switches.record(core, TRACE_TO_RTOS, t);
-    &mut state.secure
 }
 
-/// SError from a lower EL (SCR_EL3.EA = 0 keeps these with EL1; defensive).
-pub extern "C" fn lower_serror(ctx: &mut WorldContext) -> *mut WorldContext {
-    log!("SError from {:?} at {:#x}", world_of(ctx), ctx.elr_el3);
-    ctx
-}
-
-/// A fault taken in the monitor itself.
-pub extern "C" fn monitor_fault(esr: u64, elr: u64, far: u64) -> ! {
-    panic!("monitor fault: ESR {esr:#x} ELR {elr:#x} FAR {far:#x}");
-}
-
-/// The core has nothing to run: Linux is off here (before its CPU_ON, after
-/// CPU_OFF) and the RTOS, if any, is idle. Waits (WFI) for the doorbell (a
-/// CPU_ON) or an RTOS interrupt, and runs what arrived.
-pub fn idle(core: usize) -> ! {
-    // Group 1 registers must show the secure group while we look.
-    // SAFETY: EL3 runs the same with either SCR value; it is rewritten on
-    // every return to a lower EL.
-    unsafe { write_scr_el3(ScrEl3::from_bits_retain(SCR_SECURE_WORLD)) };
-    let rtos = this_core(core).rtos;
-    this_core(core).switches.record(core, TRACE_TO_IDLE, now());
-    loop {
-        gic::take_doorbell();
-        let pending = MONITOR.psci.lock().take_pending(core);
-        let state = this_core(core);
-        if let Some((entry, arg)) = pending {
-            state.switches.record(core, TRACE_TO_LINUX, now());
-            // SAFETY: a fresh context for this core.
-            unsafe { entry::resume_world(fresh_normal(core, state, entry, arg)) };
-        }
-        if rtos && gic::secure_interrupt_pending() {
-            let t = now();
-            // Linux is off here: nothing to steal from.
-            state.steal.rtos_takes(t, false);
-            state.switches.record(core, TRACE_TO_RTOS, t);
-            // SAFETY: the RTOS's registers, saved when it yielded; its
-            // context is the one it trapped from.
+/// Feeds `event` to this core's state machine and carries out the step:
+/// saves the EL1 state of the world that stops, publishes stolen time,
+/// traces the switch, and says what runs next. `from` is the world that
+/// trapped (`None`: the core was in the monitor), resumed if nothing
+/// changes. A switch to the other world is made from here, without
+/// returning.
+#[inline(always)]
+fn switch(core: usize, from: Option<World>, event: Event) -> Then {
+    let state = state(core);
+    let now = Plat::now();
+    let step = state.switch.step(event, now);
+    // Each arm carries out the whole step itself, so that on a world
+    // switch's path the compiler knows the step and nothing is tested twice.
+    match step.next {
+        Next::Linux => {
+            record(core, state, &step, now);
+            // SAFETY: Linux's own registers, saved when it last left, with
+            // the RTOS's MMU setting fixed since before Linux first ran
+            // here; the RTOS's were saved at its YIELD. Its context is the
+            // one it trapped from, saved whole.
             unsafe {
-                state.secure_el1.restore();
-                entry::resume_world(&mut state.secure)
-            };
+                state.linux_el1.restore(state.rtos_el1.mmu());
+                resume_world(&mut state.normal)
+            }
         }
-        // SAFETY: waiting for an interrupt has no memory effects; pending
-        // interrupts wake WFI even while masked at EL3.
-        unsafe { core::arch::asm!("dsb sy", "wfi", options(nostack)) };
+        Next::Rtos => {
+            record(core, state, &step, now);
+            // SAFETY: the RTOS's registers, saved at its YIELD, after
+            // Linux's were saved (if it ran); its context is the one it
+            // yielded from.
+            unsafe {
+                state.rtos_el1.restore();
+                resume_yielded(&mut state.secure)
+            }
+        }
+        Next::Same => {
+            record(core, state, &step, now);
+            from.map_or(Then::Look, |w| Then::Resume(state.context(w)))
+        }
+        Next::StartLinux => {
+            record(core, state, &step, now);
+            Then::Resume(fresh_normal(core, state))
+        }
+        Next::StartRtos => {
+            record(core, state, &step, now);
+            Then::Resume(fresh_secure(core, state))
+        }
+        Next::Look | Next::Wait => {
+            record(core, state, &step, now);
+            Then::Look
+        }
     }
 }
 
-/// Linux's context for a fresh start on this core at NS-EL1 `entry` with
-/// x0 = `arg0`, MMU off, interrupts masked, as the arm64 boot protocol asks.
-fn fresh_normal(
-    core: usize,
-    state: &'static mut CoreState,
-    entry: u64,
-    arg0: u64,
-) -> *mut WorldContext {
-    let twi = if state.steal_time { SCR_TWI } else { 0 };
+/// The part of a step every outcome shares: stolen time published, the EL1
+/// state of the world that stops saved, the switch traced.
+#[inline(always)]
+fn record(core: usize, state: &mut CoreState, step: &Step, now: u64) {
+    // Stolen time first: the compiler then tests it where the state machine
+    // decided it, with nothing in between.
+    if let Some(ticks) = step.stolen {
+        shm::publish_stolen(core, ticks_to_ns(ticks, BOARD.counter_hz));
+    }
+    match step.save {
+        Some(World::NonSecure) => state.linux_el1.save(state.rtos_el1.mmu()),
+        Some(World::Secure) => state.rtos_el1.save(),
+        None => {}
+    }
+    if let Some(event) = step.trace {
+        state.switches.record(event, now);
+    }
+}
+
+/// The core is in the monitor with no world to resume: looks for work (a
+/// pending CPU_ON, an RTOS interrupt) and waits for an interrupt (the
+/// doorbell, or the RTOS's) until there is some.
+fn look(core: usize) -> ! {
+    loop {
+        Plat::take_doorbell();
+        let pending = MONITOR
+            .psci
+            .lock()
+            .take_pending(core)
+            .map(|(entry, context_id)| LinuxEntry { entry, context_id });
+        let secure_pending = state(core).switch.rtos() && Plat::secure_interrupt_pending();
+        let event = Event::Look {
+            pending,
+            secure_pending,
+        };
+        if let Then::Resume(ctx) = switch(core, None, event) {
+            // SAFETY: a context of this core's, just made.
+            unsafe { resume_world(ctx) }
+        }
+        Plat::wait_for_interrupt();
+    }
+}
+
+/// Linux's context for a fresh start on this core at NS-EL1, at the entry
+/// the state machine kept, with x0 = its context ID, MMU off, interrupts
+/// masked, as the arm64 boot protocol asks.
+fn fresh_normal(core: usize, state: &mut CoreState) -> *mut WorldContext {
+    let e = state.switch.linux_entry();
+    let twi = if MONITOR.steal_time() { SCR_TWI } else { 0 };
     state.normal = WorldContext {
-        elr_el3: entry,
+        elr_el3: e.entry,
         spsr_el3: SPSR_EL1H_MASKED,
         scr_el3: SCR_NORMAL_WORLD | twi,
-        monitor_sp: entry::stack_top(core),
+        monitor_sp: stack_top(core),
+        core: core as u64,
         ..WorldContext::ZERO
     };
-    state.normal.x[0] = arg0;
-    state.normal_el1 = El1Regs::RESET;
+    state.normal.x[0] = e.context_id;
     // SAFETY: reset values for an EL1 that starts from scratch.
-    unsafe { state.normal_el1.restore() };
+    unsafe { state.linux_el1.reset() };
     &mut state.normal
 }
 
 /// The RTOS's context for its start on this core: entry at the base of its
 /// RAM, x0 = core index, x1 = the shared region, x2 = the cores the RTOS runs
 /// on (bit mask).
-pub fn fresh_secure(core: usize) -> *mut WorldContext {
-    let state = this_core(core);
+fn fresh_secure(core: usize, state: &mut CoreState) -> *mut WorldContext {
     state.secure = WorldContext {
         elr_el3: BOARD.rtos_ram.base,
         spsr_el3: SPSR_EL1H_MASKED,
         scr_el3: SCR_SECURE_WORLD,
-        monitor_sp: entry::stack_top(core),
+        monitor_sp: stack_top(core),
+        core: core as u64,
         ..WorldContext::ZERO
     };
     state.secure.x[0] = core as u64;
@@ -299,33 +320,41 @@ pub fn fresh_secure(core: usize) -> *mut WorldContext {
     state.secure.x[2] = (0..BOARD.max_cores)
         .filter(|&c| has_rtos(c))
         .fold(0, |m, c| m | 1 << c);
-    state.secure_el1 = El1Regs::RESET;
     // SAFETY: reset values for an EL1 that starts from scratch.
-    unsafe { state.secure_el1.restore() };
+    unsafe { state.rtos_el1.reset() };
     &mut state.secure
+}
+
+fn has_rtos(core: usize) -> bool {
+    POLICIES.get().is_some_and(|p| p.of(core).has_rtos())
 }
 
 /// Starts this core's first world after cold boot: the RTOS if the core has
 /// one (it always runs first), else Linux if it may start here, else idle.
 pub fn start_core(core: usize) -> ! {
-    this_core(core).rtos = has_rtos(core);
-    this_core(core).steal_time = STEAL_TIME.load(Ordering::Relaxed);
-    if this_core(core).rtos {
-        let t = now();
-        // Linux has not started here yet: nothing to steal from.
-        this_core(core).steal.rtos_takes(t, false);
-        this_core(core).switches.record(core, TRACE_TO_RTOS, t);
+    let state = state(core);
+    state.switch = CoreSwitch::new(has_rtos(core), MONITOR.steal_time());
+    state.switches = shm::SwitchLog::new(core);
+    match switch(core, None, Event::Reset) {
         // SAFETY: a fresh context for this core.
-        unsafe { entry::resume_world(fresh_secure(core)) }
+        Then::Resume(ctx) => unsafe { resume_world(ctx) },
+        Then::Look => look(core),
     }
-    let state = this_core(core);
-    let pending = MONITOR.psci.lock().take_pending(core);
-    match pending {
-        Some((entry, arg)) => {
-            state.switches.record(core, TRACE_TO_LINUX, now());
-            // SAFETY: a fresh context for this core.
-            unsafe { entry::resume_world(fresh_normal(core, state, entry, arg)) }
-        }
-        None => idle(core),
-    }
+}
+
+/// SError from a lower EL (SCR_EL3.EA = 0 keeps these with EL1; defensive).
+pub extern "C" fn lower_serror(ctx: *mut WorldContext) -> *mut WorldContext {
+    // SAFETY: the vector code's argument.
+    let trapped = unsafe { saved(ctx) };
+    log!(
+        "SError from {:?} at {:#x}",
+        trapped.world(),
+        trapped.elr_el3
+    );
+    ctx
+}
+
+/// A fault taken in the monitor itself.
+pub extern "C" fn monitor_fault(esr: u64, elr: u64, far: u64) -> ! {
+    panic!("monitor fault: ESR {esr:#x} ELR {elr:#x} FAR {far:#x}");
 }

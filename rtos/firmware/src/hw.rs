@@ -132,11 +132,13 @@ pub fn end(intid: IntId) {
 /// Gives the core to Linux until an RTOS interrupt is pending (SafeG's
 /// switch): returns then, with IRQs still masked.
 pub fn yield_to_linux() {
-    // SAFETY: the YIELD call preserves every register but x0..x3 (SMCCC), and
-    // memory is untouched by it apart from what Linux does to its own.
+    // SAFETY: the YIELD call preserves what a function call preserves
+    // (x18-x29, SP; `tos::YIELD`), so the monitor keeps no more of the RTOS
+    // than that; memory is untouched by it apart from what Linux does to
+    // its own.
     unsafe {
         core::arch::asm!("smc #0", inout("x0") u64::from(tos::YIELD) => _,
-            out("x1") _, out("x2") _, out("x3") _, options(nostack))
+            clobber_abi("C"), options(nostack))
     };
 }
 
