@@ -1,5 +1,5 @@
 //! The boot configuration the harness hands the monitor: which world owns each
-//! core (DESIGN.md "Per-core policy"), what the RTOS runs (its workload),
+//! core (docs/design.md, "Per-core policy"), what the RTOS runs (its workload),
 //! which optional monitor features are on, and which cores serve RPC calls.
 //! A small blob in normal RAM, read and validated at cold boot by the monitor
 //! and by the RTOS, before Linux can touch it.

@@ -7,6 +7,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from tandem.abi_generated import MAX_CORES
 from tandem.errors import TandemError
 from tandem.paths import CONFIGS
 
@@ -14,7 +15,6 @@ POLICIES = ("shared", "rtos", "linux")
 # abi/src/boot.rs: magic "TNDMBOOT", layout version, policy codes.
 BOOT_MAGIC = int.from_bytes(b"TNDMBOOT", "little")
 BOOT_VERSION = 4
-BOOT_MAX_CORES = 8
 POLICY_CODES = {"shared": 0, "rtos": 1, "linux": 2}
 _KEYS = {"description", "default_policy", "cores"}
 # abi/src/boot.rs: workload kinds, dispatch policies, period limits.
@@ -164,7 +164,7 @@ class PlatformConfig:
         """The boot configuration the monitor and the RTOS read (abi/src/boot.rs).
         `rpc_cores` None: `default_rpc_cores`."""
         codes = [POLICY_CODES[self.policy(c)] for c in range(smp)]
-        codes += [POLICY_CODES["linux"]] * (BOOT_MAX_CORES - smp)
+        codes += [POLICY_CODES["linux"]] * (MAX_CORES - smp)
         head = struct.pack("<QII8B", BOOT_MAGIC, BOOT_VERSION, smp, *codes)
         servers = self.default_rpc_cores(smp) if rpc_cores is None else rpc_cores
         self.check_rpc_cores(smp, servers)

@@ -1,9 +1,10 @@
 """Booting Tandem on QEMU: assemble the inputs, start QEMU, run commands in
 Linux and collect what they print.
 
-Timing modes (DESIGN.md): `host` runs multi-threaded TCG in real time, for
-parallel throughput; `virtual` runs `-icount shift=0,sleep=off`, one
-instruction per virtual nanosecond, for path lengths.
+Timing modes (docs/design.md, "Time and measurement"): `host` runs
+multi-threaded TCG in real time, for parallel throughput; `virtual` runs
+`-icount shift=0,sleep=off`, one instruction per virtual nanosecond, for
+path lengths.
 """
 
 from __future__ import annotations

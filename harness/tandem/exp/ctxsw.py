@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 from tandem import qemu_command
+from tandem.abi_generated import CTXSW_DONE, CTXSW_OFFSET
 from tandem.board import load_board
 from tandem.configs import TLB_MODES, Ctxsw
 from tandem.errors import TandemError
@@ -62,15 +63,24 @@ SCHEMA = {
 RTOS_ELF = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release" / "tandem-rtos"
 # The RTOS's code (and the protected tasks' code) lies in the first MiB of
 # its RAM (boards/qemu-virt.toml): what QEMU logs.
-RTOS_CODE = "0xe100000..0xe1fffff"
+RTOS_CODE_BYTES = 0x10_0000
+
+
+def rtos_code() -> str:
+    """QEMU's address filter for the RTOS's code, from the board."""
+    base = load_board().rtos_ram.base
+    return f"{base:#x}..{base + RTOS_CODE_BYTES - 1:#x}"
+
+
 # Vector offsets: IRQ from S-EL1 and from S-EL0.
 CURRENT_IRQ = 0x280
 LOWER_IRQ = 0x480
 
 RESULT = "@@CTXSW@@"
-# abi/src/shm.rs: CTXSW_OFFSET and the record's states.
-RECORD_OFFSET = 0x10_8000
-DONE = 2
+# abi/src/shm.rs, through the generated module: where the record lies and
+# its "done" state.
+RECORD_OFFSET = CTXSW_OFFSET
+DONE = CTXSW_DONE
 REGION = "/sys/kernel/debug/tandem/region"
 
 # Paper 004 (xv6 on ARM926EJ-S under QEMU RealView): 100 context switches.
@@ -204,7 +214,7 @@ def count_path(
         timing=next(t for t in s.texts("timings") if t in DETERMINISTIC),
         smp=1,
         ctxsw=Ctxsw(core=0, mode=mode, pages=pages, switches=s.integer("path_switches")),
-        extra_qemu_args=qemu_command.exec_log_args(RTOS_CODE, "{run_dir}/exec.log"),
+        extra_qemu_args=qemu_command.exec_log_args(rtos_code(), "{run_dir}/exec.log"),
     )
     result = run_exec(options, script(), timeout_s=1800)
     raw.mkdir(parents=True, exist_ok=True)
