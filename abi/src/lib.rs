@@ -4,11 +4,15 @@
 //! (`tandem-abi-gen`, in `abi/gen`).
 #![no_std]
 
+#[cfg(test)]
+extern crate std;
+
 pub mod boot;
 pub mod image;
 pub mod rpc;
 pub mod shm;
 pub mod smc;
+pub mod workload;
 
 /// Most cores any part of Tandem describes: the boot configuration, the
 /// shared region's per-core records, PSCI, the monitor's and the RTOS's
@@ -38,5 +42,6 @@ pub fn c_constants() -> impl Iterator<Item = CConstant> {
         .chain(smc::C_CONSTANTS.iter())
         .chain(shm::C_CONSTANTS.iter())
         .chain(rpc::C_CONSTANTS.iter())
+        .chain(workload::C_CONSTANTS.iter())
         .copied()
 }

@@ -127,6 +127,39 @@ pub enum ConfigError {
     },
 }
 
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            ConfigError::Cores => write!(f, "a core count of 0 or above the maximum"),
+            ConfigError::TooManyTasks => write!(f, "too many tasks"),
+            ConfigError::TooManyCyclics => write!(f, "too many cyclic handlers"),
+            ConfigError::TooManySemaphores => write!(f, "too many semaphores"),
+            ConfigError::TooManyFlags => write!(f, "too many event flags"),
+            ConfigError::TooManyDataQueues => write!(f, "too many data queues"),
+            ConfigError::TaskCore { task } => {
+                write!(f, "task {task} is on a core the kernel does not schedule")
+            }
+            ConfigError::TaskPriority { task } => write!(f, "task {task} has no such priority"),
+            ConfigError::CyclicCore { cyclic } => write!(
+                f,
+                "cyclic handler {cyclic} is on a core the kernel does not schedule"
+            ),
+            ConfigError::CyclicPeriod { cyclic } => {
+                write!(f, "cyclic handler {cyclic} has a period of 0")
+            }
+            ConfigError::SemaphoreMax { semaphore } => {
+                write!(f, "semaphore {semaphore} has a maximum of 0")
+            }
+            ConfigError::SemaphoreInitial { semaphore } => {
+                write!(f, "semaphore {semaphore} starts above its maximum")
+            }
+            ConfigError::DataQueueCapacity { dataqueue } => {
+                write!(f, "data queue {dataqueue} has no allowed capacity")
+            }
+        }
+    }
+}
+
 impl Config<'_> {
     /// Checks everything the kernel relies on. A `const fn`, so a firmware
     /// can refuse to build with a bad configuration:

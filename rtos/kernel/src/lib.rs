@@ -36,6 +36,7 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod app;
 mod config;
 mod handoff;
 mod kernel;
