@@ -162,8 +162,8 @@ $(INITRAMFS): $(wildcard rootfs/*) $(MODULE) $(TOOLS)
 lint:
 	@echo "== lint"
 	cargo fmt --all --check
-	cargo clippy -q --workspace --exclude tandem-monitor --exclude tandem-rtos --all-targets -- -D warnings
-	cargo clippy -q -p tandem-monitor -p tandem-rtos --target $(FW_TARGET) -- -D warnings
+	cargo clippy -q --workspace --exclude tandem-monitor --exclude tandem-rtos --exclude tandem-rtos-firmware --all-targets -- -D warnings
+	cargo clippy -q -p tandem-monitor -p tandem-rtos -p tandem-rtos-firmware --target $(FW_TARGET) -- -D warnings
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-monitor
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-rtos
 	scripts/check-rust-headers.sh

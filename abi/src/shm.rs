@@ -221,6 +221,12 @@ pub const CTXSW_IDLE: u32 = 0;
 pub const CTXSW_RUNNING: u32 = 1;
 /// [`CtxswRecord::state`]: all hand-offs done; the times are final.
 pub const CTXSW_DONE: u32 = 2;
+/// [`CtxswRecord::mode`]: each protected task has its own ASID; a switch
+/// writes TTBR0 only.
+pub const CTXSW_ASID: u32 = 0;
+/// [`CtxswRecord::mode`]: one ASID for all, the TLB invalidated on every
+/// switch.
+pub const CTXSW_FLUSH: u32 = 1;
 
 /// What the RTOS's `ctxsw` workload measured (written by the RTOS only;
 /// Linux reads it). Times are counter ticks.
@@ -229,7 +235,7 @@ pub const CTXSW_DONE: u32 = 2;
 pub struct CtxswRecord {
     /// [`CTXSW_IDLE`], [`CTXSW_RUNNING`] or [`CTXSW_DONE`], written last.
     pub state: u32,
-    /// `boot::CTXSW_ASID` or `boot::CTXSW_FLUSH`.
+    /// [`CTXSW_ASID`] or [`CTXSW_FLUSH`].
     pub mode: u32,
     /// Pages each task writes between two hand-offs.
     pub pages: u32,

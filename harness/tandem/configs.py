@@ -1,4 +1,6 @@
-"""Platform configurations (configs/NAME.toml): which world owns each core."""
+"""Platform configurations (configs/NAME.toml): which world owns each core;
+the boot configuration the monitor and the RTOS read; and the RTOS
+workloads the experiments use, as RTOS applications to select."""
 
 from __future__ import annotations
 
@@ -8,40 +10,39 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tandem.abi_generated import MAX_CORES
+from tandem.apps import AppRun, manifest
 from tandem.errors import TandemError
 from tandem.paths import CONFIGS
 
 POLICIES = ("shared", "rtos", "linux")
 # abi/src/boot.rs: magic "TNDMBOOT", layout version, policy codes.
 BOOT_MAGIC = int.from_bytes(b"TNDMBOOT", "little")
-BOOT_VERSION = 4
+BOOT_VERSION = 5
 POLICY_CODES = {"shared": 0, "rtos": 1, "linux": 2}
 _KEYS = {"description", "default_policy", "cores"}
-# abi/src/boot.rs: workload kinds, dispatch policies, period limits.
-WORKLOAD_DEMO = 0
-WORKLOAD_PERIODIC = 1
-WORKLOAD_CTXSW = 2
-DISPATCH_CODES = {"static": 0, "migrate": 1}
-# abi/src/boot.rs: the ctxsw workload's TLB modes, option bits and limits.
-TLB_MODES = {"asid": 0, "flush": 1}
-CTXSW_STRAY = 1 << 0
-MIN_SWITCHES = 2
-MAX_SWITCHES = 100_000_000
-MAX_PAGES = 256
 # abi/src/boot.rs: feature bits.
 FEATURE_STEAL_TIME = 1 << 0
-# rtos/firmware/src/rpc.rs: the RTOS has RPC server tasks for cores 0..3.
+# rtos/apps/rpc_server: the RTOS has RPC server tasks for cores 0..3.
 RPC_SERVER_CORES = 4
-MIN_PERIOD_US = 100
-MAX_PERIOD_US = 1_000_000
+# The applications' parameters (rtos/apps/*/app.toml).
+_PERIODIC = manifest("periodic").params
+_CTXSW = manifest("ctxsw").params
+MIN_PERIOD_US = _PERIODIC["period_us"].minimum
+MAX_PERIOD_US = _PERIODIC["period_us"].maximum
+DISPATCHES = _PERIODIC["dispatch"].choices
+TLB_MODES = _CTXSW["mode"].choices
+MIN_SWITCHES = _CTXSW["switches"].minimum
+MAX_SWITCHES = _CTXSW["switches"].maximum
+MAX_PAGES = _CTXSW["pages"].maximum
 
 
 @dataclass(frozen=True)
 class Workload:
-    """The RTOS's periodic workload (paper 000's dummy task): a cyclic handler
-    on `core` releases, every `period_us`, a task that busy-loops `work_us`;
-    with `alt_every_ms`, the work switches between `work_us` and
-    `alt_work_us` every that many ms. Without one the RTOS runs its demo."""
+    """The RTOS's periodic workload (paper 000's dummy task, application
+    `periodic`): a cyclic handler on `core` releases, every `period_us`, a
+    task that busy-loops `work_us`; with `alt_every_ms`, the work switches
+    between `work_us` and `alt_work_us` every that many ms. The demo's jobs
+    stop; without one the RTOS runs its demo alone."""
 
     core: int
     period_us: int
@@ -68,17 +69,34 @@ class Workload:
                     f"RTOS workload {name} {work} us: must be 0..{self.period_us - 1} "
                     "(shorter than the period)"
                 )
-        if self.dispatch not in DISPATCH_CODES:
+        if self.dispatch not in DISPATCHES:
             raise TandemError(
-                f"RTOS workload dispatch '{self.dispatch}': one of {', '.join(DISPATCH_CODES)}"
+                f"RTOS workload dispatch '{self.dispatch}': one of {', '.join(DISPATCHES)}"
             )
         if self.alt_every_ms < 0:
             raise TandemError("RTOS workload alt_every_ms must be >= 0")
 
+    def apps(self) -> tuple[AppRun, ...]:
+        """The RTOS applications it selects: `periodic`, and the demo
+        without its jobs (the task owns its core's time)."""
+        return (
+            AppRun.of(
+                "periodic",
+                core=self.core,
+                period_us=self.period_us,
+                work_us=self.work_us,
+                dispatch=self.dispatch,
+                alt_work_us=self.alt_work_us,
+                alt_every_ms=self.alt_every_ms,
+            ),
+            AppRun.of("demo", jobs=0),
+        )
+
 
 @dataclass(frozen=True)
 class Ctxsw:
-    """The RTOS's context-switch workload (paper 004): two protected tasks at
+    """The RTOS's context-switch workload (paper 004, application `ctxsw`):
+    two protected tasks at
     S-EL0 on `core`, each in its own address space, hand a value back and
     forth `switches` times with sys_chg, each writing `pages` pages of its own
     between hand-offs; `mode` asid (a tag per task) or flush (the TLB
@@ -107,17 +125,17 @@ class Ctxsw:
                 f"ctxsw switches {self.switches}: must be {MIN_SWITCHES}..{MAX_SWITCHES}"
             )
 
-    def words(self) -> tuple[int, ...]:
-        """The workload's eight words in the boot configuration."""
+    def apps(self) -> tuple[AppRun, ...]:
+        """The RTOS application it selects (the demo runs beside it)."""
         return (
-            WORKLOAD_CTXSW,
-            self.core,
-            self.switches,
-            self.pages,
-            TLB_MODES[self.mode],
-            CTXSW_STRAY if self.stray else 0,
-            0,
-            0,
+            AppRun.of(
+                "ctxsw",
+                core=self.core,
+                mode=self.mode,
+                pages=self.pages,
+                switches=self.switches,
+                stray=self.stray,
+            ),
         )
 
 
@@ -154,45 +172,45 @@ class PlatformConfig:
                 )
 
     def boot_blob(
-        self,
-        smp: int,
-        workload: Workload | None = None,
-        steal_time: bool = False,
-        rpc_cores: tuple[int, ...] | None = None,
-        ctxsw: Ctxsw | None = None,
+        self, smp: int, steal_time: bool = False, rpc_cores: tuple[int, ...] | None = None
     ) -> bytes:
         """The boot configuration the monitor and the RTOS read (abi/src/boot.rs).
         `rpc_cores` None: `default_rpc_cores`."""
         codes = [POLICY_CODES[self.policy(c)] for c in range(smp)]
         codes += [POLICY_CODES["linux"]] * (MAX_CORES - smp)
-        head = struct.pack("<QII8B", BOOT_MAGIC, BOOT_VERSION, smp, *codes)
         servers = self.default_rpc_cores(smp) if rpc_cores is None else rpc_cores
         self.check_rpc_cores(smp, servers)
         mask = sum(1 << c for c in set(servers))
-        tail = struct.pack("<II", FEATURE_STEAL_TIME if steal_time else 0, mask)
-        if ctxsw is not None:
-            if workload is not None:
-                raise TandemError("the RTOS runs one workload: periodic or ctxsw, not both")
-            ctxsw.check(self, smp)
-            return head + struct.pack("<8I", *ctxsw.words()) + tail
-        if workload is None:
-            return head + struct.pack("<8I", WORKLOAD_DEMO, *[0] * 7) + tail
-        workload.check(self, smp)
-        return (
-            head
-            + struct.pack(
-                "<8I",
-                WORKLOAD_PERIODIC,
-                workload.core,
-                workload.period_us,
-                workload.work_us,
-                DISPATCH_CODES[workload.dispatch],
-                workload.alt_work_us,
-                workload.alt_every_ms,
-                0,
-            )
-            + tail
+        return struct.pack(
+            "<QII8BII",
+            BOOT_MAGIC,
+            BOOT_VERSION,
+            smp,
+            *codes,
+            FEATURE_STEAL_TIME if steal_time else 0,
+            mask,
         )
+
+    def rtos_apps(
+        self,
+        smp: int,
+        workload: Workload | None = None,
+        ctxsw: Ctxsw | None = None,
+        apps: tuple[AppRun, ...] = (),
+    ) -> tuple[AppRun, ...]:
+        """The RTOS applications a boot selects (for the workload blob): the
+        periodic or the context-switch workload, checked against this
+        configuration, then any others asked for."""
+        if ctxsw is not None and workload is not None:
+            raise TandemError("the RTOS runs one workload: periodic or ctxsw, not both")
+        runs: tuple[AppRun, ...] = ()
+        if ctxsw is not None:
+            ctxsw.check(self, smp)
+            runs = ctxsw.apps()
+        if workload is not None:
+            workload.check(self, smp)
+            runs = workload.apps()
+        return runs + apps
 
     def linux_cores(self, smp: int) -> list[int]:
         """Cores Linux may use when QEMU has `smp` cores."""

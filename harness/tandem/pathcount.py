@@ -50,12 +50,12 @@ STARTED = "started"
 ENTRIES = ("monitor_fiq", "monitor_irq", "rtos_irq")
 # Marker -> (which firmware, symbol as `nm -C` prints it).
 MARKERS = {
-    REQUESTED: ("rtos", "tandem_rtos::app::stamp_request"),
-    SENT: ("rtos", "tandem_rtos::stats::reschedule_sent"),
+    REQUESTED: ("rtos", "tandem_rtos::periodic::stamp_request"),
+    SENT: ("rtos", "tandem_rtos_firmware::stats::reschedule_sent"),
     "rtos_irq": ("rtos", "irq_entry"),
     "monitor_fiq": ("monitor", "lower_fiq"),
     "monitor_irq": ("monitor", "lower_irq"),
-    STARTED: ("rtos", "tandem_rtos::app::run_periodic"),
+    STARTED: ("rtos", "tandem_rtos::periodic::run_periodic"),
 }
 END = "end"
 

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tandem import capacity, cpio, dtb, qemu_command
+from tandem import abi_generated, capacity, cpio, dtb, qemu_command
+from tandem.apps import AppRun, workload_blob
 from tandem.board import Board, load_board
 from tandem.configs import Ctxsw, Workload, load_config
 from tandem.errors import TandemError
@@ -69,6 +70,9 @@ class BootOptions:
     # Cores running an RPC server (None: the highest RTOS core, see
     # PlatformConfig.default_rpc_cores; (): no RPC service).
     rpc_cores: tuple[int, ...] | None = None
+    # Further RTOS applications to select, with their parameters
+    # (rtos/apps/NAME/app.toml), in the workload blob.
+    apps: tuple[AppRun, ...] = ()
 
 
 @dataclass
@@ -181,11 +185,13 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     boot_config.write_bytes(
         config.boot_blob(
             options.smp,
-            options.workload,
             steal_time=capacity.uses_steal(options.capacity),
             rpc_cores=options.rpc_cores,
-            ctxsw=options.ctxsw,
         )
+    )
+    workload = run_dir / "workload.bin"
+    workload.write_bytes(
+        workload_blob(config.rtos_apps(options.smp, options.workload, options.ctxsw, options.apps))
     )
 
     secure_log = run_dir / "secure.log"
@@ -201,6 +207,7 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         FIRMWARE,
         [
             qemu_command.Load(boot_config, board.boot_config),
+            qemu_command.Load(workload, board.boot_config + abi_generated.WORKLOAD_OFFSET),
             qemu_command.Load(KERNEL, board.kernel),
             qemu_command.Load(device_tree, board.dtb),
             qemu_command.Load(initrd, board.initrd),

@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 
 from tandem import exp
+from tandem.apps import AppRun, workload_blob
 from tandem.configs import Ctxsw, load_config
 from tandem.errors import TandemError
 from tandem.exp import ctxsw
 from tandem.qemu import BootOptions, run_exec
 
-# The stray task's ID (PROTECTED_TASKS in rtos/firmware/src/app.rs, after the
-# four RPC servers) and the RTOS RAM base (boards/qemu-virt.toml).
+# The stray task's ID (its place in the applications table, rtos/apps/table.rs:
+# after the demo's 7 tasks, periodic's 1, the four RPC servers and the pair)
+# and the RTOS RAM base (boards/qemu-virt.toml).
 STRAY_TASK = 14
 RTOS_RAM = 0x0E10_0000
 EC_DATA_ABORT_LOWER = 0x24
@@ -45,12 +47,17 @@ def record_line(**fields: int) -> str:
     return ctxsw.RESULT + " " + " ".join(f"{w:016x}" for w in words)
 
 
-def test_ctxsw_boot_blob_and_checks() -> None:
+def test_ctxsw_application_and_checks() -> None:
     config = load_config("tandem")
-    blob = config.boot_blob(
+    runs = config.rtos_apps(
         2, ctxsw=Ctxsw(core=1, mode="flush", pages=64, switches=100_000, stray=True)
     )
-    assert struct.unpack("<8I", blob[24:56]) == (2, 1, 100_000, 64, 1, 1, 0, 0)
+    assert runs == (
+        AppRun.of("ctxsw", core=1, mode="flush", pages=64, switches=100_000, stray=True),
+    )
+    blob = workload_blob(runs)
+    values = [struct.unpack_from("<Q", blob, 16 + 40 * i + 32)[0] for i in range(5)]
+    assert values == [1, 1, 64, 100_000, 1]
     for bad, message in [
         (Ctxsw(core=2), "must be a core running the RTOS"),
         (Ctxsw(core=0, mode="tagged"), "mode 'tagged'"),
@@ -58,7 +65,7 @@ def test_ctxsw_boot_blob_and_checks() -> None:
         (Ctxsw(core=0, switches=1), "switches 1"),
     ]:
         with pytest.raises(TandemError, match=message):
-            config.boot_blob(2, ctxsw=bad)
+            config.rtos_apps(2, ctxsw=bad)
 
 
 def test_record_parsing_and_per_switch_time() -> None:

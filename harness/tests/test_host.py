@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from tandem import cli, cpio, dtb, switchcost
+from tandem.apps import AppRun, available, manifest, parse_setting, workload_blob
 from tandem.board import load_board
-from tandem.configs import Workload, load_config
+from tandem.configs import Ctxsw, Workload, load_config
 from tandem.errors import TandemError
 from tandem.qemu import choose_timing
 
@@ -118,20 +119,95 @@ def test_config_policies_and_boot_blob() -> None:
     assert hetero.has_rtos(4) and not hetero.has_rtos(3)
     assert not load_config("linux-only").has_rtos(4)
     blob = hetero.boot_blob(4)
-    assert len(blob) == 64
+    assert len(blob) == 32
     assert blob[:8] == b"TNDMBOOT"
-    assert blob[8:16] == struct.pack("<II", 4, 4)
+    assert blob[8:16] == struct.pack("<II", 5, 4)
     assert list(blob[16:24]) == [2, 2, 2, 1, 2, 2, 2, 2]
-    assert blob[24:56] == bytes(32), "no workload: the demo"
-    assert struct.unpack("<II", blob[56:]) == (0, 1 << 3), "no features; RPC server on core 3"
-    periodic = Workload(core=3, period_us=1000, work_us=500, dispatch="migrate")
-    blob = hetero.boot_blob(4, periodic, steal_time=True, rpc_cores=())
-    assert struct.unpack("<8I", blob[24:56]) == (1, 3, 1000, 500, 1, 0, 0, 0)
-    assert struct.unpack("<II", blob[56:]) == (1, 0), "stolen-time feature bit, no RPC"
+    assert struct.unpack("<II", blob[24:]) == (0, 1 << 3), "no features; RPC server on core 3"
+    blob = hetero.boot_blob(4, steal_time=True, rpc_cores=())
+    assert struct.unpack("<II", blob[24:]) == (1, 0), "stolen-time feature bit, no RPC"
     shared = load_config("tandem")
-    assert struct.unpack("<II", shared.boot_blob(2, rpc_cores=(0, 1))[56:]) == (0, 3)
-    assert struct.unpack("<II", shared.boot_blob(1)[56:]) == (0, 1)
-    assert struct.unpack("<II", load_config("linux-only").boot_blob(4)[56:]) == (0, 0)
+    assert struct.unpack("<II", shared.boot_blob(2, rpc_cores=(0, 1))[24:]) == (0, 3)
+    assert struct.unpack("<II", shared.boot_blob(1)[24:]) == (0, 1)
+    assert struct.unpack("<II", load_config("linux-only").boot_blob(4)[24:]) == (0, 0)
+
+
+def test_workloads_select_rtos_applications() -> None:
+    hetero = load_config("heteroos")
+    assert hetero.rtos_apps(4) == ()
+    periodic = Workload(core=3, period_us=1000, work_us=500, dispatch="migrate")
+    runs = hetero.rtos_apps(4, periodic)
+    assert runs == (
+        AppRun.of(
+            "periodic",
+            core=3,
+            period_us=1000,
+            work_us=500,
+            dispatch="migrate",
+            alt_work_us=0,
+            alt_every_ms=0,
+        ),
+        AppRun.of("demo", jobs=0),
+    )
+    entries = blob_entries(workload_blob(runs))
+    assert ("periodic", "dispatch", 1) in entries and ("demo", "jobs", 0) in entries
+    with pytest.raises(TandemError, match="one workload"):
+        hetero.rtos_apps(4, periodic, Ctxsw(core=3))
+
+
+def blob_entries(blob: bytes) -> list[tuple[str, str, int]]:
+    """The entries of a workload blob (abi/src/workload.rs)."""
+    magic, version, count = struct.unpack_from("<QII", blob)
+    assert (magic, version) == (int.from_bytes(b"TNDMWKLD", "little"), 1)
+    out = []
+    for i in range(count):
+        app, key, value = struct.unpack_from("<16s16sQ", blob, 16 + 40 * i)
+        out.append((app.rstrip(b"\0").decode(), key.rstrip(b"\0").decode(), value))
+    return out
+
+
+def test_workload_blob_checks_each_value_against_its_application() -> None:
+    assert set(available()) >= {"demo", "periodic", "rpc_server", "ctxsw"}
+    blob = workload_blob([AppRun("rpc_server"), AppRun.of("ctxsw", mode="flush", stray=True)])
+    assert len(blob) == 2048
+    assert blob_entries(blob) == [
+        ("rpc_server", "", 0),
+        ("ctxsw", "mode", 1),
+        ("ctxsw", "stray", 1),
+    ]
+    assert blob_entries(workload_blob([])) == []
+    merged = workload_blob([AppRun.of("demo", jobs=0), AppRun.of("demo", jobs=0)])
+    assert blob_entries(merged) == [("demo", "jobs", 0)]
+    for runs, message in [
+        ([AppRun("nope")], "no RTOS application 'nope'.*available: .*periodic"),
+        ([AppRun.of("demo", job=1)], "demo has no parameter 'job' \\(its parameters: jobs\\)"),
+        ([AppRun.of("demo", jobs=2)], "demo: jobs = 2 is not allowed; want an integer in 0..1"),
+        ([AppRun.of("ctxsw", mode="tagged")], "mode = 'tagged'.*one of 'asid', 'flush'"),
+        ([AppRun.of("demo", jobs=0), AppRun.of("demo", jobs=1)], "jobs is given 0 and 1"),
+    ]:
+        with pytest.raises(TandemError, match=message):
+            workload_blob(runs)
+    assert parse_setting("periodic.dispatch=migrate") == ("periodic", "dispatch", "migrate")
+    assert parse_setting("ctxsw.stray = true") == ("ctxsw", "stray", True)
+    assert parse_setting("ctxsw.pages=0x10") == ("ctxsw", "pages", 16)
+    with pytest.raises(TandemError, match=r"APP\.PARAM=VALUE"):
+        parse_setting("pages=4")
+
+
+def test_app_manifests_are_checked(tmp_path: Path) -> None:
+    (tmp_path / "x").mkdir()
+    for text, message in [
+        ("[params.a]\nchoices = []\n", "choices must be a list of names"),
+        ('[params.a]\nchoices = ["p"]\ndefault = "q"\n', "default 'q' is not one of"),
+        ("[params.a]\nmin = 5\ndefault = 1\n", "min <= default <= max"),
+        ("[params.a]\nmax = -1\n", "max must be an integer"),
+        ("params = 1\n", "want description"),
+    ]:
+        (tmp_path / "x" / "app.toml").write_text(text)
+        manifest.cache_clear()
+        with pytest.raises(TandemError, match=message):
+            manifest("x", tmp_path)
+    manifest.cache_clear()
 
 
 @pytest.mark.parametrize(
@@ -164,7 +240,7 @@ def test_bad_rpc_cores_are_refused_before_boot(
 def test_bad_workloads_are_refused_before_boot(workload: Workload, message: str) -> None:
     hetero = load_config("heteroos")
     with pytest.raises(TandemError, match=message):
-        hetero.boot_blob(4, workload)
+        hetero.rtos_apps(4, workload)
 
 
 def test_board_matches_design() -> None:

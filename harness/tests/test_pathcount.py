@@ -30,10 +30,10 @@ def test_parse_nm_keeps_code_symbols_and_their_span() -> None:
 
 def _firmware(**rtos_extra: int) -> tuple[pathcount.Symbols, pathcount.Symbols]:
     rtos_names = {
-        "tandem_rtos::app::stamp_request": 0xE100100,
-        "tandem_rtos::stats::reschedule_sent": 0xE100200,
+        "tandem_rtos::periodic::stamp_request": 0xE100100,
+        "tandem_rtos_firmware::stats::reschedule_sent": 0xE100200,
         "irq_entry": 0xE100300,
-        "tandem_rtos::app::run_periodic": 0xE100400,
+        "tandem_rtos::periodic::run_periodic": 0xE100400,
     }
     rtos = pathcount.Symbols(
         {name: [a] for name, a in rtos_names.items()} | {n: [a] for n, a in rtos_extra.items()},
@@ -65,7 +65,7 @@ def test_markers_and_counted_code_come_from_the_symbols() -> None:
 
 def test_a_missing_or_doubled_marker_symbol_is_an_error() -> None:
     rtos, monitor = _firmware()
-    del rtos.addresses["tandem_rtos::stats::reschedule_sent"]
+    del rtos.addresses["tandem_rtos_firmware::stats::reschedule_sent"]
     with pytest.raises(TandemError, match="reschedule_sent is missing"):
         pathcount.marker_addresses(rtos, monitor)
     rtos, monitor = _firmware()

@@ -156,10 +156,8 @@ def test_monitor_refuses_a_bad_boot_configuration_and_powers_off(
     def stale(
         self: PlatformConfig,
         smp: int,
-        workload: object = None,
         steal_time: bool = False,
-        rpc_cores: object = None,
-        ctxsw: object = None,
+        rpc_cores: tuple[int, ...] | None = None,
     ) -> bytes:
         # A harness older than the firmware: layout version 1.
         blob = bytearray(good(self, smp))

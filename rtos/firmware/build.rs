@@ -1,5 +1,7 @@
 //! Writes the RTOS's linker script from the board description: the RTOS runs
-//! from its part of secure RAM, where the monitor copies it.
+//! from its part of secure RAM, where the monitor copies it. The script goes
+//! on the library search path, where the image crate's link finds it by name
+//! (`tandem-rtos.ld`).
 
 use std::{env, fs, path::PathBuf};
 use tandem_board::BOARD;
@@ -9,10 +11,7 @@ fn main() {
     let script = include_str!("link.ld.in")
         .replace("@RAM_BASE@", &format!("{:#x}", BOARD.rtos_ram.base))
         .replace("@RAM_SIZE@", &format!("{:#x}", BOARD.rtos_ram.size));
-    fs::write(out.join("link.ld"), script).unwrap();
-    println!(
-        "cargo:rustc-link-arg-bins=-T{}",
-        out.join("link.ld").display()
-    );
+    fs::write(out.join("tandem-rtos.ld"), script).unwrap();
+    println!("cargo:rustc-link-search={}", out.display());
     println!("cargo:rerun-if-changed=link.ld.in");
 }

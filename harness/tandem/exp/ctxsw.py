@@ -275,7 +275,7 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
             )
             lines, where = boot_lines(Boot(label, options, script(), timeout_s=1800), raw, progress)
             record = parse_record(lines, where)
-            if record["mode"] != TLB_MODES[mode] or record["pages"] != pages:
+            if record["mode"] != TLB_MODES.index(mode) or record["pages"] != pages:
                 raise TandemError(f"{where}: the RTOS ran another cell: {record}")
             mean, best = per_switch(record, counter_hz)
             progress.note(f"{mean:.1f} ns per hand-off (best batch {best:.1f})")

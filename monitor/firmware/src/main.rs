@@ -56,9 +56,6 @@ fn read_boot_config() -> Result<(Policies, bool, u8), BootConfigError> {
     // BootConfig (plain integers), and it is checked before use.
     let blob = unsafe { (BOARD.boot_config as *const BootConfig).read_volatile() };
     let policies = blob.validate()?;
-    // The RTOS reads the workload itself; refusing here too means a bad one
-    // stops the machine with a message before anything runs.
-    blob.workload(&policies)?;
     Ok((policies, blob.steal_time(), blob.rpc_cores()))
 }
 

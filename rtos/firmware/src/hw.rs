@@ -1,5 +1,6 @@
 //! The RTOS's hardware layer on QEMU virt: the secure GIC CPU interface and
-//! redistributor, the secure physical timer, the world-switch SMC.
+//! redistributor, the secure physical timer, the world-switch SMC. Public
+//! for applications: the counter, SGIs, Linux's doorbell.
 
 use arm_gic::gicv3::registers::{Gicd, GicrSgi};
 use arm_gic::gicv3::{GicCpuInterface, GicV3, SgiTarget, SgiTargetGroup};
@@ -14,10 +15,6 @@ use tandem_lock::SpinLock;
 pub const TIMER: IntId = IntId::ppi(BOARD.secure_timer_intid - 16);
 /// Cross-core reschedule request.
 pub const RESCHEDULE: IntId = IntId::sgi(BOARD.sgi.reschedule);
-/// The demo's interrupt-to-task path.
-pub const DEMO: IntId = IntId::sgi(BOARD.sgi.demo);
-/// The RPC doorbell, raised by the monitor when Linux rings a channel.
-pub const RPC: IntId = IntId::sgi(BOARD.sgi.rpc);
 /// GICD_ISPENDR<n>: set-pending registers of the distributor.
 const GICD_ISPENDR: usize = 0x200;
 /// Priority of RTOS interrupts: in the secure half, above anything of Linux's.
@@ -34,7 +31,7 @@ pub fn now() -> u64 {
 }
 
 /// Global setup, by the first core in.
-pub fn init_global() {
+pub(crate) fn init_global() {
     let gicd = NonNull::new(BOARD.gicd as *mut Gicd).unwrap();
     let gicr = NonNull::new(BOARD.gicr as *mut GicrSgi).unwrap();
     // SAFETY: the board places the GIC here; this is the RTOS's only driver
@@ -45,13 +42,23 @@ pub fn init_global() {
     *GIC.lock() = Some(gic);
 }
 
-/// Per-core setup: the secure CPU interface, this core's timer PPI and the
-/// RTOS's SGIs.
-pub fn init_core(core: usize) {
+/// A private interrupt (SGI or PPI) by its INTID.
+const fn private(intid: u32) -> IntId {
+    if intid < 16 {
+        IntId::sgi(intid)
+    } else {
+        IntId::ppi(intid - 16)
+    }
+}
+
+/// Per-core setup: the secure CPU interface, this core's timer PPI, the
+/// reschedule SGI and the private interrupts the applications own
+/// (`apps`, INTIDs below 32: checked with the table).
+pub(crate) fn init_core(core: usize, apps: impl Iterator<Item = u32>) {
     GicCpuInterface::enable_system_register_el1();
     let mut guard = GIC.lock();
     let gic = guard.as_mut().expect("global setup done first");
-    for intid in [TIMER, RESCHEDULE, DEMO, RPC] {
+    for intid in [TIMER, RESCHEDULE].into_iter().chain(apps.map(private)) {
         gic.set_interrupt_priority(intid, Some(core), PRIORITY)
             .expect("a private interrupt");
         gic.enable_interrupt(intid, Some(core), true)
@@ -62,7 +69,7 @@ pub fn init_core(core: usize) {
 }
 
 /// Arms the secure timer to fire at counter value `at`, or stops it.
-pub fn set_timer(at: Option<u64>) {
+pub(crate) fn set_timer(at: Option<u64>) {
     let (cval, ctl) = match at {
         Some(t) => (t, 1u64),
         None => (u64::MAX, 0),
@@ -75,7 +82,7 @@ pub fn set_timer(at: Option<u64>) {
 }
 
 /// The secure timer's compare value (when its interrupt was due).
-pub fn timer_compare() -> u64 {
+pub(crate) fn timer_compare() -> u64 {
     let cval: u64;
     // SAFETY: reading the RTOS's own timer register has no side effects.
     unsafe { core::arch::asm!("mrs {}, cntps_cval_el1", out(reg) cval, options(nomem, nostack)) };
@@ -93,13 +100,13 @@ fn send(intid: IntId, core: usize) {
 }
 
 /// Asks `core` to run its scheduler (the kernel changed what should run there).
-pub fn send_reschedule(core: usize) {
+pub(crate) fn send_reschedule(core: usize) {
     send(RESCHEDULE, core);
 }
 
-/// Raises the demo interrupt on `core`.
-pub fn send_demo_interrupt(core: usize) {
-    send(DEMO, core);
+/// Raises SGI `sgi` (an application's, from the board file) on `core`.
+pub fn send_sgi(sgi: u32, core: usize) {
+    send(IntId::sgi(sgi), core);
 }
 
 /// Pends Linux's doorbell SPI (the RPC completion interrupt). The `arm-gic`

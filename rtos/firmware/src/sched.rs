@@ -6,17 +6,41 @@
 //! idle loop. Tasks call the kernel with `svc` ([`crate::syscall`]); interrupt
 //! handlers call it directly. One spin lock guards the kernel and the task
 //! frames (FMP's giant lock); cross-core dispatch goes by an SGI.
+//!
+//! What the tasks are, which task a cyclic handler releases and what an
+//! S-EL0 task's application watches come from the applications table; this
+//! module never names an application.
 
 use crate::entry::{Frame, MAX_CORES};
-use crate::{app, hw, protect, stats};
+use crate::{hw, protect, stats};
+use tandem_board::BOARD;
 use tandem_lock::SpinLock;
-use tandem_rtos_kernel::{CyclicId, Done, Error, Kernel, MAX_CYCLICS, TaskId, WaitResult};
+use tandem_rtos_kernel::app::{Entry, Me, Notifications, Table, Watch};
+use tandem_rtos_kernel::{
+    CyclicId, Done, Error, Kernel, MAX_CYCLICS, MAX_TASKS, TaskId, WaitResult,
+};
 
 /// Stack bytes per task.
 pub const TASK_STACK: usize = 8 * 1024;
 
 #[unsafe(link_section = ".stacks")]
-static mut TASK_STACKS: [[u8; TASK_STACK]; app::TASKS.len()] = [[0; TASK_STACK]; app::TASKS.len()];
+static mut TASK_STACKS: [[u8; TASK_STACK]; MAX_TASKS] = [[0; TASK_STACK]; MAX_TASKS];
+
+/// What the table says of one task, looked up once at start: its code,
+/// what its body is given, and its address space (0: the kernel's).
+#[derive(Clone, Copy)]
+struct TaskInfo {
+    entry: Entry,
+    me: Me,
+    space: usize,
+}
+
+/// Every task's [`TaskInfo`], by task ID (`None` past the last task).
+static TASKS: spin::Once<[Option<TaskInfo>; MAX_TASKS]> = spin::Once::new();
+
+fn info(task: usize) -> Option<TaskInfo> {
+    TASKS.get().and_then(|t| t.get(task).copied().flatten())
+}
 
 /// PSTATE of a task: EL1h, IRQs on, FIQs (Linux's interrupts) and aborts masked.
 const SPSR_TASK: u64 = 0x345;
@@ -24,11 +48,11 @@ const SPSR_TASK: u64 = 0x345;
 struct Sched {
     kernel: Kernel,
     /// Saved frame of each task while it does not run.
-    frames: [usize; app::TASKS.len()],
+    frames: [usize; MAX_TASKS],
     /// The task must start from its entry point when next dispatched.
-    fresh: [bool; app::TASKS.len()],
+    fresh: [bool; MAX_TASKS],
     /// The task blocked in a system call; its result is due when it resumes.
-    awaiting: [bool; app::TASKS.len()],
+    awaiting: [bool; MAX_TASKS],
     /// Saved frame of each core's idle loop while a task runs there.
     idle_frames: [usize; MAX_CORES],
     /// What runs on each core.
@@ -37,15 +61,35 @@ struct Sched {
 
 static SCHED: SpinLock<Option<Sched>> = SpinLock::new(None);
 
-/// Builds the kernel from the application's configuration. Once, by the first
-/// core in, before any core takes interrupts.
-pub fn init(now: u64) {
-    let kernel = Kernel::new(&app::CONFIG, now).expect("configuration checked at build time");
+/// Builds the kernel from the applications table, for every core the board
+/// has. Once, by the first core in, before any core takes interrupts.
+pub fn init(table: &Table, now: u64) {
+    let flat = table.flat();
+    let kernel = Kernel::new(&flat.config(BOARD.max_cores), now)
+        .expect("the table is checked at build time");
+    let mut tasks = [None; MAX_TASKS];
+    let mut user = 0;
+    for (i, slot) in tasks.iter_mut().enumerate().take(table.task_count()) {
+        let (_, task, me) = table.task(TaskId(i as u8)).expect("a task of the table");
+        let space = match task.entry {
+            Entry::User(_) => {
+                user += 1;
+                user
+            }
+            Entry::Kernel(_) => 0,
+        };
+        *slot = Some(TaskInfo {
+            entry: task.entry,
+            me,
+            space,
+        });
+    }
+    TASKS.call_once(|| tasks);
     *SCHED.lock() = Some(Sched {
         kernel,
-        frames: [0; app::TASKS.len()],
-        fresh: [true; app::TASKS.len()],
-        awaiting: [false; app::TASKS.len()],
+        frames: [0; MAX_TASKS],
+        fresh: [true; MAX_TASKS],
+        awaiting: [false; MAX_TASKS],
         idle_frames: [0; MAX_CORES],
         current: [None; MAX_CORES],
     });
@@ -60,10 +104,23 @@ pub fn with_kernel<R>(f: impl FnOnce(&mut Kernel) -> R) -> R {
 /// First instruction of every kernel task (protected tasks start at S-EL0,
 /// see [`protect`]).
 extern "C" fn task_entry(task: usize) -> ! {
-    if let app::Body::Kernel(body) = app::TASKS[task].body {
-        body();
+    if let Some(TaskInfo {
+        entry: Entry::Kernel(body),
+        me,
+        ..
+    }) = info(task)
+    {
+        body(me);
     }
     crate::syscall::exit()
+}
+
+/// The S-EL0 task `task`'s watch, if it has one.
+fn watch(task: usize) -> Option<&'static Watch> {
+    match info(task)?.entry {
+        Entry::User(u) => u.watch,
+        Entry::Kernel(_) => None,
+    }
 }
 
 /// A frame that starts `task` from its entry point, at the top of its stack
@@ -72,8 +129,13 @@ fn fresh_frame(task: usize) -> usize {
     // SAFETY: only the address of this task's stack is taken; the frame is
     // written below and the task does not run while we do it.
     let top = unsafe { core::ptr::addr_of_mut!(TASK_STACKS[task]) } as usize + TASK_STACK;
-    if let Some(slot) = protect::slot(task) {
-        return protect::fresh_frame(slot, top);
+    if let Some(TaskInfo {
+        entry: Entry::User(u),
+        space,
+        ..
+    }) = info(task)
+    {
+        return protect::fresh_frame(task, space, u.entry, top);
     }
     let frame = (top - core::mem::size_of::<Frame>()) as *mut Frame;
     let mut x = [0u64; 31];
@@ -133,8 +195,10 @@ fn switch(s: &mut Sched, core: usize, frame: *mut Frame) -> *mut Frame {
         s.fresh[i] = false;
         s.frames[i] = fresh_frame(i);
     }
-    if protect::on() {
-        protect::enter(core, i);
+    if protect::on()
+        && let Some(t) = info(i)
+    {
+        protect::enter(core, t.space);
     }
     let resumed = s.frames[i] as *mut Frame;
     if s.awaiting[i] {
@@ -144,35 +208,26 @@ fn switch(s: &mut Sched, core: usize, frame: *mut Frame) -> *mut Frame {
     resumed
 }
 
-/// What an interrupt asked of the scheduler.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Events {
-    /// The core's timer fired: expire timeouts, run due cyclic handlers.
-    pub timer: bool,
-    /// The demo interrupt arrived.
-    pub demo: bool,
-    /// The RPC doorbell rang (Linux called a channel served here).
-    pub rpc: bool,
-}
-
-/// End of every interrupt, in one pass under the lock: the timer's work, the
-/// handlers, then whatever should run now.
-pub fn after_interrupt(core: usize, frame: *mut Frame, events: Events) -> *mut Frame {
+/// End of every interrupt, in one pass under the lock: if the core's timer
+/// fired, due timeouts expire and due cyclic handlers release their tasks;
+/// the tasks interrupts notified are woken; then whatever should run now.
+pub fn after_interrupt(
+    core: usize,
+    frame: *mut Frame,
+    timer: bool,
+    notify: Notifications,
+) -> *mut Frame {
     let mut guard = SCHED.lock();
     let s = guard.as_mut().expect("scheduler initialised");
-    if events.timer {
+    if timer {
         let mut fired = [CyclicId(0); MAX_CYCLICS];
         let n = s.kernel.advance(core as u8, hw::now(), &mut fired);
         for &c in &fired[..n] {
-            app::cyclic(&mut s.kernel, core, c);
+            stats::released(core);
+            crate::apps().release(&mut s.kernel, c);
         }
     }
-    if events.demo {
-        app::demo_interrupt(&mut s.kernel);
-    }
-    if events.rpc {
-        app::rpc_interrupt(&mut s.kernel, core);
-    }
+    notify.deliver(&mut s.kernel);
     switch(s, core, frame)
 }
 
@@ -188,16 +243,22 @@ pub fn system_call(core: usize, frame: *mut Frame) -> *mut Frame {
     let now = hw::now();
     let from_el0 = regs.spsr & 0xF == 0;
     let number = regs.x[8];
+    let watch = if from_el0 {
+        watch(caller.0 as usize)
+    } else {
+        None
+    };
     let result = if from_el0 && !crate::syscall::el0_allowed(number) {
         Err(Error::Parameter)
-    } else if from_el0 && number == crate::syscall::CHG && !protect::hand_off_allowed() {
-        // The measurement is over: the pair stops.
+    } else if watch.is_some_and(|w| !(w.allow)(number)) {
         Err(Error::Object)
     } else {
         crate::syscall::serve(&mut s.kernel, caller, &regs.x, now)
     };
-    if from_el0 && number == crate::syscall::CHG && result.is_ok() {
-        protect::handed_off(now);
+    if let Some(w) = watch
+        && result.is_ok()
+    {
+        (w.done)(number, now);
     }
     match &result {
         Ok(Done::Now(v)) => encode(frame, Ok(*v)),
@@ -228,6 +289,9 @@ pub fn fault(
     };
     // SAFETY: the vector code just saved this frame.
     let elr = unsafe { (*frame).elr };
+    if let Some(w) = watch(t.0 as usize) {
+        (w.fault)(t, esr, far);
+    }
     protect::report_fault(core, t, what, esr, far, elr);
     s.kernel
         .terminate(t)

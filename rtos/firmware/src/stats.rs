@@ -1,8 +1,9 @@
 //! The RTOS's per-core statistics: busy time (measured by the idle loop),
-//! job releases, deadline misses, and the PING/PONG hand-offs; published to
-//! the shared region for Linux and printed once a second.
+//! releases of cyclic handlers, deadline misses (from the applications
+//! table), interrupt and dispatch latencies; published to the shared region
+//! for Linux, and a status line for an application to print.
 
-use crate::{app, entry::MAX_CORES};
+use crate::entry::MAX_CORES;
 use core::fmt::Write;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -15,8 +16,6 @@ use tandem_rtos_kernel::placement;
 
 static BUSY: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
 static RELEASES: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
-static HANDOFFS: AtomicU64 = AtomicU64::new(0);
-static HANDOFF_TIMEOUTS: AtomicU64 = AtomicU64::new(0);
 static MASK: AtomicU64 = AtomicU64::new(0);
 /// Per core: when another core last sent it a reschedule SGI.
 static RESCHEDULE_SENT: [AtomicU64; MAX_CORES] = [const { AtomicU64::new(0) }; MAX_CORES];
@@ -27,28 +26,18 @@ static HANDOFF_WAIT_MAX: [AtomicU32; MAX_CORES] = [const { AtomicU32::new(0) }; 
 static HANDOFF_WAIT_SUM: [AtomicU32; MAX_CORES] = [const { AtomicU32::new(0) }; MAX_CORES];
 
 /// Remembers which cores run the RTOS.
-pub fn set_cores(mask: u64) {
+pub(crate) fn set_cores(mask: u64) {
     MASK.store(mask, Ordering::Relaxed);
 }
 
 /// Adds counter ticks the RTOS kept `core` busy.
-pub fn busy(core: usize, ticks: u64) {
+pub(crate) fn busy(core: usize, ticks: u64) {
     BUSY[core].fetch_add(ticks, Ordering::Relaxed);
 }
 
-/// A job was released on `core`.
-pub fn released(core: usize) {
+/// A cyclic handler released its task on `core`.
+pub(crate) fn released(core: usize) {
     RELEASES[core].fetch_add(1, Ordering::Relaxed);
-}
-
-/// A PING/PONG round ended (in time or not).
-pub fn handoff(in_time: bool) {
-    if in_time {
-        &HANDOFFS
-    } else {
-        &HANDOFF_TIMEOUTS
-    }
-    .fetch_add(1, Ordering::Relaxed);
 }
 
 fn cores() -> impl Iterator<Item = usize> {
@@ -58,7 +47,7 @@ fn cores() -> impl Iterator<Item = usize> {
 
 /// Counts one timer-interrupt latency of `ticks` counter ticks on `core`, in
 /// the core's histogram in the shared region (written by this core only).
-pub fn latency(core: usize, ticks: u64) {
+pub(crate) fn latency(core: usize, ticks: u64) {
     let bucket = ticks.min(u64::from(LATENCY_BUCKETS) - 1) as usize;
     let counter = (BOARD.shared.base as usize + latency_offset(core) + bucket * 4) as *mut u32;
     // SAFETY: the offset comes from the ABI's constants for a core the board
@@ -87,14 +76,14 @@ pub fn dispatch(core: usize, ticks: u64) {
 /// inlined: its first instruction is the `sent` marker of E3's per-core
 /// instruction count (harness `tandem/pathcount.py`).
 #[inline(never)]
-pub fn reschedule_sent(core: usize, now: u64) {
+pub(crate) fn reschedule_sent(core: usize, now: u64) {
     if let Some(sent) = RESCHEDULE_SENT.get(core) {
         sent.store(now, Ordering::Release);
     }
 }
 
 /// `core` entered the RTOS at counter `entered` for a reschedule SGI.
-pub fn reschedule_taken(core: usize, entered: u64) {
+pub(crate) fn reschedule_taken(core: usize, entered: u64) {
     if let Some(taken) = RESCHEDULE_TAKEN.get(core) {
         taken.store(entered, Ordering::Relaxed);
     }
@@ -137,12 +126,17 @@ pub fn linux_holds_lock(core: usize) -> bool {
     held != 0
 }
 
+/// Deadline misses on core `c`, as the applications table counts them.
+fn misses(c: usize) -> u64 {
+    crate::with_kernel(|k| crate::apps().misses(k, c as u8))
+}
+
 /// Writes every RTOS core's record in the shared region. Only the RTOS writes
 /// these fields; it never reads them back.
 pub fn publish() {
     let base = BOARD.shared.base as usize;
     for c in cores() {
-        let misses = app::misses(c);
+        let misses = misses(c);
         let record = (base + core_record_offset(c)) as *mut CoreRecord;
         // SAFETY: the offset comes from the ABI's constants for a core the
         // board has, inside the reserved shared region; the fields are
@@ -165,12 +159,35 @@ pub fn publish() {
     }
 }
 
-struct Buf {
+/// A line of text built in place (no heap): what [`write_status`] and an
+/// application's own words go into before a [`crate::log!`].
+pub struct Line {
     bytes: [u8; 320],
     len: usize,
 }
 
-impl Write for Buf {
+impl Line {
+    /// An empty line.
+    pub const fn new() -> Line {
+        Line {
+            bytes: [0; 320],
+            len: 0,
+        }
+    }
+
+    /// What was written (cut at the buffer's end).
+    pub fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("?")
+    }
+}
+
+impl Default for Line {
+    fn default() -> Line {
+        Line::new()
+    }
+}
+
+impl Write for Line {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         let n = s.len().min(self.bytes.len() - self.len);
         self.bytes[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
@@ -179,27 +196,17 @@ impl Write for Buf {
     }
 }
 
-/// The status line: per core, jobs released, deadline misses, RTOS load.
-pub fn print_status(core: usize, seconds: u64) {
-    let mut b = Buf {
-        bytes: [0; 320],
-        len: 0,
-    };
-    let _ = write!(b, "{seconds} s");
+/// The status line's per-core part, after `seconds`: per core, releases,
+/// deadline misses, RTOS load.
+pub fn write_status(w: &mut impl Write, seconds: u64) {
+    let _ = write!(w, "{seconds} s");
     for c in cores() {
-        let misses = app::misses(c);
+        let misses = misses(c);
         let busy_us = BUSY[c].load(Ordering::Relaxed) * 1_000_000 / BOARD.counter_hz;
         let _ = write!(
-            b,
+            w,
             " | core{c}: {} jobs, {misses} missed, busy {busy_us} us",
             RELEASES[c].load(Ordering::Relaxed)
         );
     }
-    let _ = write!(
-        b,
-        " | handoffs {} ({} late)",
-        HANDOFFS.load(Ordering::Relaxed),
-        HANDOFF_TIMEOUTS.load(Ordering::Relaxed)
-    );
-    app::say(core, core::str::from_utf8(&b.bytes[..b.len]).unwrap_or("?"));
 }

@@ -1,8 +1,8 @@
 //! System calls: the task side (`svc #0`, number in x8, arguments in x0..x3,
-//! error code back in x0 and a value in x1) and the kernel side that serves
-//! them. Timeouts travel as ticks: 0 = poll, `u64::MAX` = forever. The kernel
-//! side serves every service; task-side wrappers exist for those that
-//! applications use so far.
+//! error code back in x0 and a value in x1), which applications call, and
+//! the kernel side that serves them. Timeouts travel as ticks: 0 = poll,
+//! `u64::MAX` = forever. The kernel side serves every service; task-side
+//! wrappers exist for those that applications use so far.
 
 use tandem_rtos_kernel::{
     CyclicId, DataQueueId, Done, Error, FlagId, FlagMode, Kernel, SemaphoreId, TaskId, Ticks,
@@ -33,7 +33,7 @@ const WAIT_HAND_OFF: u64 = 17;
 
 /// Whether a protected task (S-EL0) may make system call `number`: only
 /// those that act on the caller itself or hand off to a peer.
-pub fn el0_allowed(number: u64) -> bool {
+pub(crate) fn el0_allowed(number: u64) -> bool {
     matches!(number, EXIT | SLEEP | DELAY | YIELD | CHG | WAIT_HAND_OFF)
 }
 
@@ -57,12 +57,17 @@ fn done(r: Result<(), Error>) -> Result<Done, Error> {
 }
 
 /// Whether the saved registers are an ext_tsk call.
-pub fn is_exit(x: &[u64; 31]) -> bool {
+pub(crate) fn is_exit(x: &[u64; 31]) -> bool {
     x[8] == EXIT
 }
 
 /// Serves system call `x[8]` of `caller` (kernel side, under the lock).
-pub fn serve(k: &mut Kernel, caller: TaskId, x: &[u64; 31], now: Ticks) -> Result<Done, Error> {
+pub(crate) fn serve(
+    k: &mut Kernel,
+    caller: TaskId,
+    x: &[u64; 31],
+    now: Ticks,
+) -> Result<Done, Error> {
     let [a0, a1, a2, a3] = [x[0], x[1], x[2], x[3]];
     match x[8] {
         EXIT => done(k.exit(caller)),

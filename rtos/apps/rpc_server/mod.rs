@@ -1,13 +1,14 @@
-//! The RPC server (paper 002's server side, `tandem_abi::rpc`): one task per
-//! server core, woken by the RPC doorbell SGI that the monitor raises for
-//! Linux's `RPC_NOTIFY`. It answers every channel it serves whose request
+//! The RPC server application (paper 002's server side, `tandem_abi::rpc`):
+//! one task per server core, notified by the RPC doorbell SGI that the
+//! monitor raises for Linux's `RPC_NOTIFY`. It answers every channel it serves whose request
 //! sequence number changed: reads the request once, checks it, copies the
 //! data into its own memory (hashing it on the way), writes the response
 //! with the sequence number last, and pends the completion SPI if asked.
 //!
 //! Short calls (`rpc::is_fast`: at most `FAST_MAX` bytes, or refused) are
 //! answered by the doorbell's interrupt handler itself, which then needs no
-//! task switch and no scheduler pass; everything else wakes the task. A
+//! task switch and no scheduler pass (the interrupt's top half); everything
+//! else notifies the task. A
 //! channel the task is working on is marked claimed, and the handler (which
 //! runs on the same core, so it can only preempt the task, never run beside
 //! it) leaves claimed channels alone.
@@ -17,7 +18,10 @@
 //! RTOS's copy only, and the server runs below every periodic job, so a
 //! flood of calls cannot make the RTOS miss a deadline.
 
-use crate::{hw, syscall};
+mod params {
+    include!(concat!(env!("OUT_DIR"), "/rpc_server.rs"));
+}
+
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering, compiler_fence, fence};
 use tandem_abi::rpc::{
     Call, Checksum, FAST_MAX, FLAG_NOTIFY, RPC_CHANNELS, RPC_MAX_DATA, Request, Response,
@@ -25,9 +29,68 @@ use tandem_abi::rpc::{
     server_core,
 };
 use tandem_board::BOARD;
+use tandem_rtos_firmware::{hw, syscall};
+use tandem_rtos_kernel::TaskConfig;
+use tandem_rtos_kernel::app::{App, Entry, Interrupt, Me, Owner, Refusal, Start, Task};
 
-/// Cores that can run a server (one server task each, `app::RPC_SERVER0 + core`).
-pub const SERVERS: usize = 4;
+/// Cores that can run a server (one server task each: task `c` serves core
+/// `c`).
+const SERVERS: usize = 4;
+/// Priority of the servers: below every job (4), PERIODIC (3) and PING
+/// (8), so calls from Linux never delay the RTOS's own deadlines.
+const PRIORITY: u8 = 10;
+
+/// The application.
+pub const APP: App = App {
+    name: params::NAME,
+    tasks: &[server(0), server(1), server(2), server(3)],
+    interrupts: &[Interrupt {
+        intid: BOARD.sgi.rpc,
+        owner: Owner::PerCore {
+            first: 0,
+            count: SERVERS as u8,
+        },
+        top: Some(interrupt),
+    }],
+    params: params::PARAMS,
+    start: Some(start),
+    ..App::EMPTY
+};
+
+const fn server(core: u8) -> Task {
+    Task {
+        config: TaskConfig {
+            name: "rpc",
+            core,
+            priority: PRIORITY,
+            autostart: false,
+        },
+        entry: Entry::Kernel(run_server),
+    }
+}
+
+/// Clears the channels, then starts the servers of the cores the monitor
+/// rings (the boot configuration's RPC cores, which it keeps to RTOS
+/// cores); they sleep until called.
+fn start(s: &mut Start<'_>) -> Result<(), Refusal> {
+    let cores = s.platform.rpc_cores;
+    if usize::from(cores) >> SERVERS != 0 {
+        return Err(Refusal {
+            param: "rpc_cores",
+            value: cores.into(),
+            want: "servers on cores 0..3 only (boot configuration)",
+        });
+    }
+    init(cores);
+    for c in 0..SERVERS as u8 {
+        if cores & (1 << c) != 0 {
+            s.kernel
+                .activate(s.ids.task(c))
+                .expect("server task exists");
+        }
+    }
+    Ok(())
+}
 /// Words of one server's private buffer.
 const WORDS: usize = RPC_MAX_DATA as usize / 8;
 
@@ -61,7 +124,7 @@ static CLAIMED: [AtomicBool; RPC_CHANNELS as usize] =
 /// cores) and clears every channel's request and response,
 /// so that sequence numbers start at 0 on both sides. Runs on the first core
 /// in, before Linux starts and before any server task runs.
-pub fn init(mask: u8) {
+fn init(mask: u8) {
     for ch in 0..RPC_CHANNELS as usize {
         if let Some(core) = server_core(mask, ch).filter(|&c| c < SERVERS) {
             CHANNELS_OF[core].fetch_or(1 << ch, Ordering::Relaxed);
@@ -209,10 +272,10 @@ fn channels_of(core: usize) -> u32 {
     CHANNELS_OF[core].load(Ordering::Relaxed)
 }
 
-/// The RPC doorbell's interrupt handler (IRQs masked, before the scheduler
-/// runs): answers the short calls waiting on this core's channels. Returns
-/// whether the server task must run (a longer call, or a channel it holds).
-pub fn interrupt(core: usize) -> bool {
+/// The RPC doorbell's top half (IRQs masked, before the scheduler runs):
+/// answers the short calls waiting on this core's channels. Returns whether
+/// the server task must run (a longer call, or a channel it holds).
+fn interrupt(core: usize) -> bool {
     if core >= SERVERS {
         return false;
     }
@@ -234,8 +297,8 @@ pub fn interrupt(core: usize) -> bool {
 }
 
 /// The server task's body (one per server core; it never migrates).
-pub fn server() {
-    let core = crate::core_index();
+fn run_server(_: Me) {
+    let core = tandem_rtos_firmware::core_index();
     if core >= SERVERS {
         return;
     }
