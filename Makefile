@@ -167,6 +167,9 @@ lint:
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-monitor
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-rtos
 	scripts/check-rust-headers.sh
+	@# The RTOS's mechanism never names an application (the image crate,
+	@# tandem_rtos) and its modules import in one direction only.
+	scripts/check-module-cycles.py rtos/firmware/src --forbid tandem_rtos
 	scripts/check-module-cycles.py monitor/firmware/src
 	$(KSRC)/scripts/checkpatch.pl --no-tree --quiet --terse -f linux/driver/*.c linux/driver/*.h linux/tools/*.c linux/tools/*.h --ignore SPDX_LICENSE_TAG,PREFER_DEFINED_ATTRIBUTE_MACRO,EMBEDDED_FILENAME
 	@# patches as patches (on stdin: given a tracked file name, checkpatch

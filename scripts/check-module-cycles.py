@@ -1,31 +1,54 @@
 #!/usr/bin/env python3
-"""Fails if the modules of a Rust crate use each other in a cycle.
+"""Checks that the modules of a Rust crate import each other in one
+direction only, and that none names a crate it must not know.
 
-Usage: check-module-cycles.py SRC_DIR...
+    scripts/check-module-cycles.py SRC_DIR [--forbid CRATE]...
 
-Each SRC_DIR is a crate's flat `src/` (one file per module; `main.rs` or
-`lib.rs` is the crate root). A module uses another when it names
-`crate::other` (in code, a `use`, or an assembly `sym` operand), or an
-exported macro defined there; the root uses the modules it names directly.
-Names defined in the root count as the root.
-A cycle means no module can be read, tested or replaced without the others
-in it (issue 19), so `make lint` runs this on the firmware crates.
-"""
+A module is a file of SRC_DIR (`name.rs` or `name/mod.rs`; `lib.rs` or
+`main.rs` is the root). Module A depends on B when A names `crate::B`
+(`super::B`), uses a macro B defines, or, in the root, calls `B::`; the
+root's `mod` and `pub use` lines are declarations, not dependencies. A cycle
+is reported with its path. `--forbid` names crates no module may name (an
+application crate, for a firmware that must not call back into one)."""
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from pathlib import Path
 
-CRATE_PATH = re.compile(r"\bcrate::([A-Za-z_][A-Za-z0-9_]*)")
-USE_GROUP = re.compile(r"\buse\s+crate::\{")
-MACRO = re.compile(r"macro_rules!\s+([A-Za-z_][A-Za-z0-9_]*)")
-COMMENT = re.compile(r"//.*")
+IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
-def group_names(text: str, start: int) -> list[str]:
-    """First path segments of the items in the `{...}` opening at `start`."""
+def strip_comments(text: str) -> str:
+    """The source without `//` comments (strings holding `//` are rare
+    enough in firmware to ignore)."""
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def modules(src: Path) -> dict[str, str]:
+    """Module name -> source text, the root as `crate`."""
+    out: dict[str, str] = {}
+    for path in sorted(src.glob("*.rs")):
+        name = "crate" if path.stem in ("lib", "main") else path.stem
+        out[name] = strip_comments(path.read_text())
+    for path in sorted(src.glob("*/mod.rs")):
+        out[path.parent.name] = strip_comments(path.read_text())
+    return out
+
+
+def macros(mods: dict[str, str]) -> dict[str, str]:
+    """Macro name -> the module that defines it."""
+    return {
+        m.group(1): name
+        for name, text in mods.items()
+        for m in re.finditer(rf"macro_rules!\s*({IDENT})", text)
+    }
+
+
+def braced_names(text: str, start: int) -> list[str]:
+    """The first path segment of each item in the `{...}` at `start`."""
     depth, item, names = 0, "", []
     for ch in text[start:]:
         if ch == "{":
@@ -35,85 +58,81 @@ def group_names(text: str, start: int) -> list[str]:
         elif ch == "}":
             depth -= 1
             if depth == 0:
-                names.append(item)
                 break
         if depth == 1 and ch == ",":
             names.append(item)
             item = ""
         elif depth >= 1:
             item += ch
-    return [n.strip().split("::")[0].strip() for n in names if n.strip()]
+    names.append(item)
+    return [m.group(0) for n in names if (m := re.match(IDENT, n.strip()))]
 
 
-def uses(src: Path) -> dict[str, set[str]]:
-    """Module -> the modules it uses (the root is called `crate`)."""
-    files = {p.stem: p for p in sorted(src.glob("*.rs"))}
-    root = "main" if "main" in files else "lib"
-    texts = {m: COMMENT.sub("", p.read_text()) for m, p in files.items()}
-    macros = {name: m for m, t in texts.items() for name in MACRO.findall(t)}
-
-    def module_of(name: str) -> str:
-        if name in files and name != root:
-            return name
-        return macros.get(name, "crate")
-
-    graph: dict[str, set[str]] = {}
-    for m, text in texts.items():
-        me = "crate" if m == root else m
-        names = set(CRATE_PATH.findall(text))
-        if me == "crate":
-            # The root names its modules directly (`trap::start_core`).
-            names.update(n for n in files if re.search(rf"\b{n}::", text))
-        for match in USE_GROUP.finditer(text):
-            names.update(group_names(text, match.end() - 1))
-        graph[me] = {module_of(n) for n in names} - {me}
-    return graph
+def dependencies(name: str, text: str, mods: dict[str, str], defined: dict[str, str]) -> set[str]:
+    """The modules `name` depends on."""
+    found: set[str] = set()
+    for m in re.finditer(r"(?<![$\w])(?:crate|super)::(\{|" + IDENT + ")", text):
+        if m.group(1) == "{":
+            found.update(braced_names(text, m.start(1)))
+        else:
+            found.add(m.group(1))
+    found.update(m.group(1) for m in re.finditer(rf"\b({IDENT})!", text) if m.group(1) in defined)
+    if name == "crate":
+        body = re.sub(r"^\s*(pub(\([^)]*\))?\s+)?(mod|use)\b[^;]*;", "", text, flags=re.M)
+        found.update(m.group(1) for m in re.finditer(rf"(?<![:\w])({IDENT})::", body))
+    deps = {defined.get(d, d) for d in found}
+    # A name that is not a module is an item of the root.
+    deps = {d if d in mods else "crate" for d in deps}
+    deps.discard(name)
+    return deps
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A cycle of `graph` as a path, or None."""
+    state: dict[str, int] = {}
     stack: list[str] = []
-    found: list[list[str]] = []
 
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
+    def visit(n: str) -> list[str] | None:
+        state[n] = 1
+        stack.append(n)
+        for d in sorted(graph.get(n, ())):
+            if state.get(d) == 1:
+                return [*stack[stack.index(d) :], d]
+            if d not in state and (cycle := visit(d)):
+                return cycle
+        stack.pop()
+        state[n] = 2
+        return None
 
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+    for n in sorted(graph):
+        if n not in state and (cycle := visit(n)):
+            return cycle
+    return None
 
 
-def main(dirs: list[str]) -> int:
-    failed = False
-    for d in dirs:
-        graph = uses(Path(d))
-        for component in cycles(graph):
-            failed = True
-            edges = [f"{a} -> {b}" for a in component for b in sorted(graph[a]) if b in component]
-            print(f"check-module-cycles: {d}: modules use each other: {', '.join(edges)}")
-        if not failed:
-            print(f"check-module-cycles: {d}: no cycle among {len(graph)} modules")
-    return 1 if failed else 0
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("src", type=Path)
+    parser.add_argument("--forbid", action="append", default=[])
+    args = parser.parse_args()
+    mods = modules(args.src)
+    defined = macros(mods)
+    status = 0
+    for name, text in mods.items():
+        for crate in args.forbid:
+            if re.search(rf"(?<![\w$]){re.escape(crate)}::", text):
+                print(f"check-module-cycles: {args.src}: {name} names {crate}", file=sys.stderr)
+                status = 1
+    graph = {name: dependencies(name, text, mods, defined) for name, text in mods.items()}
+    cycle = find_cycle(graph)
+    if cycle:
+        print(
+            f"check-module-cycles: {args.src}: modules import in a loop: {' -> '.join(cycle)}",
+            file=sys.stderr,
+        )
+        status = 1
+    return status
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

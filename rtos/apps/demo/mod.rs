@@ -16,7 +16,7 @@ mod params {
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use tandem_board::BOARD;
-use tandem_rtos_firmware::{hw, log, stats, syscall};
+use tandem_rtos_firmware::{hw, log, status, syscall};
 use tandem_rtos_kernel::app::{App, Cyclic, Entry, Interrupt, Me, Owner, Refusal, Start, Task};
 use tandem_rtos_kernel::{CyclicConfig, SemaphoreConfig, TaskConfig};
 
@@ -183,9 +183,9 @@ fn status(_: Me) {
     loop {
         let _ = syscall::delay(1000 * PERIOD);
         seconds += 1;
-        stats::publish();
-        let mut line = stats::Line::new();
-        stats::write_status(&mut line, seconds);
+        status::publish();
+        let mut line = status::Line::new();
+        status::write(&mut line, seconds);
         let _ = write!(
             line,
             " | handoffs {} ({} late)",

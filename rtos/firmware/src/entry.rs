@@ -3,43 +3,23 @@
 //! frame on the current stack and hands the frame to Rust, which returns the
 //! frame to resume.
 
+use crate::frame::FRAME_SIZE;
+use crate::{exceptions, start};
+use tandem_abi::MAX_CORES;
 use tandem_abi::image::RTOS_MAGIC;
 
 /// Bytes of stack per core: the idle context, interrupt handling, and, on the
 /// first core, building the kernel state (several KiB, moved by value).
-pub const STACK_SIZE: usize = 64 * 1024;
-pub use tandem_abi::MAX_CORES;
+const STACK_SIZE: usize = 64 * 1024;
 
 /// Per-core stacks, in the NOLOAD `.stacks` section.
 #[unsafe(link_section = ".stacks")]
-pub static mut STACKS: [[u8; STACK_SIZE]; MAX_CORES] = [[0; STACK_SIZE]; MAX_CORES];
+static mut STACKS: [[u8; STACK_SIZE]; MAX_CORES] = [[0; STACK_SIZE]; MAX_CORES];
 
 /// Start-up handshake between cores, in .data so it is valid before .bss is
 /// zeroed: 1 untouched, 2 being initialised by the first core in, 3 ready.
 #[unsafe(no_mangle)]
 pub static INIT_STATE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(1);
-
-/// Registers saved when an exception interrupts the RTOS.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct Frame {
-    /// x0..x30.
-    pub x: [u64; 31],
-    /// Counter value at the third instruction of an IRQ (0 for other
-    /// exceptions): what interrupt latency is measured to.
-    pub entered: u64,
-    /// Where to resume.
-    pub elr: u64,
-    /// PSTATE to resume with.
-    pub spsr: u64,
-    /// The S-EL0 stack pointer (a protected task's; unused by the others).
-    pub sp_el0: u64,
-    /// Keeps the frame a multiple of 16 bytes.
-    pub pad: u64,
-}
-
-const FRAME_SIZE: usize = core::mem::size_of::<Frame>();
-const _: () = assert!(FRAME_SIZE == 36 * 8 && FRAME_SIZE.is_multiple_of(16));
 
 core::arch::global_asm!(
     r#"
@@ -215,9 +195,9 @@ vectors:
     stacks = sym STACKS,
     stack_size = const STACK_SIZE,
     init_state = sym INIT_STATE,
-    rtos_main = sym crate::rtos_main,
-    irq_handler = sym crate::irq_handler,
-    sync_handler = sym crate::sync_handler,
-    fault = sym crate::fault,
+    rtos_main = sym start::rtos_main,
+    irq_handler = sym exceptions::irq_handler,
+    sync_handler = sym exceptions::sync_handler,
+    fault = sym exceptions::fault,
     frame_size = const FRAME_SIZE,
 );

@@ -22,6 +22,14 @@ const PRIORITY: u8 = 0x20;
 
 static GIC: SpinLock<Option<GicV3<'static>>> = SpinLock::new(None);
 
+/// The core this runs on.
+pub fn core_index() -> usize {
+    let mpidr: u64;
+    // SAFETY: reading MPIDR has no side effects.
+    unsafe { core::arch::asm!("mrs {}, mpidr_el1", out(reg) mpidr, options(nomem, nostack)) };
+    (mpidr & 0xFF) as usize
+}
+
 /// Generic counter now (ticks since reset).
 pub fn now() -> u64 {
     let t: u64;

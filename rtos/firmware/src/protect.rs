@@ -9,14 +9,16 @@
 //! `tandem-rtos-mm`), and switching to an S-EL0 task writes TTBR0 with its
 //! tables and ASID, or with ASID 0 and a whole-TLB invalidation (`flush`).
 
-use crate::entry::{Frame, MAX_CORES};
+use crate::frame::Frame;
 use crate::log;
+use crate::table::apps;
 use arm_sysregs::el1::accessors::{
     read_sctlr_el1, write_mair_el1, write_sctlr_el1, write_tcr_el1, write_ttbr0_el1,
 };
 use arm_sysregs::el1::registers::{MairEl1, SctlrEl1, TcrEl1, Ttbr0El1};
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
+use tandem_abi::MAX_CORES;
 use tandem_board::BOARD;
 use tandem_rtos_kernel::app::{MAX_USER_TASKS, Started};
 use tandem_rtos_kernel::{MAX_TASKS, TaskId};
@@ -251,9 +253,7 @@ pub fn fresh_frame(
 /// Protected task `t` made a stray access (or ran something it may not):
 /// reports it; the caller stops the task.
 pub fn report_fault(core: usize, t: TaskId, what: Exception, esr: u64, far: u64, elr: u64) {
-    let name = crate::apps()
-        .task(t)
-        .map_or("?", |(_, task, _)| task.config.name);
+    let name = apps().task(t).map_or("?", |(_, task, _)| task.config.name);
     log!(
         core,
         "protected task {} ({name}) stopped: {} at {far:#x}, ESR {esr:#x} (class {:#x}), PC {elr:#x}",

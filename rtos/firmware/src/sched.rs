@@ -11,8 +11,10 @@
 //! S-EL0 task's application watches come from the applications table; this
 //! module never names an application.
 
-use crate::entry::{Frame, MAX_CORES};
-use crate::{hw, protect, stats};
+use crate::frame::Frame;
+use crate::table::apps;
+use crate::{hw, protect, stats, syscall};
+use tandem_abi::MAX_CORES;
 use tandem_board::BOARD;
 use tandem_lock::SpinLock;
 use tandem_rtos_kernel::app::{Entry, Me, Notifications, Table, Watch};
@@ -112,7 +114,7 @@ extern "C" fn task_entry(task: usize) -> ! {
     {
         body(me);
     }
-    crate::syscall::exit()
+    syscall::exit()
 }
 
 /// The S-EL0 task `task`'s watch, if it has one.
@@ -224,7 +226,7 @@ pub fn after_interrupt(
         let n = s.kernel.advance(core as u8, hw::now(), &mut fired);
         for &c in &fired[..n] {
             stats::released(core);
-            crate::apps().release(&mut s.kernel, c);
+            apps().release(&mut s.kernel, c);
         }
     }
     notify.deliver(&mut s.kernel);
@@ -248,12 +250,12 @@ pub fn system_call(core: usize, frame: *mut Frame) -> *mut Frame {
     } else {
         None
     };
-    let result = if from_el0 && !crate::syscall::el0_allowed(number) {
+    let result = if from_el0 && !syscall::el0_allowed(number) {
         Err(Error::Parameter)
     } else if watch.is_some_and(|w| !(w.allow)(number)) {
         Err(Error::Object)
     } else {
-        crate::syscall::serve(&mut s.kernel, caller, &regs.x, now)
+        syscall::serve(&mut s.kernel, caller, &regs.x, now)
     };
     if let Some(w) = watch
         && result.is_ok()
@@ -267,7 +269,7 @@ pub fn system_call(core: usize, frame: *mut Frame) -> *mut Frame {
     }
     // After ext_tsk the task's context is dead, even if a queued activation
     // made it Ready again at once: it restarts from its entry point.
-    if crate::syscall::is_exit(&regs.x) && result.is_ok() {
+    if syscall::is_exit(&regs.x) && result.is_ok() {
         s.fresh[caller.0 as usize] = true;
     }
     switch(s, core, frame)

@@ -1,12 +1,11 @@
 //! The RTOS's per-core statistics: busy time (measured by the idle loop),
-//! releases of cyclic handlers, deadline misses (from the applications
-//! table), interrupt and dispatch latencies; published to the shared region
-//! for Linux, and a status line for an application to print.
-
-use crate::entry::MAX_CORES;
+//! releases of cyclic handlers, interrupt and dispatch latencies, and what
+//! Linux publishes of its spin locks. [`crate::status`] adds the deadline
+//! misses and publishes them to the shared region.
 use core::fmt::Write;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use tandem_abi::MAX_CORES;
 use tandem_abi::shm::{
     CoreRecord, DISPATCH_BUCKETS, LATENCY_BUCKETS, core_record_offset, dispatch_offset,
     latency_offset,
@@ -126,14 +125,10 @@ pub fn linux_holds_lock(core: usize) -> bool {
     held != 0
 }
 
-/// Deadline misses on core `c`, as the applications table counts them.
-fn misses(c: usize) -> u64 {
-    crate::with_kernel(|k| crate::apps().misses(k, c as u8))
-}
-
-/// Writes every RTOS core's record in the shared region. Only the RTOS writes
-/// these fields; it never reads them back.
-pub fn publish() {
+/// Writes every RTOS core's record in the shared region, with `misses(c)`
+/// deadline misses on core `c`. Only the RTOS writes these fields; it never
+/// reads them back.
+pub(crate) fn publish(misses: impl Fn(usize) -> u64) {
     let base = BOARD.shared.base as usize;
     for c in cores() {
         let misses = misses(c);
@@ -159,46 +154,9 @@ pub fn publish() {
     }
 }
 
-/// A line of text built in place (no heap): what [`write_status`] and an
-/// application's own words go into before a [`crate::log!`].
-pub struct Line {
-    bytes: [u8; 320],
-    len: usize,
-}
-
-impl Line {
-    /// An empty line.
-    pub const fn new() -> Line {
-        Line {
-            bytes: [0; 320],
-            len: 0,
-        }
-    }
-
-    /// What was written (cut at the buffer's end).
-    pub fn as_str(&self) -> &str {
-        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("?")
-    }
-}
-
-impl Default for Line {
-    fn default() -> Line {
-        Line::new()
-    }
-}
-
-impl Write for Line {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        let n = s.len().min(self.bytes.len() - self.len);
-        self.bytes[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-        self.len += n;
-        Ok(())
-    }
-}
-
-/// The status line's per-core part, after `seconds`: per core, releases,
-/// deadline misses, RTOS load.
-pub fn write_status(w: &mut impl Write, seconds: u64) {
+/// Per RTOS core, after `seconds`: releases, `misses(c)` deadline misses,
+/// RTOS load.
+pub(crate) fn write_cores(w: &mut impl Write, seconds: u64, misses: impl Fn(usize) -> u64) {
     let _ = write!(w, "{seconds} s");
     for c in cores() {
         let misses = misses(c);

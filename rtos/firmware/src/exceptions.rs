@@ -1,0 +1,92 @@
+//! What the vector code (`entry.rs`) calls: IRQs, synchronous exceptions
+//! (system calls, protected tasks' faults) and exceptions the RTOS never
+//! expects; and the panic handler.
+
+use crate::frame::Frame;
+use crate::hw::core_index;
+use crate::table::apps;
+use crate::{console, hw, log, sched, stats};
+use tandem_rtos_kernel::app::Notifications;
+
+/// IRQ at S-EL1: RTOS interrupts only. Handles every pending one, then lets
+/// the scheduler pick the frame to resume. The timer and reschedule SGI are
+/// the kernel's; every other interrupt belongs to the application the table
+/// names, and only sets its owner's notification bit (after the
+/// application's top half, if it has one).
+pub(crate) extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
+    let core = core_index();
+    let table = apps();
+    let mut timer = false;
+    let mut notify = Notifications::default();
+    // Only application interrupts, and their top halves answered
+    // everything: nothing in the kernel changed, so the interrupted frame
+    // resumes without a pass of the scheduler.
+    let (mut owned, mut other) = (false, false);
+    while let Some(intid) = hw::acknowledge() {
+        if intid.raw_value() >= 1020 {
+            break;
+        }
+        if intid == hw::TIMER {
+            // SAFETY: the vector code just saved this frame.
+            let entered = unsafe { (*frame).entered };
+            stats::latency(core, entered.saturating_sub(hw::timer_compare()));
+            // Level-triggered: silence it before it ends; the scheduler
+            // re-arms it for the next event.
+            hw::set_timer(None);
+            timer = true;
+            other = true;
+        } else if intid == hw::RESCHEDULE {
+            // SAFETY: the vector code just saved this frame.
+            stats::reschedule_taken(core, unsafe { (*frame).entered });
+            other = true;
+        } else if let Some(notice) = table.interrupt(intid.raw_value(), core) {
+            notice.take(core, &mut notify);
+            owned = true;
+        } else {
+            log!(core, "unexpected interrupt {intid:?}");
+            other = true;
+        }
+        hw::end(intid);
+    }
+    if owned && !other && notify.is_empty() {
+        return frame;
+    }
+    sched::after_interrupt(core, frame, timer, notify)
+}
+
+/// Synchronous exception at S-EL1: a system call, a protected task's
+/// fault, or a bug in the RTOS.
+pub(crate) extern "C" fn sync_handler(frame: *mut Frame) -> *mut Frame {
+    let (esr, far): (u64, u64);
+    // SAFETY: reading ESR and FAR has no side effects.
+    unsafe {
+        core::arch::asm!("mrs {}, esr_el1", "mrs {}, far_el1", out(reg) esr, out(reg) far,
+            options(nomem, nostack))
+    };
+    let what = tandem_rtos_mm::classify(esr);
+    if !what.is_fault() {
+        return sched::system_call(core_index(), frame);
+    }
+    // SAFETY: the frame was just saved by the vector code on this stack.
+    if unsafe { (*frame).spsr } & 0xF == 0 {
+        // From S-EL0: a protected task touched what is not its own.
+        return sched::fault(core_index(), frame, what, esr, far);
+    }
+    // SAFETY: the frame was just saved by the vector code on this stack.
+    let elr = unsafe { (*frame).elr };
+    panic!("synchronous exception ESR {esr:#x} at {elr:#x}");
+}
+
+/// An exception the RTOS never expects.
+pub(crate) extern "C" fn fault(esr: u64, elr: u64, far: u64) -> ! {
+    panic!("unexpected exception ESR {esr:#x} ELR {elr:#x} FAR {far:#x}");
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    console::print_emergency(core_index(), format_args!("PANIC: {info}"));
+    loop {
+        // SAFETY: waiting has no memory effects.
+        unsafe { core::arch::asm!("wfe", options(nomem, nostack)) };
+    }
+}

@@ -1,0 +1,89 @@
+//! Each core's way in, from the reset code: the first core builds the
+//! kernel from the applications table, reads the boot configuration and the
+//! workload blob and runs the applications' start steps; then every core
+//! turns on what it needs and settles in its idle loop.
+
+use crate::table::apps;
+use crate::{console, hw, log, protect, sched, stats};
+use core::sync::atomic::{AtomicU32, Ordering};
+use tandem_abi::boot::BootConfig;
+use tandem_abi::workload::Blob;
+use tandem_board::BOARD;
+use tandem_rtos_kernel::app::Platform;
+
+static GLOBAL_READY: AtomicU32 = AtomicU32::new(0);
+
+/// Each core's start, from `_start`: x0 = core, x1 = shared region, x2 = the
+/// cores running the RTOS, x3 = 1 on the core that set up memory.
+pub(crate) extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: u64) -> ! {
+    if first != 0 {
+        console::init();
+        hw::init_global();
+        let table = apps();
+        sched::init(table, hw::now());
+        stats::set_cores(mask);
+        let platform = Platform {
+            cores: mask,
+            rpc_cores: read_boot_config(),
+            now: hw::now(),
+        };
+        let blob = read_workload();
+        let entries = blob
+            .validate()
+            .unwrap_or_else(|e| panic!("workload refused: {e}"));
+        let started = sched::with_kernel(|k| table.start(k, platform, entries))
+            .unwrap_or_else(|e| panic!("workload refused: {e}"));
+        protect::init(&started);
+        log!(
+            core,
+            "Tandem RTOS {} up on cores {mask:#x}",
+            env!("CARGO_PKG_VERSION")
+        );
+        GLOBAL_READY.store(1, Ordering::Release);
+    } else {
+        while GLOBAL_READY.load(Ordering::Acquire) == 0 {
+            core::hint::spin_loop();
+        }
+    }
+    protect::enable_mmu();
+    hw::init_core(core, apps().intids());
+    // Run the scheduler once at start: autostart tasks, first timer.
+    hw::send_reschedule(core);
+    idle(core)
+}
+
+/// The RPC server cores the boot configuration names (where the monitor
+/// sends RPC doorbells). Read before Linux starts (this runs first on the
+/// boot core), and checked again although the monitor checked it: the RTOS
+/// trusts nothing in normal RAM.
+fn read_boot_config() -> u8 {
+    // SAFETY: the board reserves this page of normal RAM for the blob; Linux
+    // has not run yet; any bit pattern is a valid BootConfig (plain integers).
+    let blob = unsafe { (BOARD.boot_config as *const BootConfig).read_volatile() };
+    if let Err(e) = blob.validate() {
+        panic!("boot configuration refused: {e:?}");
+    }
+    blob.rpc_cores()
+}
+
+/// The workload blob, copied into RTOS memory before anything reads it
+/// (Linux has not run yet, and a copy cannot change under the checks).
+fn read_workload() -> Blob {
+    let at = BOARD.boot_config + tandem_abi::workload::OFFSET;
+    // SAFETY: the blob lies in the same reserved page as the boot
+    // configuration (`workload::OFFSET` + `SIZE` stay inside it); any bit
+    // pattern is a valid Blob (integers and byte arrays), checked before use.
+    unsafe { (at as *const Blob).read_volatile() }
+}
+
+/// This core's idle loop, and the frame it is resumed in when no task is
+/// ready. Takes pending interrupts (running whatever they make ready), then
+/// gives the core to Linux until the next RTOS interrupt.
+fn idle(core: usize) -> ! {
+    loop {
+        let back = hw::now();
+        hw::take_interrupts();
+        stats::busy(core, hw::now() - back);
+        hw::yield_to_linux();
+    }
+}
