@@ -44,8 +44,9 @@ macro_rules! image {
 
         /// The applications table, for the firmware (`tandem_rtos_firmware::image!`).
         #[unsafe(no_mangle)]
-        fn tandem_rtos_table() -> &'static $crate::Table {
-            &$table
+        fn tandem_rtos_image() -> &'static $crate::table::Image {
+            static IMAGE: $crate::table::Image = $crate::table::Image::new(&$table);
+            &IMAGE
         }
     };
 }

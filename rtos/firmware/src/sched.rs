@@ -12,7 +12,7 @@
 //! module never names an application.
 
 use crate::frame::Frame;
-use crate::table::apps;
+use crate::table::{apps, flat};
 use crate::{hw, protect, stats, syscall};
 use tandem_abi::MAX_CORES;
 use tandem_board::BOARD;
@@ -66,8 +66,7 @@ static SCHED: SpinLock<Option<Sched>> = SpinLock::new(None);
 /// Builds the kernel from the applications table, for every core the board
 /// has. Once, by the first core in, before any core takes interrupts.
 pub fn init(table: &Table, now: u64) {
-    let flat = table.flat();
-    let kernel = Kernel::new(&flat.config(BOARD.max_cores), now)
+    let kernel = Kernel::new(&flat().config(BOARD.max_cores), now)
         .expect("the table is checked at build time");
     let mut tasks = [None; MAX_TASKS];
     let mut user = 0;

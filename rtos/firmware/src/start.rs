@@ -68,12 +68,24 @@ fn read_boot_config() -> u8 {
 
 /// The workload blob, copied into RTOS memory before anything reads it
 /// (Linux has not run yet, and a copy cannot change under the checks).
+/// Word by word in a loop: a volatile read of the whole struct would copy
+/// its name fields byte by byte, unrolled.
 fn read_workload() -> Blob {
-    let at = BOARD.boot_config + tandem_abi::workload::OFFSET;
-    // SAFETY: the blob lies in the same reserved page as the boot
-    // configuration (`workload::OFFSET` + `SIZE` stay inside it); any bit
-    // pattern is a valid Blob (integers and byte arrays), checked before use.
-    unsafe { (at as *const Blob).read_volatile() }
+    const WORDS: usize = core::mem::size_of::<Blob>() / 8;
+    const _: () = assert!(core::mem::size_of::<Blob>().is_multiple_of(8));
+    let at = (BOARD.boot_config + tandem_abi::workload::OFFSET) as *const u64;
+    let mut blob = core::mem::MaybeUninit::<Blob>::uninit();
+    let to = blob.as_mut_ptr() as *mut u64;
+    for i in 0..WORDS {
+        // SAFETY: the blob lies in the same reserved page as the boot
+        // configuration (`workload::OFFSET` + `SIZE` stay inside it, and it
+        // is 8-byte aligned); `to` is a local Blob's storage, written once
+        // per word.
+        unsafe { to.add(i).write(at.add(i).read_volatile()) };
+    }
+    // SAFETY: every word was written above, and any bit pattern is a valid
+    // Blob (integers and byte arrays), checked before use.
+    unsafe { blob.assume_init() }
 }
 
 /// This core's idle loop, and the frame it is resumed in when no task is

@@ -3,7 +3,25 @@
 
 use crate::hw;
 use tandem_board::BOARD;
-use tandem_rtos_kernel::app::Table;
+use tandem_rtos_kernel::app::{Flat, Table};
+
+/// What the image crate hands over: its table, and the table's objects as
+/// the kernel takes them, laid out at build time.
+pub struct Image {
+    table: &'static Table,
+    flat: Flat,
+}
+
+impl Image {
+    /// The image of `table` (a `const fn`: [`crate::image!`] builds it into
+    /// a static).
+    pub const fn new(table: &'static Table) -> Image {
+        Image {
+            table,
+            flat: table.flat(),
+        }
+    }
+}
 
 /// The interrupts the firmware keeps for itself: no application may own
 /// them.
@@ -36,10 +54,15 @@ pub const fn check(table: &Table) {
 
 unsafe extern "Rust" {
     /// Defined by [`crate::image!`] in the image crate.
-    safe fn tandem_rtos_table() -> &'static Table;
+    safe fn tandem_rtos_image() -> &'static Image;
 }
 
 /// The applications table.
 pub(crate) fn apps() -> &'static Table {
-    tandem_rtos_table()
+    tandem_rtos_image().table
+}
+
+/// The table's objects, as the kernel takes them.
+pub(crate) fn flat() -> &'static Flat {
+    &tandem_rtos_image().flat
 }
