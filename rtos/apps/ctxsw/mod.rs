@@ -20,7 +20,6 @@ use tandem_abi::shm::{
     CTXSW_ASID, CTXSW_DONE, CTXSW_FLUSH, CTXSW_OFFSET, CTXSW_RUNNING, CtxswRecord,
 };
 use tandem_board::BOARD;
-use tandem_lock::SpinLock;
 use tandem_rtos_firmware::{log, syscall};
 use tandem_rtos_kernel::app::{App, Entry, Protection, Refusal, Start, Task, User, Watch};
 use tandem_rtos_kernel::{TaskConfig, TaskId, Ticks};
@@ -66,20 +65,24 @@ static WATCH: Watch = Watch { allow, done, fault };
 /// Hand-offs to make (0 until the workload selects this application).
 static SWITCHES: AtomicU64 = AtomicU64::new(0);
 
-/// The hand-off measurement (kept under the kernel lock).
+/// The hand-off measurement. Only the watch changes it, and the firmware
+/// calls the watch under the kernel lock, so its fields need no lock of
+/// their own: atomics, relaxed, only because they are shared statics (a
+/// lock here would cost every hand-off its instructions, which are what is
+/// measured).
 struct Measure {
-    done: u64,
-    first: u64,
-    batch_start: u64,
-    best_batch: u64,
+    done: AtomicU64,
+    first: AtomicU64,
+    batch_start: AtomicU64,
+    best_batch: AtomicU64,
 }
 
-static MEASURE: SpinLock<Measure> = SpinLock::new(Measure {
-    done: 0,
-    first: 0,
-    batch_start: 0,
-    best_batch: u64::MAX,
-});
+static MEASURE: Measure = Measure {
+    done: AtomicU64::new(0),
+    first: AtomicU64::new(0),
+    batch_start: AtomicU64::new(0),
+    best_batch: AtomicU64::new(u64::MAX),
+};
 
 /// Clears the record (whether selected or not: Linux may read it), and when
 /// selected asks for memory protection and starts the tasks on their core.
@@ -138,7 +141,8 @@ fn clear_record(mode: u32, pages: u32) {
 /// Whether system call `number` may go ahead: a hand-off only while
 /// hand-offs remain (then the pair stops).
 fn allow(number: u64) -> bool {
-    number != syscall::CHG || MEASURE.lock().done < SWITCHES.load(Ordering::Relaxed)
+    number != syscall::CHG
+        || MEASURE.done.load(Ordering::Relaxed) < SWITCHES.load(Ordering::Relaxed)
 }
 
 /// System call `number` succeeded at counter value `now`: counts and times
@@ -147,39 +151,43 @@ fn done(number: u64, now: Ticks) {
     if number != syscall::CHG {
         return;
     }
-    let mut m = MEASURE.lock();
-    if m.done == 0 {
-        m.first = now;
-        m.batch_start = now;
+    let m = &MEASURE;
+    let done = m.done.load(Ordering::Relaxed) + 1;
+    m.done.store(done, Ordering::Relaxed);
+    if done == 1 {
+        m.first.store(now, Ordering::Relaxed);
+        m.batch_start.store(now, Ordering::Relaxed);
         // SAFETY: the RTOS is the record's only writer.
         unsafe { addr_of_mut!((*record()).state).write_volatile(CTXSW_RUNNING) };
     }
-    m.done += 1;
-    if m.done % BATCH == 1 && m.done > 1 {
-        m.best_batch = m.best_batch.min(now - m.batch_start);
-        m.batch_start = now;
+    if done % BATCH == 1 && done > 1 {
+        let batch = now - m.batch_start.load(Ordering::Relaxed);
+        m.best_batch.fetch_min(batch, Ordering::Relaxed);
+        m.batch_start.store(now, Ordering::Relaxed);
     }
-    if m.done == SWITCHES.load(Ordering::Relaxed) {
+    if done == SWITCHES.load(Ordering::Relaxed) {
+        let (first, best) = (
+            m.first.load(Ordering::Relaxed),
+            m.best_batch.load(Ordering::Relaxed),
+        );
         let r = record();
         // SAFETY: as above; the state goes last, so Linux never sees a
         // finished state with unfinished numbers.
         unsafe {
-            addr_of_mut!((*r).switches).write_volatile(m.done);
-            addr_of_mut!((*r).ticks).write_volatile(now - m.first);
-            addr_of_mut!((*r).best_batch_ticks).write_volatile(if m.best_batch == u64::MAX {
+            addr_of_mut!((*r).switches).write_volatile(done);
+            addr_of_mut!((*r).ticks).write_volatile(now - first);
+            addr_of_mut!((*r).best_batch_ticks).write_volatile(if best == u64::MAX {
                 0
             } else {
-                m.best_batch
+                best
             });
             core::sync::atomic::fence(Ordering::Release);
             addr_of_mut!((*r).state).write_volatile(CTXSW_DONE);
         }
         log!(
             tandem_rtos_firmware::core_index(),
-            "ctxsw: {} hand-offs in {} ticks (best {} per {BATCH})",
-            m.done,
-            now - m.first,
-            m.best_batch
+            "ctxsw: {done} hand-offs in {} ticks (best {best} per {BATCH})",
+            now - first
         );
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::frame::Frame;
 use crate::hw::core_index;
-use crate::table::apps;
+use crate::table::routes;
 use crate::{console, hw, log, sched, stats};
 use tandem_rtos_kernel::app::Notifications;
 
@@ -15,7 +15,7 @@ use tandem_rtos_kernel::app::Notifications;
 /// application's top half, if it has one).
 pub(crate) extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
     let core = core_index();
-    let table = apps();
+    let routes = routes();
     let mut timer = false;
     let mut notify = Notifications::default();
     // Only application interrupts, and their top halves answered
@@ -26,7 +26,10 @@ pub(crate) extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
         if intid.raw_value() >= 1020 {
             break;
         }
-        if intid == hw::TIMER {
+        if let Some(notice) = routes.notice(intid.raw_value(), core) {
+            notice.take(core, &mut notify);
+            owned = true;
+        } else if intid == hw::TIMER {
             // SAFETY: the vector code just saved this frame.
             let entered = unsafe { (*frame).entered };
             stats::latency(core, entered.saturating_sub(hw::timer_compare()));
@@ -39,9 +42,6 @@ pub(crate) extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
             // SAFETY: the vector code just saved this frame.
             stats::reschedule_taken(core, unsafe { (*frame).entered });
             other = true;
-        } else if let Some(notice) = table.interrupt(intid.raw_value(), core) {
-            notice.take(core, &mut notify);
-            owned = true;
         } else {
             log!(core, "unexpected interrupt {intid:?}");
             other = true;

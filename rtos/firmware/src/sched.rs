@@ -28,20 +28,22 @@ pub const TASK_STACK: usize = 8 * 1024;
 #[unsafe(link_section = ".stacks")]
 static mut TASK_STACKS: [[u8; TASK_STACK]; MAX_TASKS] = [[0; TASK_STACK]; MAX_TASKS];
 
-/// What the table says of one task, looked up once at start: its code,
-/// what its body is given, and its address space (0: the kernel's).
+/// What the table says of one task, looked up once at start (the paths
+/// that need it are hot: every switch): its code, what its body is given,
+/// its address space (0: the kernel's) and its application's watch.
 #[derive(Clone, Copy)]
 struct TaskInfo {
     entry: Entry,
     me: Me,
     space: usize,
+    watch: Option<&'static Watch>,
 }
 
 /// Every task's [`TaskInfo`], by task ID (`None` past the last task).
 static TASKS: spin::Once<[Option<TaskInfo>; MAX_TASKS]> = spin::Once::new();
 
-fn info(task: usize) -> Option<TaskInfo> {
-    TASKS.get().and_then(|t| t.get(task).copied().flatten())
+fn info(task: usize) -> Option<&'static TaskInfo> {
+    TASKS.get()?.get(task)?.as_ref()
 }
 
 /// PSTATE of a task: EL1h, IRQs on, FIQs (Linux's interrupts) and aborts masked.
@@ -59,6 +61,9 @@ struct Sched {
     idle_frames: [usize; MAX_CORES],
     /// What runs on each core.
     current: [Option<TaskId>; MAX_CORES],
+    /// Each S-EL0 task's watch (here, under the lock it is called under,
+    /// for the system-call path).
+    watches: [Option<&'static Watch>; MAX_TASKS],
 }
 
 static SCHED: SpinLock<Option<Sched>> = SpinLock::new(None);
@@ -72,20 +77,22 @@ pub fn init(table: &Table, now: u64) {
     let mut user = 0;
     for (i, slot) in tasks.iter_mut().enumerate().take(table.task_count()) {
         let (_, task, me) = table.task(TaskId(i as u8)).expect("a task of the table");
-        let space = match task.entry {
-            Entry::User(_) => {
+        let (space, watch) = match task.entry {
+            Entry::User(u) => {
                 user += 1;
-                user
+                (user, u.watch)
             }
-            Entry::Kernel(_) => 0,
+            Entry::Kernel(_) => (0, None),
         };
         *slot = Some(TaskInfo {
             entry: task.entry,
             me,
             space,
+            watch,
         });
     }
     TASKS.call_once(|| tasks);
+    let watches = tasks.map(|t| t.and_then(|t| t.watch));
     *SCHED.lock() = Some(Sched {
         kernel,
         frames: [0; MAX_TASKS],
@@ -93,6 +100,7 @@ pub fn init(table: &Table, now: u64) {
         awaiting: [false; MAX_TASKS],
         idle_frames: [0; MAX_CORES],
         current: [None; MAX_CORES],
+        watches,
     });
 }
 
@@ -111,17 +119,9 @@ extern "C" fn task_entry(task: usize) -> ! {
         ..
     }) = info(task)
     {
-        body(me);
+        body(*me);
     }
     syscall::exit()
-}
-
-/// The S-EL0 task `task`'s watch, if it has one.
-fn watch(task: usize) -> Option<&'static Watch> {
-    match info(task)?.entry {
-        Entry::User(u) => u.watch,
-        Entry::Kernel(_) => None,
-    }
 }
 
 /// A frame that starts `task` from its entry point, at the top of its stack
@@ -136,7 +136,7 @@ fn fresh_frame(task: usize) -> usize {
         ..
     }) = info(task)
     {
-        return protect::fresh_frame(task, space, u.entry, top);
+        return protect::fresh_frame(task, *space, u.entry, top);
     }
     let frame = (top - core::mem::size_of::<Frame>()) as *mut Frame;
     let mut x = [0u64; 31];
@@ -156,6 +156,7 @@ fn fresh_frame(task: usize) -> usize {
     frame as usize
 }
 
+#[inline(always)]
 fn encode(frame: *mut Frame, result: Result<WaitResult, Error>) {
     let (code, value) = match result {
         Ok(WaitResult::Ok) => (0, 0),
@@ -245,7 +246,7 @@ pub fn system_call(core: usize, frame: *mut Frame) -> *mut Frame {
     let from_el0 = regs.spsr & 0xF == 0;
     let number = regs.x[8];
     let watch = if from_el0 {
-        watch(caller.0 as usize)
+        s.watches[caller.0 as usize]
     } else {
         None
     };
@@ -290,7 +291,7 @@ pub fn fault(
     };
     // SAFETY: the vector code just saved this frame.
     let elr = unsafe { (*frame).elr };
-    if let Some(w) = watch(t.0 as usize) {
+    if let Some(w) = s.watches[t.0 as usize] {
         (w.fault)(t, esr, far);
     }
     protect::report_fault(core, t, what, esr, far, elr);

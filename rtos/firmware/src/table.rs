@@ -3,13 +3,15 @@
 
 use crate::hw;
 use tandem_board::BOARD;
-use tandem_rtos_kernel::app::{Flat, Table};
+use tandem_rtos_kernel::app::{Flat, Routes, Table};
 
-/// What the image crate hands over: its table, and the table's objects as
-/// the kernel takes them, laid out at build time.
+/// What the image crate hands over: its table, and, laid out at build
+/// time, the table's objects as the kernel takes them and its interrupts'
+/// owners by INTID.
 pub struct Image {
     table: &'static Table,
     flat: Flat,
+    routes: Routes,
 }
 
 impl Image {
@@ -19,6 +21,7 @@ impl Image {
         Image {
             table,
             flat: table.flat(),
+            routes: table.routes(),
         }
     }
 }
@@ -65,4 +68,9 @@ pub(crate) fn apps() -> &'static Table {
 /// The table's objects, as the kernel takes them.
 pub(crate) fn flat() -> &'static Flat {
     &tandem_rtos_image().flat
+}
+
+/// The owners of the private interrupts, by INTID.
+pub(crate) fn routes() -> &'static Routes {
+    &tandem_rtos_image().routes
 }

@@ -460,6 +460,59 @@ impl Notice {
     }
 }
 
+/// Private interrupts (SGIs and PPIs, which every core has): the INTIDs
+/// [`Routes`] covers.
+pub const PRIVATE_INTIDS: usize = 32;
+
+/// One owned interrupt, its owner numbered system-wide.
+#[derive(Clone, Copy, Debug)]
+struct Route {
+    owner: Owner,
+    top: Option<fn(usize) -> bool>,
+}
+
+impl Route {
+    const fn new(irq: &Interrupt, ids: AppIds) -> Route {
+        let owner = match irq.owner {
+            Owner::Task(t) => Owner::Task(ids.tasks + t),
+            Owner::PerCore { first, count } => Owner::PerCore {
+                first: ids.tasks + first,
+                count,
+            },
+        };
+        Route {
+            owner,
+            top: irq.top,
+        }
+    }
+
+    fn notice(&self, core: usize) -> Notice {
+        let owner = match self.owner {
+            Owner::Task(t) => Some(TaskId(t)),
+            Owner::PerCore { first, count } => {
+                (core < count as usize).then(|| TaskId(first + core as u8))
+            }
+        };
+        Notice {
+            owner,
+            top: self.top,
+        }
+    }
+}
+
+/// The owners of the private interrupts, by INTID ([`Table::routes`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Routes([Option<Route>; PRIVATE_INTIDS]);
+
+impl Routes {
+    /// Who private interrupt `intid` notifies on `core`, as
+    /// [`Table::interrupt`] says, in one step; `None` if no application
+    /// owns it (or it is not private).
+    pub fn notice(&self, intid: u32, core: usize) -> Option<Notice> {
+        Some(self.0.get(intid as usize)?.as_ref()?.notice(core))
+    }
+}
+
 /// Tasks that interrupts have notified and that have not been woken yet,
 /// a bit per task.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -935,20 +988,40 @@ impl Table {
         let mut ids = AppIds::default();
         for app in self.apps {
             if let Some(irq) = app.interrupts.iter().find(|i| i.intid == intid) {
-                let owner = match irq.owner {
-                    Owner::Task(t) => Some(ids.task(t)),
-                    Owner::PerCore { first, count } => {
-                        (core < count as usize).then(|| ids.task(first + core as u8))
-                    }
-                };
-                return Some(Notice {
-                    owner,
-                    top: irq.top,
-                });
+                return Some(Route::new(irq, ids).notice(core));
             }
             ids = self.next(ids, app);
         }
         None
+    }
+
+    /// Every private interrupt's owner, by INTID, for an interrupt path
+    /// that looks it up in one step ([`Routes::notice`]). A `const fn`, so
+    /// a firmware can lay it out at build time.
+    pub const fn routes(&self) -> Routes {
+        let mut routes = [None; PRIVATE_INTIDS];
+        let mut ids = AppIds {
+            tasks: 0,
+            cyclics: 0,
+            semaphores: 0,
+            flags: 0,
+            dataqueues: 0,
+        };
+        let mut a = 0;
+        while a < self.apps.len() {
+            let app = &self.apps[a];
+            let mut i = 0;
+            while i < app.interrupts.len() {
+                let irq = &app.interrupts[i];
+                if (irq.intid as usize) < PRIVATE_INTIDS && routes[irq.intid as usize].is_none() {
+                    routes[irq.intid as usize] = Some(Route::new(irq, ids));
+                }
+                i += 1;
+            }
+            ids.tasks += app.tasks.len() as u8;
+            a += 1;
+        }
+        Routes(routes)
     }
 
     /// Every INTID the applications own.

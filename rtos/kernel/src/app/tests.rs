@@ -210,6 +210,27 @@ fn an_interrupt_notifies_the_task_that_owns_it() {
 }
 
 #[test]
+fn routes_say_what_the_table_says_in_one_step() {
+    const ROUTES: Routes = TABLE.routes();
+    for intid in 0..PRIVATE_INTIDS as u32 + 3 {
+        for core in 0..CORES {
+            let a = TABLE
+                .interrupt(intid, core)
+                .map(|n| (n.owner, n.top.is_some()));
+            let b = ROUTES
+                .notice(intid, core)
+                .map(|n| (n.owner, n.top.is_some()));
+            assert_eq!(a, b, "INTID {intid} on core {core}");
+        }
+    }
+    assert!(
+        ROUTES
+            .notice(SGI_B, 2)
+            .is_some_and(|n| n.owner == Some(TaskId(4)))
+    );
+}
+
+#[test]
 fn a_per_core_interrupt_notifies_that_cores_task_and_its_top_half_decides() {
     let mut k = kernel(&TABLE);
     for t in 2..5 {
