@@ -175,6 +175,19 @@ def parse_setting(text: str) -> tuple[str, str, Value]:
     return app, param, value
 
 
+def runs(settings: Iterable[str]) -> tuple[AppRun, ...]:
+    """The applications `APP` or `APP.PARAM=VALUE` settings select, in the
+    order first named (a command line's `--rtos`, a scenario's `rtos`)."""
+    params: dict[str, list[tuple[str, Value]]] = {}
+    for text in settings:
+        if "=" not in text and "." not in text:
+            params.setdefault(text.strip(), [])
+            continue
+        app, param, value = parse_setting(text)
+        params.setdefault(app, []).append((param, value))
+    return tuple(AppRun(app, tuple(p)) for app, p in params.items())
+
+
 def _name(text: str) -> bytes:
     data = text.encode("ascii")
     assert len(data) <= abi.WORKLOAD_NAME_LEN, text

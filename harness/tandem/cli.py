@@ -8,7 +8,7 @@ import signal
 import sys
 from types import FrameType
 
-from tandem import bench, capacity, qemu_command, trace
+from tandem import apps, bench, capacity, qemu_command, trace
 from tandem.board import load_board
 from tandem.configs import Workload, available
 from tandem.errors import TandemError
@@ -57,6 +57,15 @@ def _boot_options(
         default=None,
         metavar="CORE:PERIOD_US:WORK_US",
         help="the RTOS runs one periodic busy task instead of its demo",
+    )
+    parser.add_argument(
+        "--rtos",
+        action="append",
+        default=[],
+        metavar="APP[.PARAM=VALUE]",
+        help="select an RTOS application, with a parameter (repeat for more), e.g. "
+        f"--rtos ctxsw.mode=flush; applications: {', '.join(apps.available())} "
+        "(rtos/apps/APP/app.toml lists each one's parameters)",
     )
     parser.add_argument(
         "--capacity",
@@ -121,6 +130,7 @@ def _options(args: argparse.Namespace) -> BootOptions:
         capacity=args.capacity,
         workload=args.workload,
         rpc_cores=args.rpc_cores,
+        apps=apps.runs(args.rtos),
     )
 
 

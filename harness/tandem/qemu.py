@@ -227,7 +227,8 @@ REFUSAL = "cannot start:"
 
 
 def monitor_refusal(secure_log: Path) -> str | None:
-    """The monitor's reason for refusing to start the machine, if it did."""
+    """Why the monitor or the RTOS refused to start the machine, if one did
+    (both log "cannot start: ..." and power off)."""
     try:
         text = secure_log.read_text(errors="replace")
     except FileNotFoundError:
@@ -252,7 +253,7 @@ def run_interactive(options: BootOptions) -> int:
         raise
     refusal = monitor_refusal(prepared.secure_log)
     if refusal:
-        print(f"tandem: the monitor refused to start: {refusal}", file=sys.stderr)
+        print(f"tandem: Tandem refused to start: {refusal}", file=sys.stderr)
         return 1
     return status
 
@@ -369,7 +370,7 @@ def run_exec(
     refusal = monitor_refusal(prepared.secure_log)
     if refusal:
         raise TandemError(
-            f"the monitor refused to start: {refusal} (secure: {prepared.secure_log}; "
+            f"Tandem refused to start: {refusal} (secure: {prepared.secure_log}; "
             "run `make build` if the firmware and the harness disagree)"
         )
     if status is None:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from tandem import exp, scenario
+from tandem.apps import AppRun
 from tandem.errors import TandemError
 from tandem.exp import capacity as capacity_exp
-from tandem.exp import domains, lhp, linux_rt, rpc
+from tandem.exp import domains, lhp, linux_rt, rpc, rtos_app
 from tandem.exp.common import median_change_ci
 from tandem.measure import Latency, parse_results
 from tandem.results import PARTIAL
@@ -750,3 +751,58 @@ def test_median_change_ci_brackets_the_change_and_is_repeatable() -> None:
 def test_median_change_ci_rejects_empty_samples() -> None:
     with pytest.raises(TandemError):
         median_change_ci([], [1.0])
+
+
+APP_SCENARIO = """
+experiment = "{name}"
+paper = "004"
+description = "the ctxsw application alone, from a scenario file"
+runner = "rtos-app"
+timing = "virtual"
+reps = 1
+smp = 1
+rtos = ["ctxsw", "ctxsw.switches=2000", "ctxsw.mode=flush"]
+linux = "true"
+expect = ['ctxsw: 2000 hand-offs in \\d+ ticks']
+
+[quick]
+rtos = ["ctxsw", "ctxsw.switches=1000"]
+expect = ['ctxsw: 1000 hand-offs']
+"""
+
+
+def test_rtos_app_scenarios_need_no_module(tmp_path: Path) -> None:
+    write(tmp_path, "chg", APP_SCENARIO.format(name="chg"))
+    write(tmp_path, "other", 'experiment = "other"\nrunner = "elsewhere"\n')
+    assert exp.app_scenarios(tmp_path) == ["chg"]
+    e = exp.get("chg", tmp_path)
+    s = scenario.load("chg", e.schema, quick=True, directory=tmp_path)
+    assert rtos_app.options(s).apps == (AppRun("ctxsw", (("switches", 1000),)),)
+    with pytest.raises(TandemError, match="no experiment 'other'"):
+        exp.get("other", tmp_path)
+    write(tmp_path, "bad", APP_SCENARIO.format(name="bad").replace("rtos-app", "rtos-apps"))
+    with pytest.raises(TandemError, match="no experiment 'bad'"):
+        exp.get("bad", tmp_path)
+    log = "\n".join(
+        [
+            "[     0.000697] rtos/0: Tandem RTOS 0.1.0 up on cores 0x1",
+            "[     0.010000] rtos/0: ctxsw: 2000 hand-offs in 99 ticks (best 3 per 64)",
+            "[     0.020000] monitor/0: ctxsw: not the RTOS's",
+        ]
+    )
+    assert rtos_app.app_lines(log, ["ctxsw"]) == [log.splitlines()[1]]
+
+
+@pytest.mark.qemu
+def test_rtos_app_scenario_runs(tmp_path: Path) -> None:
+    write(tmp_path, "chg", APP_SCENARIO.format(name="chg"))
+    out = exp.run("chg", quick=False, overrides={}, out_root=tmp_path / "r", directory=tmp_path)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["runner"] == "rtos-app" and summary["rtos"][0] == "ctxsw"
+    (row,) = summary["rows"]
+    assert any("ctxsw: 2000 hand-offs" in line for line in row["lines"]), row
+    assert "ctxsw: 2000 hand-offs" in (out / "report.md").read_text()
+    assert (out / "raw" / "rep1.secure.log").is_file()
+    write(tmp_path, "never", APP_SCENARIO.format(name="never").replace("2000 hand", "7 hand"))
+    with pytest.raises(TandemError, match="never showed 'ctxsw: 7 hand-offs"):
+        exp.run("never", quick=False, overrides={}, out_root=tmp_path / "r", directory=tmp_path)

@@ -9,8 +9,10 @@ import json
 import pytest
 
 from tandem.abi import constants
+from tandem.apps import AppRun
 from tandem.board import load_board
 from tandem.configs import Workload
+from tandem.errors import TandemError
 from tandem.qemu import BootOptions, run_exec
 
 pytestmark = pytest.mark.qemu
@@ -95,3 +97,16 @@ cat {SYSFS}/core1/rtos_releases {SYSFS}/core1/deadline_misses
     started = [int(core["samples"]) for core in cores]
     assert all(n > 0 for n in started), f"the task never moved: {started}"
     assert sum(started) >= 1000 and sum(started) <= releases
+
+
+def test_the_rtos_refuses_a_workload_its_application_cannot_run() -> None:
+    """Each value is in its own range (the harness checks that), but work
+    longer than the period is the application's to refuse: the RTOS says
+    why and powers the machine off."""
+    bad = AppRun.of("periodic", core=1, period_us=1000, work_us=2000)
+    with pytest.raises(
+        TandemError,
+        match=r"refused to start: cannot start: workload refused: "
+        r"periodic\.work_us = 2000: shorter than period_us",
+    ):
+        run_exec(BootOptions(timing="virtual", smp=2, apps=(bad,)), "true\n", timeout_s=60)

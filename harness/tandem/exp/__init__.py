@@ -7,13 +7,14 @@ import json
 import shlex
 import sys
 import time
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from tandem import provenance, scenario
 from tandem.errors import TandemError
-from tandem.exp import capacity, ctxsw, domains, lhp, linux_rt, rpc
+from tandem.exp import capacity, ctxsw, domains, lhp, linux_rt, rpc, rtos_app
 from tandem.exp.common import num, read_summary
 from tandem.paths import RESULTS
 from tandem.results import PARTIAL, PartialRun, write_atomic
@@ -42,17 +43,34 @@ def finish(exp: Experiment, run_dir: Path, summary: dict[str, object], command: 
     write_atomic(run_dir / "report.md", exp.report(run_dir, command))
 
 
-def get(name: str) -> Experiment:
-    if name not in REGISTRY:
-        raise TandemError(f"no experiment '{name}'; available: {', '.join(sorted(REGISTRY))}")
-    return REGISTRY[name]
+def app_scenarios(directory: Path = scenario.EXPERIMENTS) -> list[str]:
+    """Scenario files that need no module of their own: `runner =
+    "rtos-app"` (tandem/exp/rtos_app.py)."""
+    out = []
+    for path in sorted(directory.glob("*.toml")):
+        try:
+            runner = tomllib.loads(path.read_text()).get("runner")
+        except tomllib.TOMLDecodeError:
+            continue
+        if runner == rtos_app.RUNNER and path.stem not in REGISTRY:
+            out.append(path.stem)
+    return out
+
+
+def get(name: str, directory: Path = scenario.EXPERIMENTS) -> Experiment:
+    if name in REGISTRY:
+        return REGISTRY[name]
+    if name in app_scenarios(directory):
+        return Experiment(name, rtos_app.SCHEMA, rtos_app.run, rtos_app.plot, rtos_app.report)
+    known = sorted([*REGISTRY, *app_scenarios(directory)])
+    raise TandemError(f"no experiment '{name}'; available: {', '.join(known)}")
 
 
 def listing(directory: Path = scenario.EXPERIMENTS) -> list[tuple[str, str]]:
     """(name, description) of every experiment with a scenario file."""
     out = []
-    for name in sorted(REGISTRY):
-        s = scenario.load(name, REGISTRY[name].schema, directory=directory)
+    for name in sorted([*REGISTRY, *app_scenarios(directory)]):
+        s = scenario.load(name, get(name, directory).schema, directory=directory)
         out.append(
             (name, f"paper {s.text('paper')}, {s.text('timing')} timing: {s.text('description')}")
         )
@@ -82,7 +100,7 @@ def run(
     The run is measured into results/NAME/<id>.partial and only renamed to
     results/NAME/<id> (and linked as `latest`) when summary, plots and report
     are all written: an interrupted run leaves raw data, never a summary."""
-    exp = get(name)
+    exp = get(name, directory)
     s = scenario.load(name, exp.schema, quick=quick, overrides=overrides, directory=directory)
     partial = PartialRun(out_root / name)
     print(f"exp {name}: measuring into {partial.dir}", file=sys.stderr)

@@ -184,3 +184,13 @@ pub fn take_interrupts() {
         )
     };
 }
+
+/// Powers the machine off through the monitor: the RTOS cannot run as
+/// configured, and has logged why.
+pub(crate) fn stop() -> ! {
+    // SAFETY: the monitor answers STOP by powering off; it never returns.
+    unsafe { core::arch::asm!("smc #0", in("x0") u64::from(tos::STOP), options(nostack)) };
+    loop {
+        core::hint::spin_loop();
+    }
+}

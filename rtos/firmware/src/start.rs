@@ -24,15 +24,15 @@ pub(crate) extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: 
         stats::set_cores(mask);
         let platform = Platform {
             cores: mask,
-            rpc_cores: read_boot_config(),
+            rpc_cores: read_boot_config(core),
             now: hw::now(),
         };
         let blob = read_workload();
         let entries = blob
             .validate()
-            .unwrap_or_else(|e| panic!("workload refused: {e}"));
+            .unwrap_or_else(|e| refuse(core, format_args!("workload refused: {e}")));
         let started = sched::with_kernel(|k| table.start(k, platform, entries))
-            .unwrap_or_else(|e| panic!("workload refused: {e}"));
+            .unwrap_or_else(|e| refuse(core, format_args!("workload refused: {e}")));
         protect::init(&started);
         log!(
             core,
@@ -56,14 +56,22 @@ pub(crate) extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: 
 /// sends RPC doorbells). Read before Linux starts (this runs first on the
 /// boot core), and checked again although the monitor checked it: the RTOS
 /// trusts nothing in normal RAM.
-fn read_boot_config() -> u8 {
+fn read_boot_config(core: usize) -> u8 {
     // SAFETY: the board reserves this page of normal RAM for the blob; Linux
     // has not run yet; any bit pattern is a valid BootConfig (plain integers).
     let blob = unsafe { (BOARD.boot_config as *const BootConfig).read_volatile() };
     if let Err(e) = blob.validate() {
-        panic!("boot configuration refused: {e:?}");
+        refuse(core, format_args!("boot configuration refused: {e:?}"));
     }
     blob.rpc_cores()
+}
+
+/// Says why the RTOS cannot run as configured, in the words the harness
+/// looks for ("cannot start:", as the monitor's refusals), and powers the
+/// machine off: whoever started it sees it end, not hang.
+fn refuse(core: usize, why: core::fmt::Arguments) -> ! {
+    log!(core, "cannot start: {why}");
+    hw::stop()
 }
 
 /// The workload blob, copied into RTOS memory before anything reads it

@@ -1,0 +1,123 @@
+"""Experiments that need no code of their own: a scenario file with
+`runner = "rtos-app"` boots Tandem with the RTOS applications and
+parameters it names (`rtos`, as `--rtos` takes them), lets Linux run a
+command for a while, and keeps what those applications log on the secure
+console; `expect` lists patterns the log must show. A new RTOS workload
+gets its experiment from its scenario file alone (docs/rtos.md, "Adding an
+application")."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from tandem import apps
+from tandem.errors import TandemError
+from tandem.exp.common import QEMU_CAVEATS, Progress, read_summary, summary_list
+from tandem.qemu import BootOptions, run_exec
+from tandem.scenario import Key, Scenario
+
+RUNNER = "rtos-app"
+SCHEMA = {
+    "runner": Key(str, "what runs the scenario: its RTOS applications", choices=(RUNNER,)),
+    "smp": Key(int, "cores", minimum=1, maximum=8),
+    "rtos": Key(
+        list,
+        "RTOS applications and parameters: APP or APP.PARAM=VALUE (rtos/apps/APP/app.toml)",
+        item=str,
+    ),
+    "linux": Key(str, "shell commands Linux runs while the applications do (then it powers off)"),
+    "expect": Key(
+        list,
+        "patterns (Python regular expressions) the secure console must show",
+        item=str,
+        non_empty=False,
+    ),
+}
+# A secure-console line: "[  1.000000] rtos/0: text".
+LINE = re.compile(r"^\[\s*\d+\.\d+\] rtos/\d+: (.*)$")
+
+
+def options(s: Scenario) -> BootOptions:
+    """The boot a scenario asks for."""
+    return BootOptions(
+        timing=s.text("timing"), smp=s.integer("smp"), apps=apps.runs(s.texts("rtos"))
+    )
+
+
+def app_lines(secure_log: str, names: list[str]) -> list[str]:
+    """The RTOS's console lines that start with one of the applications'
+    names ("NAME: ...", the convention apps log by)."""
+    out = []
+    for line in secure_log.splitlines():
+        m = LINE.match(line)
+        if m and any(m.group(1).startswith(f"{n}:") for n in names):
+            out.append(m.group(0))
+    return out
+
+
+def run(s: Scenario, out: Path) -> dict[str, object]:
+    boot = options(s)
+    names = [r.app for r in boot.apps]
+    progress = Progress(s.name, s.integer("reps"))
+    raw = out / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, object]] = []
+    for rep in range(1, s.integer("reps") + 1):
+        progress.next(f"rep {rep}")
+        result = run_exec(boot, s.text("linux") + "\n", timeout_s=1800)
+        label = f"rep{rep}"
+        shutil.copy(result.console_log, raw / f"{label}.console.log")
+        shutil.copy(result.secure_log, raw / f"{label}.secure.log")
+        secure = result.secure_log.read_text(errors="replace")
+        missing = [p for p in s.texts("expect") if not re.search(p, secure, re.M)]
+        if result.status != 0:
+            raise TandemError(f"{s.name} rep {rep}: Linux's commands exited {result.status}")
+        if missing:
+            raise TandemError(
+                f"{s.name} rep {rep}: the secure console ({raw / label}.secure.log) "
+                f"never showed {', '.join(repr(p) for p in missing)}"
+            )
+        rows.append({"rep": rep, "lines": app_lines(secure, names)})
+    return {
+        "experiment": s.name,
+        "runner": RUNNER,
+        "timing": s.text("timing"),
+        "smp": s.integer("smp"),
+        "rtos": s.texts("rtos"),
+        "expect": s.texts("expect"),
+        "quick": s.quick,
+        "rows": rows,
+    }
+
+
+def plot(run_dir: Path, summary: dict[str, object]) -> None:
+    """Nothing to draw: the applications' lines are the result."""
+
+
+def _texts(value: object) -> list[str]:
+    """A list of strings from a summary (summaries come from JSON)."""
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+def report(run_dir: Path, command: str) -> str:
+    summary = read_summary(run_dir, run_dir.parent.name)
+    timing = str(summary.get("timing"))
+    lines = [
+        f"# {summary['experiment']}: RTOS applications",
+        "",
+        f"`{command}` ({timing} timing, {summary.get('smp')} cores). RTOS: "
+        + ", ".join(f"`{r}`" for r in _texts(summary.get("rtos"))),
+        "",
+    ]
+    for row in summary_list(summary):
+        lines += [f"## Repetition {row['rep']}", "", "```text"]
+        lines += _texts(row.get("lines")) or ["(no lines)"]
+        lines += ["```", ""]
+    expect = _texts(summary.get("expect"))
+    if expect:
+        lines.append("Every repetition showed " + ", ".join(f"`{p}`" for p in expect) + ".")
+        lines.append("")
+    lines.append(QEMU_CAVEATS.get(timing, ""))
+    return "\n".join(lines) + "\n"
