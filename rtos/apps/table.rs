@@ -20,7 +20,12 @@ use tandem_rtos_firmware::Table;
 /// The applications, in the order their objects are numbered and their
 /// start steps run.
 static APPS: Table = Table {
-    apps: &[demo::APP, periodic::APP, rpc_server::APP, ctxsw::APP],
+    apps: &[
+        demo::APP,       // always: jobs, interrupt-to-task, hand-off, status
+        periodic::APP,   // when selected: paper 000's dummy task
+        rpc_server::APP, // on the RPC cores: paper 002's server side
+        ctxsw::APP,      // when selected: paper 004's hand-off at S-EL0
+    ],
 };
 
 tandem_rtos_firmware::image!(APPS);
