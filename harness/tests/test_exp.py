@@ -759,6 +759,7 @@ paper = "004"
 description = "the ctxsw application alone, from a scenario file"
 runner = "rtos-app"
 timing = "virtual"
+quantum_ns = 1000
 reps = 1
 smp = 1
 rtos = ["ctxsw", "ctxsw.switches=2000", "ctxsw.mode=flush"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tandem import apps
 from tandem.errors import TandemError
-from tandem.exp.common import QEMU_CAVEATS, Progress, read_summary, summary_list
+from tandem.exp.common import QEMU_CAVEATS, Progress, boot_options, read_summary, summary_list
 from tandem.qemu import BootOptions, run_exec
 from tandem.scenario import Key, Scenario
 
@@ -41,8 +41,8 @@ LINE = re.compile(r"^\[\s*\d+\.\d+\] rtos/\d+: (.*)$")
 
 def options(s: Scenario) -> BootOptions:
     """The boot a scenario asks for."""
-    return BootOptions(
-        timing=s.text("timing"), smp=s.integer("smp"), apps=apps.runs(s.texts("rtos"))
+    return boot_options(
+        s, timing=s.text("timing"), smp=s.integer("smp"), apps=apps.runs(s.texts("rtos"))
     )
 
 
