@@ -8,9 +8,9 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tandem import qemu_command
-from tandem.paths import RESULTS
-from tandem.qemu import BootOptions, describe_timing, run_exec
+from tandem.platform import qemu_command
+from tandem.platform.boot import BootOptions, describe_timing, run_exec
+from tandem.platform.paths import RESULTS
 from tandem.results import mark_latest, new_run_dir
 
 
@@ -151,7 +151,7 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
     """World-switch cost in instructions, each way, with where they go, from
     QEMU's execution log of the monitor and the RTOS (see switchcost.py)."""
     from tandem import switchcost
-    from tandem.paths import ROOT
+    from tandem.platform.paths import ROOT
 
     elves = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release"
     monitor_elf, rtos_elf = elves / "tandem-monitor", elves / "tandem-rtos"

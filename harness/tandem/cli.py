@@ -8,11 +8,12 @@ import signal
 import sys
 from types import FrameType
 
-from tandem import bench, capacity, qemu_command, trace
-from tandem.board import load_board
-from tandem.configs import Workload, available
+from tandem import bench, trace
 from tandem.errors import TandemError
-from tandem.qemu import TIMINGS, BootOptions, choose_timing, run_exec, run_interactive
+from tandem.platform import capacity, qemu_command
+from tandem.platform.board import load_board
+from tandem.platform.boot import TIMINGS, BootOptions, choose_timing, run_exec, run_interactive
+from tandem.platform.configs import Workload, available
 
 
 def _boot_options(
@@ -279,7 +280,7 @@ def _exp(args: argparse.Namespace) -> int:
 
 
 def _check_setup() -> int:
-    from tandem.setup_check import check_qemu
+    from tandem.platform.setup_check import check_qemu
 
     checks = check_qemu()
     for c in checks:

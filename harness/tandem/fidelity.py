@@ -29,10 +29,10 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tandem.configs import load_config
 from tandem.errors import TandemError
-from tandem.paths import RESULTS
-from tandem.qemu import BootOptions, run_exec
+from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.configs import load_config
+from tandem.platform.paths import RESULTS
 from tandem.results import PartialRun, write_atomic
 
 PROBES = ("overlap", "handoff", "notify_idle", "notify_busy")

@@ -33,9 +33,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import qemu_command
-from .errors import TandemError
-from .paths import BUILD
+from tandem.errors import TandemError
+from tandem.platform import qemu_command
+from tandem.platform.paths import BUILD
 
 PLUGIN = BUILD / "qemu" / "libtandem_pathcount.so"
 RTOS_ELF = BUILD / "firmware" / "tandem-rtos.elf"

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.qemu import TIMINGS
-from tandem.qemu_command import MAX_QUANTUM_NS
+from tandem.platform.boot import TIMINGS
+from tandem.platform.qemu_command import MAX_QUANTUM_NS
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 # Holds overrides for `--quick`, checked against the same schema.

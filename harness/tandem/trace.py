@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.paths import RESULTS
-from tandem.qemu import BootOptions, run_exec
+from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.paths import RESULTS
 from tandem.results import PartialRun
 
 # Trace event values (abi/src/shm.rs TRACE_TO_*) and the world each enters.

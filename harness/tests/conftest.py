@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import pytest
 
-from tandem import qemu_command
+from tandem.platform import qemu_command
 
 
 @pytest.fixture(autouse=True)

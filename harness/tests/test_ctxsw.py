@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tandem import exp
-from tandem.configs import Ctxsw, load_config
 from tandem.errors import TandemError
 from tandem.exp import ctxsw
-from tandem.qemu import BootOptions, run_exec
+from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.configs import Ctxsw, load_config
 
 # The stray task's ID (PROTECTED_TASKS in rtos/firmware/src/app.rs, after the
 # four RPC servers) and the RTOS RAM base (boards/qemu-virt.toml).

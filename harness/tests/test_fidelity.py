@@ -12,7 +12,7 @@ import pytest
 
 from tandem import bench, fidelity
 from tandem.errors import TandemError
-from tandem.qemu import BootOptions, run_exec
+from tandem.platform.boot import BootOptions, run_exec
 
 Q = 1000
 

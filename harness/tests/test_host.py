@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tandem import cli, cpio, dtb, switchcost
-from tandem.board import load_board
-from tandem.configs import Workload, load_config
+from tandem import cli, switchcost
 from tandem.errors import TandemError
-from tandem.qemu import choose_timing
+from tandem.platform import cpio, dtb
+from tandem.platform.board import load_board
+from tandem.platform.boot import choose_timing
+from tandem.platform.configs import Workload, load_config
 
 BASE_DTS = """/dts-v1/;
 / {

@@ -10,7 +10,7 @@ import pytest
 
 from tandem import trace
 from tandem.errors import TandemError
-from tandem.qemu import BootOptions
+from tandem.platform.boot import BootOptions
 
 HZ = 1_000_000  # one tick per µs keeps the expected numbers readable
 

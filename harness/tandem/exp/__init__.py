@@ -15,7 +15,7 @@ from tandem import provenance, scenario
 from tandem.errors import TandemError
 from tandem.exp import capacity, ctxsw, domains, lhp, linux_rt, rpc
 from tandem.exp.common import num, read_summary
-from tandem.paths import RESULTS
+from tandem.platform.paths import RESULTS
 from tandem.results import PARTIAL, PartialRun, write_atomic
 
 

@@ -19,8 +19,6 @@ import re
 import statistics
 from pathlib import Path
 
-from tandem import capacity
-from tandem.configs import Workload
 from tandem.errors import TandemError
 from tandem.exp.common import (
     QEMU_CAVEATS,
@@ -35,6 +33,8 @@ from tandem.exp.common import (
     rep_phase_us,
     summary_list,
 )
+from tandem.platform import capacity
+from tandem.platform.configs import Workload
 from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from tandem.errors import TandemError
 from tandem.measure import PHASE, Latency, parse_results
-from tandem.qemu import BootOptions, run_exec
+from tandem.platform.boot import BootOptions, run_exec
 from tandem.results import write_atomic
 from tandem.scenario import Scenario
 

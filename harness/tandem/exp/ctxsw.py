@@ -23,9 +23,6 @@ import struct
 from collections import Counter
 from pathlib import Path
 
-from tandem import qemu_command
-from tandem.board import load_board
-from tandem.configs import TLB_MODES, Ctxsw
 from tandem.errors import TandemError
 from tandem.exp.common import (
     QEMU_CAVEATS,
@@ -38,8 +35,11 @@ from tandem.exp.common import (
     summary_list,
     write_summary,
 )
-from tandem.paths import ROOT
-from tandem.qemu import DETERMINISTIC, TIMINGS, run_exec
+from tandem.platform import qemu_command
+from tandem.platform.board import load_board
+from tandem.platform.boot import DETERMINISTIC, TIMINGS, run_exec
+from tandem.platform.configs import TLB_MODES, Ctxsw
+from tandem.platform.paths import ROOT
 from tandem.scenario import Key, Scenario
 from tandem.switchcost import LOWER_SYNC, Log, Symbols, parse
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from types import ModuleType
 
 from tandem import pathcount
-from tandem.configs import Workload
 from tandem.errors import TandemError
 from tandem.exp.common import (
     QEMU_CAVEATS,
@@ -46,7 +45,8 @@ from tandem.exp.common import (
     summary_list,
 )
 from tandem.measure import from_rtos
-from tandem.qemu import DETERMINISTIC, TIMINGS, BootOptions
+from tandem.platform.boot import DETERMINISTIC, TIMINGS, BootOptions
+from tandem.platform.configs import Workload
 from tandem.results import write_atomic
 from tandem.scenario import Key, Scenario
 

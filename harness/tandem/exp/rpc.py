@@ -36,7 +36,7 @@ from tandem.exp.common import (
     summary_list,
     write_summary,
 )
-from tandem.paths import RESULTS
+from tandem.platform.paths import RESULTS
 from tandem.scenario import Key, Scenario
 
 NAME = "rpc"

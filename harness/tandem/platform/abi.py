@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from tandem.errors import TandemError
-from tandem.paths import BUILD
+from tandem.platform.paths import BUILD
 
 HEADER = BUILD / "include" / "tandem_abi.h"
 _NUMBER = r"\(?(-?(?:0x[0-9a-fA-F]+|[0-9]+))\)?"

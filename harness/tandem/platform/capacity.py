@@ -20,8 +20,8 @@ would still count it.
 
 from __future__ import annotations
 
-from tandem.configs import Workload
 from tandem.errors import TandemError
+from tandem.platform.configs import Workload
 
 MODES = ("none", "static", "steal", "both")
 # Linux's full capacity (SCHED_CAPACITY_SCALE).

@@ -14,10 +14,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tandem import qemu_command
-from tandem.board import Board
 from tandem.errors import TandemError
-from tandem.paths import BUILD, FIRMWARE
+from tandem.platform import qemu_command
+from tandem.platform.board import Board
+from tandem.platform.paths import BUILD, FIRMWARE
 
 DTB_DIR = BUILD / "dtb"
 

@@ -13,9 +13,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tandem import qemu_command
-from tandem.board import load_board
 from tandem.errors import TandemError
+from tandem.platform import qemu_command
+from tandem.platform.board import load_board
 
 # Plugin API version 4 (tandem-pathcount) came with QEMU 9.2; Tandem is
 # built and measured on 10.0.

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tandem.board import Board
 from tandem.errors import TandemError
-from tandem.paths import QEMU_INSTALL
+from tandem.platform.board import Board
+from tandem.platform.paths import QEMU_INSTALL
 
 PROGRAM = "qemu-system-aarch64"
 TIMINGS = ("host", "virtual", "percore")

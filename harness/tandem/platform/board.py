@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.paths import BOARDS
+from tandem.platform.paths import BOARDS
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tandem import capacity, cpio, dtb, qemu_command
-from tandem.board import Board, load_board
-from tandem.configs import Ctxsw, Workload, load_config
 from tandem.errors import TandemError
-from tandem.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
+from tandem.platform import capacity, cpio, dtb, qemu_command
+from tandem.platform.board import Board, load_board
+from tandem.platform.configs import Ctxsw, Workload, load_config
+from tandem.platform.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
 
 TIMINGS = qemu_command.TIMINGS
 # The timing modes in which a boot repeats exactly (instructions, not host time).

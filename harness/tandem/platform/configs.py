@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.paths import CONFIGS
+from tandem.platform.paths import CONFIGS
 
 POLICIES = ("shared", "rtos", "linux")
 # abi/src/boot.rs: magic "TNDMBOOT", layout version, policy codes.

@@ -10,9 +10,9 @@ import threading
 import time
 from types import TracebackType
 
-from tandem import qemu_command
 from tandem.errors import TandemError
-from tandem.qemu import BootOptions, prepare
+from tandem.platform import qemu_command
+from tandem.platform.boot import BootOptions, prepare
 
 PROMPT = re.compile(r"tandem:[^\n#]*# ")
 # busybox's line editor asks the "terminal" where its cursor is.
