@@ -8,8 +8,8 @@ import signal
 import sys
 from types import FrameType
 
-from tandem import bench, trace
 from tandem.errors import TandemError
+from tandem.instruments import bench, trace
 from tandem.platform import capacity, qemu_command
 from tandem.platform.board import load_board
 from tandem.platform.boot import TIMINGS, BootOptions, choose_timing, run_exec, run_interactive
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.latency(_options(args), args.idle_seconds, args.hackbench_loops, args.min_samples)
             return 0
         if args.command == "bench" and args.bench == "fidelity":
-            from tandem import fidelity
+            from tandem.instruments import fidelity
 
             if args.rounds < 1 or args.iterations < 1:
                 raise TandemError("--rounds and --iterations must be at least 1")

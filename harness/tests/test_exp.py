@@ -14,7 +14,7 @@ from tandem.errors import TandemError
 from tandem.exp import capacity as capacity_exp
 from tandem.exp import domains, lhp, linux_rt, rpc
 from tandem.exp.common import median_change_ci
-from tandem.measure import Latency, parse_results
+from tandem.instruments.measure import Latency, parse_results
 from tandem.results import PARTIAL
 
 DOMAINS_ROW = {
@@ -432,7 +432,7 @@ def test_lhp_e3_verdict_never_reads_a_clipped_worst_case_as_met() -> None:
 
 
 def test_lhp_e3_verdict_uses_the_per_core_counts_when_the_run_has_them() -> None:
-    from tandem.pathcount import DispatchPath, summarize
+    from tandem.instruments.pathcount import DispatchPath, summarize
 
     static = _e3_row("static", 1.92, 0, [1.92])
     static["path_instructions"] = summarize([DispatchPath(1, 1, 606, 0)] * 3)

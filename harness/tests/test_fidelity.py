@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tandem import bench, fidelity
 from tandem.errors import TandemError
+from tandem.instruments import bench, fidelity
 from tandem.platform.boot import BootOptions, run_exec
 
 Q = 1000

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tandem import cli, switchcost
+from tandem import cli
 from tandem.errors import TandemError
+from tandem.instruments import switchcost
 from tandem.platform import cpio, dtb
 from tandem.platform.board import load_board
 from tandem.platform.boot import choose_timing

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tandem import bench
 from tandem.errors import TandemError
+from tandem.instruments import bench
 from tandem.platform.abi import constants
 from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, ExecResult, run_exec

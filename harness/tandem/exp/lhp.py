@@ -27,7 +27,6 @@ import statistics
 from pathlib import Path
 from types import ModuleType
 
-from tandem import pathcount
 from tandem.errors import TandemError
 from tandem.exp.common import (
     QEMU_CAVEATS,
@@ -44,7 +43,8 @@ from tandem.exp.common import (
     rep_phase_us,
     summary_list,
 )
-from tandem.measure import from_rtos
+from tandem.instruments import pathcount
+from tandem.instruments.measure import from_rtos
 from tandem.platform.boot import DETERMINISTIC, TIMINGS, BootOptions
 from tandem.platform.configs import Workload
 from tandem.results import write_atomic

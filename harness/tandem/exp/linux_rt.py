@@ -30,7 +30,7 @@ from tandem.exp.common import (
     write_histograms,
     write_summary,
 )
-from tandem.measure import Latency, merged, script_header
+from tandem.instruments.measure import Latency, merged, script_header
 from tandem.scenario import Key, Scenario
 
 NAME = "linux-rt"

@@ -150,7 +150,7 @@ def latency(
 def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path:
     """World-switch cost in instructions, each way, with where they go, from
     QEMU's execution log of the monitor and the RTOS (see switchcost.py)."""
-    from tandem import switchcost
+    from tandem.instruments import switchcost
     from tandem.platform.paths import ROOT
 
     elves = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release"
