@@ -246,7 +246,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _exp(args: argparse.Namespace) -> int:
-    from tandem import exp, scenario
+    from tandem import exp
+    from tandem.exp import scenario
 
     if args.exp == "list":
         for name, about in exp.listing():

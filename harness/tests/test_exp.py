@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tandem import exp, scenario
+from tandem import exp
 from tandem.errors import TandemError
 from tandem.exp import capacity as capacity_exp
-from tandem.exp import domains, lhp, linux_rt, rpc
+from tandem.exp import domains, lhp, linux_rt, rpc, scenario
 from tandem.exp.common import median_change_ci
 from tandem.instruments.measure import Latency, parse_results
 from tandem.results import PARTIAL

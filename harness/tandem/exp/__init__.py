@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tandem import provenance, scenario
+from tandem import provenance
 from tandem.errors import TandemError
-from tandem.exp import capacity, ctxsw, domains, lhp, linux_rt, rpc
+from tandem.exp import capacity, ctxsw, domains, lhp, linux_rt, rpc, scenario
 from tandem.exp.common import num, read_summary
-from tandem.platform.paths import RESULTS
+from tandem.platform.paths import EXPERIMENTS, RESULTS
 from tandem.results import PARTIAL, PartialRun, write_atomic
 
 
@@ -48,7 +48,7 @@ def get(name: str) -> Experiment:
     return REGISTRY[name]
 
 
-def listing(directory: Path = scenario.EXPERIMENTS) -> list[tuple[str, str]]:
+def listing(directory: Path = EXPERIMENTS) -> list[tuple[str, str]]:
     """(name, description) of every experiment with a scenario file."""
     out = []
     for name in sorted(REGISTRY):
@@ -75,7 +75,7 @@ def run(
     quick: bool,
     overrides: Mapping[str, object],
     out_root: Path = RESULTS,
-    directory: Path = scenario.EXPERIMENTS,
+    directory: Path = EXPERIMENTS,
 ) -> Path:
     """Runs experiment `name`; returns its finished results directory.
 

@@ -33,10 +33,10 @@ from tandem.exp.common import (
     rep_phase_us,
     summary_list,
 )
+from tandem.exp.scenario import Key, Scenario
 from tandem.platform import capacity
 from tandem.platform.configs import Workload
 from tandem.results import write_atomic
-from tandem.scenario import Key, Scenario
 
 NAME = "capacity"
 BENCHES = ("hackbench", "sysbench-cpu")

@@ -35,13 +35,13 @@ from tandem.exp.common import (
     summary_list,
     write_summary,
 )
+from tandem.exp.scenario import Key, Scenario
 from tandem.instruments.switchcost import LOWER_SYNC, Log, Symbols, parse
 from tandem.platform import qemu_command
 from tandem.platform.board import load_board
 from tandem.platform.boot import DETERMINISTIC, TIMINGS, run_exec
 from tandem.platform.configs import TLB_MODES, Ctxsw
 from tandem.platform.paths import ROOT
-from tandem.scenario import Key, Scenario
 
 NAME = "ctxsw"
 MODES = tuple(TLB_MODES)

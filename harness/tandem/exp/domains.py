@@ -34,8 +34,8 @@ from tandem.exp.common import (
     write_histograms,
     write_summary,
 )
+from tandem.exp.scenario import Key, Scenario
 from tandem.instruments.measure import Latency, merged, script_header
-from tandem.scenario import Key, Scenario
 
 NAME = "domains"
 MEASURED_CORE = 3

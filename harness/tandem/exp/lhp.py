@@ -43,12 +43,12 @@ from tandem.exp.common import (
     rep_phase_us,
     summary_list,
 )
+from tandem.exp.scenario import Key, Scenario
 from tandem.instruments import pathcount
 from tandem.instruments.measure import from_rtos
 from tandem.platform.boot import DETERMINISTIC, TIMINGS, BootOptions
 from tandem.platform.configs import Workload
 from tandem.results import write_atomic
-from tandem.scenario import Key, Scenario
 
 NAME = "lhp"
 POLICIES = ("static", "migrate")

@@ -36,8 +36,8 @@ from tandem.exp.common import (
     summary_list,
     write_summary,
 )
+from tandem.exp.scenario import Key, Scenario
 from tandem.platform.paths import RESULTS
-from tandem.scenario import Key, Scenario
 
 NAME = "rpc"
 MODES = ("busy", "block", "auto")

@@ -10,6 +10,7 @@ LOGS = BUILD / "logs"
 RESULTS = ROOT / "results"
 BOARDS = ROOT / "boards"
 CONFIGS = ROOT / "configs"
+EXPERIMENTS = ROOT / "experiments"
 
 FIRMWARE = BUILD / "firmware" / "tandem-firmware.bin"
 KERNEL = BUILD / "linux" / "arch" / "arm64" / "boot" / "Image"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.platform.boot import TIMINGS
+from tandem.platform.paths import EXPERIMENTS
 from tandem.platform.qemu_command import MAX_QUANTUM_NS
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 # Holds overrides for `--quick`, checked against the same schema.
 QUICK_TABLE = "quick"
 
