@@ -14,6 +14,7 @@ from tandem.errors import TandemError
 from tandem.exp import capacity as capacity_exp
 from tandem.exp import domains, lhp, linux_rt, rpc, scenario
 from tandem.exp.common import median_change_ci
+from tandem.exp.linux_rt import script as linux_rt_script
 from tandem.instruments.measure import Latency, parse_results
 from tandem.results import PARTIAL
 
@@ -137,9 +138,9 @@ def test_domains_phases_and_script() -> None:
 
 def test_linux_rt_cells_skip_affinity_on_one_core() -> None:
     s = scenario.load("linux-rt", linux_rt.SCHEMA)
-    assert linux_rt.cells(s, 1) == [(False, False), (False, True)]
-    assert len(linux_rt.cells(s, 4)) == 4
-    two = linux_rt.script(s, 2)
+    assert linux_rt_script.cells(s, 1) == [(False, False), (False, True)]
+    assert len(linux_rt_script.cells(s, 4)) == 4
+    two = linux_rt_script.guest_script(s, 2)
     assert "isolate_core 1" in two and "load_start kernel 2 0\n" in two
     assert "disk_setup" in two and "load_start io 2 any" in two
 
