@@ -14,6 +14,9 @@ from tandem.errors import TandemError
 from tandem.exp import capacity as capacity_exp
 from tandem.exp import domains, lhp, linux_rt, rpc, scenario
 from tandem.exp.common import median_change_ci
+from tandem.exp.domains import rows as domains_rows
+from tandem.exp.domains import script as domains_script
+from tandem.exp.domains import spec as domains_spec
 from tandem.exp.linux_rt import script as linux_rt_script
 from tandem.instruments.measure import Latency, parse_results
 from tandem.results import PARTIAL
@@ -120,20 +123,22 @@ def test_quick_and_overrides(tmp_path: Path) -> None:
 
 def test_domains_phases_and_script() -> None:
     s = scenario.load("domains", domains.SCHEMA)
-    assert domains.phases(s) == [
+    assert domains_script.phases(s) == [
         ("none", 0),
         ("memory", 1),
         ("memory", 2),
         ("memory", 3),
         ("scheduling", 3),
     ]
-    affinity = domains.script(domains.ENVS["affinity"], s)
+    affinity = domains_script.guest_script(domains_spec.ENVS["affinity"], s)
     assert "isolate_core 3" in affinity
     assert "load_start memory 1 2" in affinity and "load_start memory 1 3" not in affinity
     assert "measure_cyclictest memory-2 4096 3 yes" in affinity
-    smp = domains.script(domains.ENVS["smp"], s)
+    smp = domains_script.guest_script(domains_spec.ENVS["smp"], s)
     assert "load_start memory 2 any" in smp and "\nisolate_core 3" not in smp
-    assert "measure_rtos scheduling-3 4096 3" in domains.script(domains.ENVS["heteroos"], s)
+    assert "measure_rtos scheduling-3 4096 3" in domains_script.guest_script(
+        domains_spec.ENVS["heteroos"], s
+    )
 
 
 def test_linux_rt_cells_skip_affinity_on_one_core() -> None:
@@ -209,7 +214,7 @@ def test_domains_report_checks_the_papers_ordering(tmp_path: Path) -> None:
     for env, worst in (("smp", 300.0), ("affinity", 200.0), ("heteroos", 20.0), ("tandem", 60.0)):
         for load, k in (("none", 0), ("memory", 3), ("scheduling", 3)):
             lat = _latency(worst if load != "none" else 1.0)
-            rows.append(domains._row(env, load, k, lat, [lat.max_us]))
+            rows.append(domains_rows.summary_row(env, load, k, lat, [lat.max_us]))
     summary: dict[str, object] = {
         "experiment": "domains",
         "timing": "virtual",
@@ -509,7 +514,7 @@ def test_compare_two_runs(tmp_path: Path) -> None:
     def run(run_id: str, worst: float) -> None:
         d = tmp_path / "domains" / run_id
         d.mkdir(parents=True)
-        rows = [domains._row("heteroos", "none", 0, _latency(worst), [worst])]
+        rows = [domains_rows.summary_row("heteroos", "none", 0, _latency(worst), [worst])]
         summary = {"experiment": "domains", "timing": "virtual", "rows": rows}
         (d / "summary.json").write_text(json.dumps(summary))
 
