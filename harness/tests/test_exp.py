@@ -18,6 +18,8 @@ from tandem.exp.domains import rows as domains_rows
 from tandem.exp.domains import script as domains_script
 from tandem.exp.domains import spec as domains_spec
 from tandem.exp.linux_rt import script as linux_rt_script
+from tandem.exp.rpc import parse as rpc_parse
+from tandem.exp.rpc import script as rpc_script
 from tandem.instruments.measure import Latency, parse_results
 from tandem.results import PARTIAL
 
@@ -652,23 +654,26 @@ def test_rpc_crossover_parse_and_report(tmp_path: Path) -> None:
         "@@PHASE pair 64 auto 0",
         "pair 64 busy 1.500 0.500",
     ]
-    model, lat, pair = rpc.parse(lines, "test")
+    model, lat, pair = rpc_parse.parse_output(lines, "test")
     assert model["x_opt"] == 3000 and model["t_ctx_ns"] == 2000
     assert lat == {(64, "auto"): [("busy", 2.2, 0.15)]}
     assert pair == {(64, "auto"): [1.5]}
     with pytest.raises(TandemError, match="a call failed"):
-        rpc.parse([*lines, "error ETIMEDOUT (110)"], "test")
+        rpc_parse.parse_output([*lines, "error ETIMEDOUT (110)"], "test")
     with pytest.raises(TandemError, match="no model line"):
-        rpc.parse(lines[1:], "test")
-    assert rpc.calibrated(model)
+        rpc_parse.parse_output(lines[1:], "test")
+    assert rpc_parse.calibrated(model)
     # A failed calibration leaves zeros; x_opt 0 alone is the model's answer.
-    assert not rpc.calibrated(dict.fromkeys(rpc.MODEL_KEYS, 0))
-    assert rpc.calibrated({**model, "x_opt": 0})
+    assert not rpc_parse.calibrated(dict.fromkeys(rpc_script.MODEL_KEYS, 0))
+    assert rpc_parse.calibrated({**model, "x_opt": 0})
     failed = "RPC calibration: the server's time does not grow;RPC: calibration failed (-34);"
-    assert rpc.calibration_log([*lines, f"calibration {failed}"]) == (
+    assert rpc_parse.calibration_log([*lines, f"calibration {failed}"]) == (
         "RPC calibration: the server's time does not grow; RPC: calibration failed (-34)"
     )
-    assert rpc.calibration_log(lines) is None and rpc.calibration_log(["calibration "]) is None
+    assert (
+        rpc_parse.calibration_log(lines) is None
+        and rpc_parse.calibration_log(["calibration "]) is None
+    )
     rows: list[dict[str, object]] = []
     for size in (1, 64, 10000):
         for mode, ms in (("busy", 1.0), ("block", 1.2), ("auto", 1.01)):
@@ -714,7 +719,7 @@ def test_rpc_crossover_parse_and_report(tmp_path: Path) -> None:
     assert "4.0x, target ≤ 3x: NO" in text
     assert "calibration failed" not in text
     assert (tmp_path / "rpc.png").stat().st_size > 10_000
-    zeros = dict.fromkeys(rpc.MODEL_KEYS, 0)
+    zeros = dict.fromkeys(rpc_script.MODEL_KEYS, 0)
     log = "RPC: calibration failed (-34); auto mode always blocks"
     failed_summary = {**summary, "model": zeros, "models": [zeros], "calibration_log": log}
     (tmp_path / "summary.json").write_text(json.dumps(failed_summary))
