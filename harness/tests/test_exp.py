@@ -13,6 +13,8 @@ from tandem import exp
 from tandem.errors import TandemError
 from tandem.exp import capacity as capacity_exp
 from tandem.exp import domains, lhp, linux_rt, rpc, scenario
+from tandem.exp.capacity import parse as capacity_parse
+from tandem.exp.capacity import script as capacity_script
 from tandem.exp.common import median_change_ci
 from tandem.exp.domains import rows as domains_rows
 from tandem.exp.domains import script as domains_script
@@ -589,10 +591,10 @@ def test_capacity_report_checks_gain_trend_and_changing_load(tmp_path: Path) -> 
 
 def test_capacity_cells_workloads_and_proc_stat() -> None:
     s = scenario.load("capacity", capacity_exp.SCHEMA)
-    assert capacity_exp.loads(s) == [0, 50, 80, "changing"]
-    w = capacity_exp.workload(s, "changing")
+    assert capacity_script.loads(s) == [0, 50, 80, "changing"]
+    w = capacity_script.workload(s, "changing")
     assert (w.core, w.work_us, w.alt_work_us, w.alt_every_ms) == (1, 800, 100, 500)
-    assert capacity_exp.workload(s, 50).work_us == 500
+    assert capacity_script.workload(s, 50).work_us == 500
     lines = [
         "@@CAPACITY@@ 1024 205",
         "@@STAT@@",
@@ -602,13 +604,13 @@ def test_capacity_cells_workloads_and_proc_stat() -> None:
         "cpu0 200 0 200 1600 0 0 0 0 0 0",
         "cpu1 300 0 200 1000 0 100 0 400 0 0",
     ]
-    assert capacity_exp.capacities(lines, "t") == [1024, 205]
-    shares = capacity_exp.cpu_shares(lines, "t")
+    assert capacity_parse.capacities(lines, "t") == [1024, 205]
+    shares = capacity_parse.cpu_shares(lines, "t")
     assert shares == {"steal": [0.0, 0.4], "irq": [0.0, 0.1]}
     with pytest.raises(TandemError, match="snapshots missing"):
-        capacity_exp.cpu_shares(lines[:3], "t")
+        capacity_parse.cpu_shares(lines[:3], "t")
     with pytest.raises(TandemError, match="expected one hackbench time, found 0"):
-        capacity_exp.bench_time(lines, "hackbench", "t")
+        capacity_parse.bench_time(lines, "hackbench", "t")
 
 
 @pytest.mark.qemu
