@@ -12,13 +12,15 @@ import pytest
 from tandem import exp
 from tandem.errors import TandemError
 from tandem.exp import capacity as capacity_exp
-from tandem.exp import domains, lhp, linux_rt, rpc, scenario
+from tandem.exp import domains, linux_rt, rpc, scenario
 from tandem.exp.capacity import parse as capacity_parse
 from tandem.exp.capacity import script as capacity_script
 from tandem.exp.common import median_change_ci
 from tandem.exp.domains import rows as domains_rows
 from tandem.exp.domains import script as domains_script
 from tandem.exp.domains import spec as domains_spec
+from tandem.exp.lhp import parse as lhp_parse
+from tandem.exp.lhp.report import e3_lines
 from tandem.exp.linux_rt import script as linux_rt_script
 from tandem.exp.rpc import parse as rpc_parse
 from tandem.exp.rpc import script as rpc_script
@@ -285,10 +287,10 @@ def test_experiment_runs_tiny(
 
 
 def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
-    hist = lhp.spin_histogram({"histogram": [[0.0, 90], [3.072, 5], [600.064, 2]]}, "t")
-    assert lhp.long_waits(hist, 3.072) == 2 and lhp.long_waits(hist, 0.0) == 7
+    hist = lhp_parse.spin_histogram({"histogram": [[0.0, 90], [3.072, 5], [600.064, 2]]}, "t")
+    assert lhp_parse.long_waits(hist, 3.072) == 2 and lhp_parse.long_waits(hist, 0.0) == 7
     with pytest.raises(TandemError, match="bad spin histogram"):
-        lhp.spin_histogram({"histogram": [[1.0]]}, "t")
+        lhp_parse.spin_histogram({"histogram": [[1.0]]}, "t")
     summary: dict[str, object] = {
         "experiment": "lhp",
         "timing": "host",
@@ -427,18 +429,16 @@ def _e3_row(policy: str, max_us: float, beyond: int, slowest: list[float]) -> di
 
 def test_lhp_e3_verdict_never_reads_a_clipped_worst_case_as_met() -> None:
     clipped = "\n".join(
-        lhp.e3_lines([_e3_row("static", 65.52, 1, [65.52]), _e3_row("migrate", 65.52, 3, [])])
+        e3_lines([_e3_row("static", 65.52, 1, [65.52]), _e3_row("migrate", 65.52, 3, [])])
     )
     assert "| ≥ 65.5 | 1 |" in clipped and "cannot be told" in clipped
     assert "grows by" not in clipped
     outlier = "\n".join(
-        lhp.e3_lines(
-            [_e3_row("static", 2.0, 0, [2.0]), _e3_row("migrate", 57.0, 0, [57.0, 19.3, 1.9])]
-        )
+        e3_lines([_e3_row("static", 2.0, 0, [2.0]), _e3_row("migrate", 57.0, 0, [57.0, 19.3, 1.9])])
     )
     assert "grows by 55.00 µs with migrate (NOT within" in outlier
     assert "The slowest migrate dispatches: 57.0, 19.3, 1.90 µs; 2 of 1000 exceed" in outlier
-    assert lhp.slowest({1.0: 5, 57.0: 1, 19.3: 1}, 4) == [57.0, 19.3, 1.0, 1.0]
+    assert lhp_parse.slowest({1.0: 5, 57.0: 1, 19.3: 1}, 4) == [57.0, 19.3, 1.0, 1.0]
 
 
 def test_lhp_e3_verdict_uses_the_per_core_counts_when_the_run_has_them() -> None:
@@ -450,14 +450,14 @@ def test_lhp_e3_verdict_uses_the_per_core_counts_when_the_run_has_them() -> None
     migrate["path_instructions"] = summarize(
         [DispatchPath(1, 1, 606, 0), DispatchPath(1, 2, 135, 856), DispatchPath(1, 3, 887, 11000)]
     )
-    text = "\n".join(lhp.e3_lines([static, migrate]))
+    text = "\n".join(e3_lines([static, migrate]))
     assert "| static | 3 | 606 / 606 | 0 | - / - | - | - | 0.61 |" in text
     assert "| migrate | 3 | 606 / 606 | 2 | 6439 / 11887 | 887 | 11000 | 11.9 |" in text
     assert "grows by +11.28 µs with migrate (NOT within the 10 µs limit" in text
     # The clock readings are shown, but give no second verdict.
     assert "| ≥ 65.5 | 2 |" in text and "cannot be told" not in text
     migrate["path_instructions"] = summarize([DispatchPath(1, 2, 135, 1000)])
-    assert "grows by +0.53 µs with migrate (within" in "\n".join(lhp.e3_lines([static, migrate]))
+    assert "grows by +0.53 µs with migrate (within" in "\n".join(e3_lines([static, migrate]))
 
 
 @pytest.mark.qemu
