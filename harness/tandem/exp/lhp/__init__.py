@@ -47,17 +47,16 @@ from tandem.exp.lhp.parse import (
 from tandem.exp.lhp.plot import plot
 from tandem.exp.lhp.report import report
 from tandem.exp.lhp.script import (
-    CORES_SYSFS,
     DISPATCH_RESULT,
     E2_MODES,
-    HANDOFF_RESULT,
     LOCKSTATE,
     SPIN_RESULT,
     SPINSTAT,
-    hackbench_command,
+    bench_script,
+    dispatch_script,
+    patch_script,
     periodic_task,
     spin_script,
-    sysbench_command,
 )
 from tandem.exp.lhp.spec import NAME, SCHEMA
 from tandem.exp.scenario import Scenario
@@ -160,11 +159,7 @@ def e2(s: Scenario, out: Path, progress: Progress) -> list[dict[str, object]]:
     reps = s.integer("reps")
     benches = s.texts("benches")
     runs: dict[tuple[str, str], list[float]] = {}
-    script = ""
-    if "hackbench" in benches:
-        script += f"{hackbench_command(s)} || exit 1\n"
-    if "sysbench" in benches:
-        script += f"{sysbench_command(s)} || exit 1\n"
+    script = bench_script(s)
     for rep in range(1, reps + 1):
         for mode, config, lockstate, policy in E2_MODES:
             if policy is not None and policy not in s.texts("policies"):
@@ -221,9 +216,7 @@ def patch_cost(s: Scenario, out: Path, progress: Progress) -> dict[str, object]:
     timing = s.text("patch_timing")
     boots = s.integer("patch_boots")
     runs = s.integer("patch_runs")
-    script = f"{hackbench_command(s)} >/dev/null || exit 1\n" + (
-        f"for i in $(seq {runs}); do {hackbench_command(s)} || exit 1; done\n"
-    )
+    script = patch_script(s)
     times: dict[str, list[float]] = {"off": [], "on": []}
     for boot in range(1, boots + 1):
         for setting in ("off", "on"):
@@ -273,25 +266,10 @@ def e3(
     rows: list[dict[str, object]] = []
     hists: dict[str, dict[float, int]] = {}
     path_hists: dict[str, collections.Counter[int]] = {}
-    seconds = s.integer("overhead_seconds")
     for policy in s.texts("policies"):
         progress.next(f"E3 dispatch overhead, {policy} ({s.text('sweep_timing')} timing)")
         label = f"e3-{policy}"
-        script = (
-            f"( while :; do {hackbench_command(s)} >/dev/null; done ) &\n"
-            "sleep 0.2\n"
-            "tandem-lat -d save /tmp/d.a || exit 1\n"
-            f"sleep {seconds}\n"
-            "tandem-lat -d save /tmp/d.b || exit 1\n"
-            "kill %1\n"
-            f"echo {DISPATCH_RESULT}\n"
-            "tandem-lat -d report /tmp/d.a /tmp/d.b || exit 1\n"
-            # The RTOS refreshes the core records once a second.
-            "sleep 1.2\n"
-            f"echo {HANDOFF_RESULT} $(for c in {CORES_SYSFS}; do cat $c/dispatch_handoffs "
-            "$c/dispatch_handoff_wait_max_ticks $c/dispatch_handoff_wait_sum_ticks "
-            "$c/deadline_misses; done)\n"
-        )
+        script = dispatch_script(s)
         # The per-core instruction count (tandem/pathcount.py), beside the
         # RTOS's own clock readings; it needs one QEMU thread for all cores.
         count_csv = out / "raw" / f"{label}.pathcount.csv"

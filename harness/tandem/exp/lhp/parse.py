@@ -14,6 +14,7 @@ SYSBENCH_TIME = re.compile(r"^\s*total time:\s+([0-9.]+)s$")
 
 
 def json_after(lines: list[str], marker: str, label: str) -> dict[str, object]:
+    """The JSON report on the line after `marker` (tandem-spin's or tandem-lat's)."""
     for i, line in enumerate(lines):
         if line.strip() == marker and i + 1 < len(lines):
             try:
@@ -80,6 +81,8 @@ def long_waits(hist: dict[float, int], threshold_us: float) -> int:
 
 
 def bench_times(lines: list[str], pattern: re.Pattern[str], label: str, want: int) -> list[float]:
+    """The `want` times a benchmark printed (lines matching `pattern`); fewer or
+    more is an error."""
     got = [float(m.group(1)) for line in lines if (m := pattern.match(line.strip()))]
     if len(got) != want:
         raise TandemError(f"{label}: expected {want} benchmark times, found {len(got)}")
