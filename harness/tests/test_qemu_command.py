@@ -109,7 +109,7 @@ def test_qemu_is_invoked_from_one_place() -> None:
         for path in _code_files()
         if path not in allowed and "qemu-system-aarch64" in path.read_text(errors="replace")
     ]
-    assert offenders == [], f"QEMU named outside tandem/qemu_command.py: {offenders}"
+    assert offenders == [], f"QEMU named outside tandem/platform/qemu_command.py: {offenders}"
 
 
 def _marked_qemu(decorators: list[ast.expr]) -> bool:

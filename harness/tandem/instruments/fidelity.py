@@ -323,10 +323,11 @@ def report(summary: dict[str, object]) -> str:
         f"`{summary['config']}`, {summary['rounds']} rounds per probe. Reproduce: "
         f"`{summary['command']}`.",
         "",
-        "Probes (`harness/tandem/fidelity.py`): (a) overlap: CPU 2 times a loop of known "
-        "length while CPU 1 spins, error = counter time minus instructions; (b) Linux "
-        "stamps the counter and rings the RPC doorbell (an SGI) on CPU 0, the RTOS's "
-        "server stamps on its core, with Linux idle or running hackbench on every core; "
+        "Probes (`harness/tandem/instruments/fidelity.py`): (a) overlap: CPU 2 times a "
+        "loop of known length while CPU 1 spins, error = counter time minus instructions; "
+        "(b) Linux stamps the counter and rings the RPC doorbell (an SGI) on CPU 0, the "
+        "RTOS's server stamps on its core, with Linux idle or running hackbench on every "
+        "core; "
         "(c) CPU 1 stores a stamp CPU 2 spins on (early: CPU 2's clock behind the stamp); "
         '(e) host wall time. "Server first": calls the RTOS server found before their '
         "doorbell rang (it looks again after each call), which give no (b) sample.",

@@ -124,7 +124,7 @@ def marker_addresses(rtos: Symbols, monitor: Symbols) -> dict[str, int]:
             how = "missing" if not found else f"defined {len(found)} times"
             raise TandemError(
                 f"path marker {marker}: symbol {symbol} is {how} in the {part} firmware "
-                "(keep it a function of its own, see tandem/pathcount.py)"
+                "(keep it a function of its own, see tandem/instruments/pathcount.py)"
             )
         out[marker] = found[0]
     return out

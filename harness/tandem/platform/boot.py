@@ -1,9 +1,9 @@
 """Booting Tandem on QEMU: assemble the inputs, start QEMU, run commands in
 Linux and collect what they print.
 
-Timing modes (DESIGN.md): `host` runs multi-threaded TCG in real time, for
-parallel throughput; `virtual` runs `-icount shift=0,sleep=off`, one
-instruction per virtual nanosecond, for path lengths.
+Timing modes (docs/harness.md, "Timing modes"): `host` runs multi-threaded
+TCG in real time, for parallel throughput; `virtual` runs `-icount
+shift=0,sleep=off`, one instruction per virtual nanosecond, for path lengths.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class BootOptions:
     # Protected tasks handing off (paper 004); instead of `workload`.
     ctxsw: Ctxsw | None = None
     # How Linux learns what the RTOS takes of each core: none, static (device
-    # tree capacities), steal (PV stolen time) or both (tandem/capacity.py).
+    # tree capacities), steal (PV stolen time) or both (platform/capacity.py).
     capacity: str = "none"
     # Cores running an RPC server (None: the highest RTOS core, see
     # PlatformConfig.default_rpc_cores; (): no RPC service).

@@ -176,6 +176,8 @@ def run(argv: list[str], what: str) -> subprocess.CompletedProcess[bytes]:
 
 def _check_argv(argv: list[str]) -> None:
     if not argv or argv[0] != program():
-        raise TandemError(f"not a QEMU command line built by tandem.qemu_command: {argv[:2]}")
+        raise TandemError(
+            f"not a QEMU command line built by tandem.platform.qemu_command: {argv[:2]}"
+        )
     if not Path(argv[0]).exists():
         raise TandemError(f"QEMU is not built yet: {argv[0]} is missing (run `make build`)")

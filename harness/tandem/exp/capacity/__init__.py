@@ -1,7 +1,7 @@
 """Experiment `capacity` (paper 000 §4): Linux's load balance when the RTOS
 takes part of one core, with Linux told nothing (`none`), told statically
 through the device tree (`static`), dynamically through Arm PV stolen time
-(`steal`), or both (modes of tandem/capacity.py).
+(`steal`), or both (modes of tandem/platform/capacity.py).
 
 The RTOS's periodic task runs on core `rtos_core` only, at each of
 `loads_pct` % of its period, and at a load that changes during the run

@@ -270,7 +270,7 @@ def e3(
         progress.next(f"E3 dispatch overhead, {policy} ({s.text('sweep_timing')} timing)")
         label = f"e3-{policy}"
         script = dispatch_script(s)
-        # The per-core instruction count (tandem/pathcount.py), beside the
+        # The per-core instruction count (tandem/instruments/pathcount.py), beside the
         # RTOS's own clock readings; it needs one QEMU thread for all cores.
         count_csv = out / "raw" / f"{label}.pathcount.csv"
         count_csv.parent.mkdir(parents=True, exist_ok=True)

@@ -232,7 +232,7 @@ def report(run_dir: Path, command: str) -> str:
 
 
 def path_lines(overhead: list[dict[str, object]]) -> list[str]:
-    """E3's per-core instruction counts (tandem/pathcount.py) and the verdict
+    """E3's per-core instruction counts (tandem/instruments/pathcount.py) and the verdict
     on them; empty for runs from before the count."""
     counted = {str(r["policy"]): r.get("path_instructions") for r in overhead}
     if not counted or not all(isinstance(c, dict) for c in counted.values()):
