@@ -1,5 +1,10 @@
 """`tandem exp`: experiments from scenario files, each writing
-results/NAME/<run-id>/ (raw data, summary.json/.csv, plots, report.md)."""
+results/NAME/<run-id>/ (raw data, summary.json/.csv, plots, report.md).
+
+Each experiment is a package, exp/NAME/, whose __init__ exports the
+interface the registry below reads (NAME, SCHEMA, run, plot, report); its
+modules keep the scenario keys, the guest script, the parsing, the plots
+and the report's prose apart (docs/harness.md, "Layout")."""
 
 from __future__ import annotations
 
