@@ -105,9 +105,9 @@ $(PATHCOUNT): FORCE
 # The harness's view of the ABI is committed (its host tests need no build);
 # `cargo test` says when it is stale, and this refreshes it.
 abi:
-	@cargo run -q -p tandem-abi-gen -- python > harness/tandem/abi_generated.py.tmp
-	@mv harness/tandem/abi_generated.py.tmp harness/tandem/abi_generated.py
-	@echo "  GEN     harness/tandem/abi_generated.py"
+	@cargo run -q -p tandem-abi-gen -- python > harness/tandem/platform/abi_generated.py.tmp
+	@mv harness/tandem/platform/abi_generated.py.tmp harness/tandem/platform/abi_generated.py
+	@echo "  GEN     harness/tandem/platform/abi_generated.py"
 
 $(ABI_HEADER): $(wildcard abi/src/*.rs abi/gen/src/*.rs monitor/core/src/*.rs) abi/Cargo.toml
 	@mkdir -p $(@D)

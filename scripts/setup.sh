@@ -34,7 +34,7 @@ libelf-dev                 Linux's build (objtool, resolve_btfids)
 kmod                       Linux's module install step (depmod)
 cpio                       Linux's build (in-kernel headers archive)
 rsync                      Linux's build (headers)
-device-tree-compiler       dtc: the device tree Linux gets (harness/tandem/dtb.py)
+device-tree-compiler       dtc: the device tree Linux gets (harness/tandem/platform/dtb.py)
 ninja-build                builds QEMU (scripts/build-qemu.sh)
 pkgconf                    QEMU's configure finds its libraries
 libglib2.0-dev             QEMU's main library
@@ -71,7 +71,7 @@ EOF
 kernel_tarball=/usr/src/linux-source-6.1.tar.xz
 # The emulator: Debian's qemu 10.0 source from bookworm-backports (deb-src),
 # built with Tandem's patches by scripts/build-qemu.sh (the harness checks
-# version, machine and plugins: harness/tandem/setup_check.py).
+# version, machine and plugins: harness/tandem/platform/setup_check.py).
 qemu_sources=/etc/apt/sources.list.d/tandem-qemu-source.sources
 # rustup, when the machine has none: a pinned release from the Rust project's
 # distribution server, checked against its SHA-256.

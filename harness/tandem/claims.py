@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.paths import RESULTS, ROOT
+from tandem.platform.paths import RESULTS, ROOT
 from tandem.results import PARTIAL, write_atomic
 
 REPRODUCED = "reproduced"

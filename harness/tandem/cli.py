@@ -8,11 +8,12 @@ import signal
 import sys
 from types import FrameType
 
-from tandem import apps, bench, capacity, qemu_command, trace
-from tandem.board import load_board
-from tandem.configs import Workload, available
 from tandem.errors import TandemError
-from tandem.qemu import TIMINGS, BootOptions, choose_timing, run_exec, run_interactive
+from tandem.instruments import bench, trace
+from tandem.platform import apps, capacity, qemu_command
+from tandem.platform.board import load_board
+from tandem.platform.boot import TIMINGS, BootOptions, choose_timing, run_exec, run_interactive
+from tandem.platform.configs import Workload, available
 
 
 def _boot_options(
@@ -255,7 +256,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _exp(args: argparse.Namespace) -> int:
-    from tandem import exp, scenario
+    from tandem import exp
+    from tandem.exp import scenario
 
     if args.exp == "list":
         for name, about in exp.listing():
@@ -289,7 +291,7 @@ def _exp(args: argparse.Namespace) -> int:
 
 
 def _check_setup() -> int:
-    from tandem.setup_check import check_qemu
+    from tandem.platform.setup_check import check_qemu
 
     checks = check_qemu()
     for c in checks:
@@ -334,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
             bench.latency(_options(args), args.idle_seconds, args.hackbench_loops, args.min_samples)
             return 0
         if args.command == "bench" and args.bench == "fidelity":
-            from tandem import fidelity
+            from tandem.instruments import fidelity
 
             if args.rounds < 1 or args.iterations < 1:
                 raise TandemError("--rounds and --iterations must be at least 1")

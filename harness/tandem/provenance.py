@@ -11,9 +11,9 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from tandem import qemu_command
 from tandem.errors import TandemError
-from tandem.paths import BUILD, FIRMWARE, QEMU_INSTALL, ROOT
+from tandem.platform import qemu_command
+from tandem.platform.paths import BUILD, FIRMWARE, QEMU_INSTALL, ROOT
 
 KERNEL_RELEASE = BUILD / "linux" / "include" / "config" / "kernel.release"
 

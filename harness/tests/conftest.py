@@ -1,7 +1,7 @@
 """The test suite's guard: a test that starts QEMU must be marked `qemu`.
 
 `make host-test` runs the tests not marked `qemu` and must pass on a machine
-that has built nothing. Every QEMU start goes through tandem.qemu_command's
+that has built nothing. Every QEMU start goes through tandem.platform.qemu_command's
 `spawn` and `run`; for an unmarked test both raise at once, naming the
 missing marker, instead of failing later on a missing build or (worse)
 passing only where a build happens to exist.
@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import pytest
 
-from tandem import qemu_command
+from tandem.platform import qemu_command
 
 
 @pytest.fixture(autouse=True)

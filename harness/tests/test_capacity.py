@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tandem import capacity, cli, dtb
-from tandem.board import load_board
-from tandem.configs import Workload
+from tandem import cli
 from tandem.errors import TandemError
-from tandem.qemu import BootOptions, run_exec
+from tandem.platform import capacity, dtb
+from tandem.platform.board import load_board
+from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.configs import Workload
 
 HALF_ON_1 = Workload(core=1, period_us=1000, work_us=500)
 

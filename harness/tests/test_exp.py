@@ -9,13 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from tandem import exp, scenario
-from tandem.apps import AppRun
+from tandem import exp
 from tandem.errors import TandemError
 from tandem.exp import capacity as capacity_exp
-from tandem.exp import domains, lhp, linux_rt, rpc, rtos_app
+from tandem.exp import domains, linux_rt, rpc, rtos_app, scenario
+from tandem.exp.capacity import parse as capacity_parse
+from tandem.exp.capacity import script as capacity_script
 from tandem.exp.common import median_change_ci
-from tandem.measure import Latency, parse_results
+from tandem.exp.domains import rows as domains_rows
+from tandem.exp.domains import script as domains_script
+from tandem.exp.domains import spec as domains_spec
+from tandem.exp.lhp import parse as lhp_parse
+from tandem.exp.lhp.report import e3_lines
+from tandem.exp.linux_rt import script as linux_rt_script
+from tandem.exp.rpc import parse as rpc_parse
+from tandem.exp.rpc import script as rpc_script
+from tandem.instruments.measure import Latency, parse_results
+from tandem.platform.apps import AppRun
 from tandem.results import PARTIAL
 
 DOMAINS_ROW = {
@@ -120,27 +130,29 @@ def test_quick_and_overrides(tmp_path: Path) -> None:
 
 def test_domains_phases_and_script() -> None:
     s = scenario.load("domains", domains.SCHEMA)
-    assert domains.phases(s) == [
+    assert domains_script.phases(s) == [
         ("none", 0),
         ("memory", 1),
         ("memory", 2),
         ("memory", 3),
         ("scheduling", 3),
     ]
-    affinity = domains.script(domains.ENVS["affinity"], s)
+    affinity = domains_script.guest_script(domains_spec.ENVS["affinity"], s)
     assert "isolate_core 3" in affinity
     assert "load_start memory 1 2" in affinity and "load_start memory 1 3" not in affinity
     assert "measure_cyclictest memory-2 4096 3 yes" in affinity
-    smp = domains.script(domains.ENVS["smp"], s)
+    smp = domains_script.guest_script(domains_spec.ENVS["smp"], s)
     assert "load_start memory 2 any" in smp and "\nisolate_core 3" not in smp
-    assert "measure_rtos scheduling-3 4096 3" in domains.script(domains.ENVS["heteroos"], s)
+    assert "measure_rtos scheduling-3 4096 3" in domains_script.guest_script(
+        domains_spec.ENVS["heteroos"], s
+    )
 
 
 def test_linux_rt_cells_skip_affinity_on_one_core() -> None:
     s = scenario.load("linux-rt", linux_rt.SCHEMA)
-    assert linux_rt.cells(s, 1) == [(False, False), (False, True)]
-    assert len(linux_rt.cells(s, 4)) == 4
-    two = linux_rt.script(s, 2)
+    assert linux_rt_script.cells(s, 1) == [(False, False), (False, True)]
+    assert len(linux_rt_script.cells(s, 4)) == 4
+    two = linux_rt_script.guest_script(s, 2)
     assert "isolate_core 1" in two and "load_start kernel 2 0\n" in two
     assert "disk_setup" in two and "load_start io 2 any" in two
 
@@ -209,7 +221,7 @@ def test_domains_report_checks_the_papers_ordering(tmp_path: Path) -> None:
     for env, worst in (("smp", 300.0), ("affinity", 200.0), ("heteroos", 20.0), ("tandem", 60.0)):
         for load, k in (("none", 0), ("memory", 3), ("scheduling", 3)):
             lat = _latency(worst if load != "none" else 1.0)
-            rows.append(domains._row(env, load, k, lat, [lat.max_us]))
+            rows.append(domains_rows.summary_row(env, load, k, lat, [lat.max_us]))
     summary: dict[str, object] = {
         "experiment": "domains",
         "timing": "virtual",
@@ -276,10 +288,10 @@ def test_experiment_runs_tiny(
 
 
 def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
-    hist = lhp.spin_histogram({"histogram": [[0.0, 90], [3.072, 5], [600.064, 2]]}, "t")
-    assert lhp.long_waits(hist, 3.072) == 2 and lhp.long_waits(hist, 0.0) == 7
+    hist = lhp_parse.spin_histogram({"histogram": [[0.0, 90], [3.072, 5], [600.064, 2]]}, "t")
+    assert lhp_parse.long_waits(hist, 3.072) == 2 and lhp_parse.long_waits(hist, 0.0) == 7
     with pytest.raises(TandemError, match="bad spin histogram"):
-        lhp.spin_histogram({"histogram": [[1.0]]}, "t")
+        lhp_parse.spin_histogram({"histogram": [[1.0]]}, "t")
     summary: dict[str, object] = {
         "experiment": "lhp",
         "timing": "host",
@@ -418,22 +430,20 @@ def _e3_row(policy: str, max_us: float, beyond: int, slowest: list[float]) -> di
 
 def test_lhp_e3_verdict_never_reads_a_clipped_worst_case_as_met() -> None:
     clipped = "\n".join(
-        lhp.e3_lines([_e3_row("static", 65.52, 1, [65.52]), _e3_row("migrate", 65.52, 3, [])])
+        e3_lines([_e3_row("static", 65.52, 1, [65.52]), _e3_row("migrate", 65.52, 3, [])])
     )
     assert "| ≥ 65.5 | 1 |" in clipped and "cannot be told" in clipped
     assert "grows by" not in clipped
     outlier = "\n".join(
-        lhp.e3_lines(
-            [_e3_row("static", 2.0, 0, [2.0]), _e3_row("migrate", 57.0, 0, [57.0, 19.3, 1.9])]
-        )
+        e3_lines([_e3_row("static", 2.0, 0, [2.0]), _e3_row("migrate", 57.0, 0, [57.0, 19.3, 1.9])])
     )
     assert "grows by 55.00 µs with migrate (NOT within" in outlier
     assert "The slowest migrate dispatches: 57.0, 19.3, 1.90 µs; 2 of 1000 exceed" in outlier
-    assert lhp.slowest({1.0: 5, 57.0: 1, 19.3: 1}, 4) == [57.0, 19.3, 1.0, 1.0]
+    assert lhp_parse.slowest({1.0: 5, 57.0: 1, 19.3: 1}, 4) == [57.0, 19.3, 1.0, 1.0]
 
 
 def test_lhp_e3_verdict_uses_the_per_core_counts_when_the_run_has_them() -> None:
-    from tandem.pathcount import DispatchPath, summarize
+    from tandem.instruments.pathcount import DispatchPath, summarize
 
     static = _e3_row("static", 1.92, 0, [1.92])
     static["path_instructions"] = summarize([DispatchPath(1, 1, 606, 0)] * 3)
@@ -441,14 +451,14 @@ def test_lhp_e3_verdict_uses_the_per_core_counts_when_the_run_has_them() -> None
     migrate["path_instructions"] = summarize(
         [DispatchPath(1, 1, 606, 0), DispatchPath(1, 2, 135, 856), DispatchPath(1, 3, 887, 11000)]
     )
-    text = "\n".join(lhp.e3_lines([static, migrate]))
+    text = "\n".join(e3_lines([static, migrate]))
     assert "| static | 3 | 606 / 606 | 0 | - / - | - | - | 0.61 |" in text
     assert "| migrate | 3 | 606 / 606 | 2 | 6439 / 11887 | 887 | 11000 | 11.9 |" in text
     assert "grows by +11.28 µs with migrate (NOT within the 10 µs limit" in text
     # The clock readings are shown, but give no second verdict.
     assert "| ≥ 65.5 | 2 |" in text and "cannot be told" not in text
     migrate["path_instructions"] = summarize([DispatchPath(1, 2, 135, 1000)])
-    assert "grows by +0.53 µs with migrate (within" in "\n".join(lhp.e3_lines([static, migrate]))
+    assert "grows by +0.53 µs with migrate (within" in "\n".join(e3_lines([static, migrate]))
 
 
 @pytest.mark.qemu
@@ -509,7 +519,7 @@ def test_compare_two_runs(tmp_path: Path) -> None:
     def run(run_id: str, worst: float) -> None:
         d = tmp_path / "domains" / run_id
         d.mkdir(parents=True)
-        rows = [domains._row("heteroos", "none", 0, _latency(worst), [worst])]
+        rows = [domains_rows.summary_row("heteroos", "none", 0, _latency(worst), [worst])]
         summary = {"experiment": "domains", "timing": "virtual", "rows": rows}
         (d / "summary.json").write_text(json.dumps(summary))
 
@@ -582,10 +592,10 @@ def test_capacity_report_checks_gain_trend_and_changing_load(tmp_path: Path) -> 
 
 def test_capacity_cells_workloads_and_proc_stat() -> None:
     s = scenario.load("capacity", capacity_exp.SCHEMA)
-    assert capacity_exp.loads(s) == [0, 50, 80, "changing"]
-    w = capacity_exp.workload(s, "changing")
+    assert capacity_script.loads(s) == [0, 50, 80, "changing"]
+    w = capacity_script.workload(s, "changing")
     assert (w.core, w.work_us, w.alt_work_us, w.alt_every_ms) == (1, 800, 100, 500)
-    assert capacity_exp.workload(s, 50).work_us == 500
+    assert capacity_script.workload(s, 50).work_us == 500
     lines = [
         "@@CAPACITY@@ 1024 205",
         "@@STAT@@",
@@ -595,13 +605,13 @@ def test_capacity_cells_workloads_and_proc_stat() -> None:
         "cpu0 200 0 200 1600 0 0 0 0 0 0",
         "cpu1 300 0 200 1000 0 100 0 400 0 0",
     ]
-    assert capacity_exp.capacities(lines, "t") == [1024, 205]
-    shares = capacity_exp.cpu_shares(lines, "t")
+    assert capacity_parse.capacities(lines, "t") == [1024, 205]
+    shares = capacity_parse.cpu_shares(lines, "t")
     assert shares == {"steal": [0.0, 0.4], "irq": [0.0, 0.1]}
     with pytest.raises(TandemError, match="snapshots missing"):
-        capacity_exp.cpu_shares(lines[:3], "t")
+        capacity_parse.cpu_shares(lines[:3], "t")
     with pytest.raises(TandemError, match="expected one hackbench time, found 0"):
-        capacity_exp.bench_time(lines, "hackbench", "t")
+        capacity_parse.bench_time(lines, "hackbench", "t")
 
 
 @pytest.mark.qemu
@@ -647,23 +657,26 @@ def test_rpc_crossover_parse_and_report(tmp_path: Path) -> None:
         "@@PHASE pair 64 auto 0",
         "pair 64 busy 1.500 0.500",
     ]
-    model, lat, pair = rpc.parse(lines, "test")
+    model, lat, pair = rpc_parse.parse_output(lines, "test")
     assert model["x_opt"] == 3000 and model["t_ctx_ns"] == 2000
     assert lat == {(64, "auto"): [("busy", 2.2, 0.15)]}
     assert pair == {(64, "auto"): [1.5]}
     with pytest.raises(TandemError, match="a call failed"):
-        rpc.parse([*lines, "error ETIMEDOUT (110)"], "test")
+        rpc_parse.parse_output([*lines, "error ETIMEDOUT (110)"], "test")
     with pytest.raises(TandemError, match="no model line"):
-        rpc.parse(lines[1:], "test")
-    assert rpc.calibrated(model)
+        rpc_parse.parse_output(lines[1:], "test")
+    assert rpc_parse.calibrated(model)
     # A failed calibration leaves zeros; x_opt 0 alone is the model's answer.
-    assert not rpc.calibrated(dict.fromkeys(rpc.MODEL_KEYS, 0))
-    assert rpc.calibrated({**model, "x_opt": 0})
+    assert not rpc_parse.calibrated(dict.fromkeys(rpc_script.MODEL_KEYS, 0))
+    assert rpc_parse.calibrated({**model, "x_opt": 0})
     failed = "RPC calibration: the server's time does not grow;RPC: calibration failed (-34);"
-    assert rpc.calibration_log([*lines, f"calibration {failed}"]) == (
+    assert rpc_parse.calibration_log([*lines, f"calibration {failed}"]) == (
         "RPC calibration: the server's time does not grow; RPC: calibration failed (-34)"
     )
-    assert rpc.calibration_log(lines) is None and rpc.calibration_log(["calibration "]) is None
+    assert (
+        rpc_parse.calibration_log(lines) is None
+        and rpc_parse.calibration_log(["calibration "]) is None
+    )
     rows: list[dict[str, object]] = []
     for size in (1, 64, 10000):
         for mode, ms in (("busy", 1.0), ("block", 1.2), ("auto", 1.01)):
@@ -709,7 +722,7 @@ def test_rpc_crossover_parse_and_report(tmp_path: Path) -> None:
     assert "4.0x, target ≤ 3x: NO" in text
     assert "calibration failed" not in text
     assert (tmp_path / "rpc.png").stat().st_size > 10_000
-    zeros = dict.fromkeys(rpc.MODEL_KEYS, 0)
+    zeros = dict.fromkeys(rpc_script.MODEL_KEYS, 0)
     log = "RPC: calibration failed (-34); auto mode always blocks"
     failed_summary = {**summary, "model": zeros, "models": [zeros], "calibration_log": log}
     (tmp_path / "summary.json").write_text(json.dumps(failed_summary))

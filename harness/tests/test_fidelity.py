@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tandem import bench, fidelity
 from tandem.errors import TandemError
-from tandem.qemu import BootOptions, run_exec
+from tandem.instruments import bench, fidelity
+from tandem.platform.boot import BootOptions, run_exec
 
 Q = 1000
 

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tandem import cli, cpio, dtb, switchcost
-from tandem.apps import AppRun, available, manifest, parse_setting, workload_blob
-from tandem.board import load_board
-from tandem.configs import Ctxsw, Workload, load_config
+from tandem import cli
 from tandem.errors import TandemError
-from tandem.qemu import choose_timing
+from tandem.instruments import switchcost
+from tandem.platform import cpio, dtb
+from tandem.platform.apps import AppRun, available, manifest, parse_setting, workload_blob
+from tandem.platform.board import load_board
+from tandem.platform.boot import choose_timing
+from tandem.platform.configs import Ctxsw, Workload, load_config
 
 BASE_DTS = """/dts-v1/;
 / {

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tandem import pathcount
 from tandem.errors import TandemError
-from tandem.pathcount import DispatchPath, Hit
+from tandem.instruments import pathcount
+from tandem.instruments.pathcount import DispatchPath, Hit
 
 NM = """\
 0000000000000178 t lower_irq

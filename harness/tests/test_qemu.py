@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tandem import bench
-from tandem.abi import constants
-from tandem.board import load_board
-from tandem.configs import PlatformConfig
-from tandem.console import PROMPT, Console
 from tandem.errors import TandemError
-from tandem.qemu import BootOptions, ExecResult, run_exec
+from tandem.instruments import bench
+from tandem.platform.abi import constants
+from tandem.platform.board import load_board
+from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.configs import PlatformConfig
+from tandem.platform.console import PROMPT, Console
 
 pytestmark = pytest.mark.qemu
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tandem import qemu_command
-from tandem.board import load_board
 from tandem.errors import TandemError
-from tandem.paths import ROOT
+from tandem.platform import qemu_command
+from tandem.platform.board import load_board
+from tandem.platform.paths import ROOT
 
 BOARD = load_board()
 
@@ -100,7 +100,7 @@ def test_qemu_is_invoked_from_one_place() -> None:
     here = Path(__file__).resolve()
     allowed = {
         here,
-        ROOT / "harness" / "tandem" / "qemu_command.py",
+        ROOT / "harness" / "tandem" / "platform" / "qemu_command.py",
         ROOT / "scripts" / "build-qemu.sh",
         ROOT / "Makefile",
     }
@@ -109,7 +109,7 @@ def test_qemu_is_invoked_from_one_place() -> None:
         for path in _code_files()
         if path not in allowed and "qemu-system-aarch64" in path.read_text(errors="replace")
     ]
-    assert offenders == [], f"QEMU named outside tandem/qemu_command.py: {offenders}"
+    assert offenders == [], f"QEMU named outside tandem/platform/qemu_command.py: {offenders}"
 
 
 def _marked_qemu(decorators: list[ast.expr]) -> bool:
@@ -137,7 +137,7 @@ def test_qemu_markers_sit_on_tests() -> None:
 
 
 def test_setup_check_reads_qemus_version() -> None:
-    from tandem.setup_check import parse_version
+    from tandem.platform.setup_check import parse_version
 
     text = "QEMU emulator version 10.0.2 (Debian 1:10.0.2+ds-2+deb13u1~bpo12+1)\nCopyright"
     assert parse_version(text) == (10, 0)

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tandem.qemu import BootOptions, ExecResult, run_exec
+from tandem.platform.boot import BootOptions, ExecResult, run_exec
 
 pytestmark = pytest.mark.qemu
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tandem import trace
 from tandem.errors import TandemError
-from tandem.qemu import BootOptions
+from tandem.instruments import trace
+from tandem.platform.boot import BootOptions
 
 HZ = 1_000_000  # one tick per µs keeps the expected numbers readable
 

@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from tandem.abi import constants
-from tandem.apps import AppRun
-from tandem.board import load_board
-from tandem.configs import Workload
 from tandem.errors import TandemError
-from tandem.qemu import BootOptions, run_exec
+from tandem.platform.abi import constants
+from tandem.platform.apps import AppRun
+from tandem.platform.board import load_board
+from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.configs import Workload
 
 pytestmark = pytest.mark.qemu
 

@@ -10,7 +10,7 @@ use tandem_monitor_core::smc::World;
 /// Where the generated Python module is kept, from the repository's root.
 /// It is committed, so the harness's host tests need no build; a test here
 /// fails while it differs from what the generator prints.
-pub const PYTHON_MODULE: &str = "harness/tandem/abi_generated.py";
+pub const PYTHON_MODULE: &str = "harness/tandem/platform/abi_generated.py";
 
 /// The function IDs Linux may call: what the monitor's table answers for
 /// the normal world.
@@ -53,7 +53,7 @@ fn py_int(value: i64) -> String {
     }
 }
 
-/// `harness/tandem/abi_generated.py`: the same constants, without the
+/// `harness/tandem/platform/abi_generated.py`: the same constants, without the
 /// `TANDEM_` prefix, typed for `mypy --strict` and formatted for ruff.
 pub fn python_module() -> String {
     let mut out = String::new();

@@ -1,6 +1,6 @@
 //! `tandem-abi-gen c|python`: prints the Tandem ABI as a C header (for
 //! Linux's driver and tools, built into `build/include`) or as the Python
-//! module the harness imports (kept at `harness/tandem/abi_generated.py`).
+//! module the harness imports (kept at `harness/tandem/platform/abi_generated.py`).
 
 fn main() {
     let what = std::env::args().nth(1).unwrap_or_default();

@@ -1,5 +1,10 @@
 """`tandem exp`: experiments from scenario files, each writing
-results/NAME/<run-id>/ (raw data, summary.json/.csv, plots, report.md)."""
+results/NAME/<run-id>/ (raw data, summary.json/.csv, plots, report.md).
+
+Each experiment is a package, exp/NAME/, whose __init__ exports the
+interface the registry below reads (NAME, SCHEMA, run, plot, report); its
+modules keep the scenario keys, the guest script, the parsing, the plots
+and the report's prose apart (docs/harness.md, "Layout")."""
 
 from __future__ import annotations
 
@@ -12,11 +17,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tandem import provenance, scenario
+from tandem import provenance
 from tandem.errors import TandemError
-from tandem.exp import capacity, ctxsw, domains, lhp, linux_rt, rpc, rtos_app
+from tandem.exp import capacity, ctxsw, domains, lhp, linux_rt, rpc, rtos_app, scenario
 from tandem.exp.common import num, read_summary
-from tandem.paths import RESULTS
+from tandem.platform.paths import EXPERIMENTS, RESULTS
 from tandem.results import PARTIAL, PartialRun, write_atomic
 
 
@@ -43,7 +48,7 @@ def finish(exp: Experiment, run_dir: Path, summary: dict[str, object], command: 
     write_atomic(run_dir / "report.md", exp.report(run_dir, command))
 
 
-def app_scenarios(directory: Path = scenario.EXPERIMENTS) -> list[str]:
+def app_scenarios(directory: Path = EXPERIMENTS) -> list[str]:
     """Scenario files that need no module of their own: `runner =
     "rtos-app"` (tandem/exp/rtos_app.py)."""
     out = []
@@ -57,7 +62,7 @@ def app_scenarios(directory: Path = scenario.EXPERIMENTS) -> list[str]:
     return out
 
 
-def get(name: str, directory: Path = scenario.EXPERIMENTS) -> Experiment:
+def get(name: str, directory: Path = EXPERIMENTS) -> Experiment:
     if name in REGISTRY:
         return REGISTRY[name]
     if name in app_scenarios(directory):
@@ -66,7 +71,7 @@ def get(name: str, directory: Path = scenario.EXPERIMENTS) -> Experiment:
     raise TandemError(f"no experiment '{name}'; available: {', '.join(known)}")
 
 
-def listing(directory: Path = scenario.EXPERIMENTS) -> list[tuple[str, str]]:
+def listing(directory: Path = EXPERIMENTS) -> list[tuple[str, str]]:
     """(name, description) of every experiment with a scenario file."""
     out = []
     for name in sorted([*REGISTRY, *app_scenarios(directory)]):
@@ -93,7 +98,7 @@ def run(
     quick: bool,
     overrides: Mapping[str, object],
     out_root: Path = RESULTS,
-    directory: Path = scenario.EXPERIMENTS,
+    directory: Path = EXPERIMENTS,
 ) -> Path:
     """Runs experiment `name`; returns its finished results directory.
 

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from tandem.errors import TandemError
-from tandem.measure import PHASE, Latency, parse_results
-from tandem.qemu import BootOptions, run_exec
+from tandem.exp.scenario import Scenario
+from tandem.instruments.measure import PHASE, Latency, parse_results
+from tandem.platform.boot import BootOptions, run_exec
 from tandem.results import write_atomic
-from tandem.scenario import Scenario
 
 # What QEMU does and does not model, for every report.
 QEMU_CAVEATS = {

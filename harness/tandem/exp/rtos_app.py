@@ -12,11 +12,11 @@ import re
 import shutil
 from pathlib import Path
 
-from tandem import apps
 from tandem.errors import TandemError
 from tandem.exp.common import QEMU_CAVEATS, Progress, boot_options, read_summary, summary_list
-from tandem.qemu import BootOptions, run_exec
-from tandem.scenario import Key, Scenario
+from tandem.exp.scenario import Key, Scenario
+from tandem.platform import apps
+from tandem.platform.boot import BootOptions, run_exec
 
 RUNNER = "rtos-app"
 SCHEMA = {

@@ -1,0 +1,129 @@
+"""Experiment `capacity` (paper 000 §4): Linux's load balance when the RTOS
+takes part of one core, with Linux told nothing (`none`), told statically
+through the device tree (`static`), dynamically through Arm PV stolen time
+(`steal`), or both (modes of tandem/platform/capacity.py).
+
+The RTOS's periodic task runs on core `rtos_core` only, at each of
+`loads_pct` % of its period, and at a load that changes during the run
+(`changing_*`: the task's work alternates between two values). Every
+repetition boots every (load, mode) cell back to back, so that the modes of
+one repetition are paired in time; each boot runs each benchmark once.
+Host timing: the effect is one of parallel throughput.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from pathlib import Path
+
+from tandem.errors import TandemError
+from tandem.exp.capacity.parse import bench_time, capacities, cpu_shares
+from tandem.exp.capacity.plot import plot
+from tandem.exp.capacity.report import report
+from tandem.exp.capacity.script import guest_script, loads, workload
+from tandem.exp.capacity.spec import CHANGING, NAME, SCHEMA
+from tandem.exp.common import Boot, Progress, boot_lines, boot_options, rep_phase_us
+from tandem.exp.scenario import Scenario
+from tandem.results import write_atomic
+
+# The Experiment interface (tandem.exp.REGISTRY).
+__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+
+
+def run(s: Scenario, out: Path) -> dict[str, object]:
+    reps = s.integer("reps")
+    cells = [(load, mode) for load in loads(s) for mode in s.texts("modes")]
+    if s.integer("rtos_core") >= s.integer("smp"):
+        raise TandemError(
+            f"rtos_core {s.integer('rtos_core')} does not exist with smp {s.integer('smp')}"
+        )
+    progress = Progress(NAME, reps * len(cells))
+    runs: dict[tuple[int | str, str, str], list[float]] = {}
+    boots: list[dict[str, object]] = []
+    for rep in range(1, reps + 1):
+        for load, mode in cells:
+            label = f"{load}-{mode}-rep{rep}"
+            progress.next(f"RTOS load {load}{'' if load == CHANGING else ' %'}, {mode}, rep {rep}")
+            host_load = os.getloadavg()[0]
+            lines = boot_lines(
+                Boot(
+                    label,
+                    boot_options(
+                        s,
+                        config="tandem",
+                        timing=s.text("timing"),
+                        smp=s.integer("smp"),
+                        workload=workload(s, load),
+                        capacity=mode,
+                        phase_us=rep_phase_us(rep),
+                    ),
+                    guest_script(s),
+                    timeout_s=1800,
+                ),
+                out / "raw",
+                progress,
+            )[0]
+            times = {b: bench_time(lines, b, label) for b in s.texts("benches")}
+            for bench, t in times.items():
+                runs.setdefault((load, mode, bench), []).append(t)
+            shares = cpu_shares(lines, label)
+            boots.append(
+                {
+                    "label": label,
+                    "rtos_load": load,
+                    "mode": mode,
+                    "rep": rep,
+                    "times_s": times,
+                    "cpu_capacity": capacities(lines, label),
+                    "steal_fraction": shares["steal"],
+                    "irq_fraction": shares["irq"],
+                    "host_loadavg_before": round(host_load, 2),
+                }
+            )
+            progress.note(
+                ", ".join(f"{b} {t:.2f} s" for b, t in times.items())
+                + f"; capacity {boots[-1]['cpu_capacity']}, steal {shares['steal']}"
+            )
+    rows: list[dict[str, object]] = []
+    for (load, mode, bench), values in runs.items():
+        rows.append(
+            {
+                "rtos_load": load,
+                "mode": mode,
+                "bench": bench,
+                "median_s": round(statistics.median(values), 4),
+                "runs_s": values,
+                "spread_s": round(max(values) - min(values), 4),
+            }
+        )
+    summary: dict[str, object] = {
+        "experiment": NAME,
+        "timing": s.text("timing"),
+        "quick": s.quick,
+        "reps": reps,
+        "smp": s.integer("smp"),
+        "rtos_core": s.integer("rtos_core"),
+        "period_us": s.integer("period_us"),
+        "changing_load": {
+            "low_pct": s.integer("changing_low_pct"),
+            "high_pct": s.integer("changing_high_pct"),
+            "every_ms": s.integer("changing_every_ms"),
+        },
+        "scenario": s.values,
+        "rows": rows,
+        "boots": boots,
+    }
+    write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    tmp = out / "summary.csv.tmp"
+    with tmp.open("w") as f:
+        f.write("rtos_load,mode,bench,median_s,spread_s,runs_s\n")
+        for r in rows:
+            runs_text = " ".join(str(x) for x in r["runs_s"])  # type: ignore[attr-defined]
+            f.write(
+                f"{r['rtos_load']},{r['mode']},{r['bench']},{r['median_s']},"
+                f"{r['spread_s']},{runs_text}\n"
+            )
+    tmp.replace(out / "summary.csv")
+    return summary

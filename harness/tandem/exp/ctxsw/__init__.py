@@ -1,0 +1,178 @@
+"""Experiment `ctxsw` (paper 004 on Armv8): the cost of a directed hand-off
+between two protected tasks, with ASID-tagged address spaces against a TLB
+flush on every switch.
+
+The RTOS's `ctxsw` workload (boot-configured) runs two tasks at S-EL0, each
+in its own address space, on one core: they hand a value back and forth with
+`sys_chg(task, value)` (the paper's call) `switches` times, each writing
+`pages` pages of its own memory between hand-offs. The RTOS times the
+hand-offs with the generic counter and leaves a record in the shared region
+(abi `CtxswRecord` at 0x108000), which Linux reads once it is complete.
+
+Per cell (mode x pages x timing) one boot; in virtual timing one instruction
+is one nanosecond, so the per-switch time of the best batch (no interrupt in
+it) is the instruction count of the hand-off path.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+from pathlib import Path
+
+from tandem.errors import TandemError
+from tandem.exp.common import Boot, Progress, boot_lines, boot_options, write_summary
+from tandem.exp.ctxsw.parse import hand_off_cycles, parse_record, per_switch
+from tandem.exp.ctxsw.plot import plot
+from tandem.exp.ctxsw.report import report
+from tandem.exp.ctxsw.script import guest_script
+from tandem.exp.ctxsw.spec import NAME, SCHEMA
+from tandem.exp.scenario import Scenario
+from tandem.instruments import switchcost
+from tandem.platform import qemu_command
+from tandem.platform.board import load_board
+from tandem.platform.boot import DETERMINISTIC, run_exec
+from tandem.platform.configs import TLB_MODES, Ctxsw
+from tandem.platform.paths import ROOT
+
+# The Experiment interface (tandem.exp.REGISTRY).
+__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+
+RTOS_ELF = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release" / "tandem-rtos"
+# The RTOS's code (and the protected tasks' code) lies in the first MiB of
+# its RAM (boards/qemu-virt.toml): what QEMU logs.
+RTOS_CODE_BYTES = 0x10_0000
+
+
+def rtos_code() -> str:
+    """QEMU's address filter for the RTOS's code, from the board."""
+    base = load_board().rtos_ram.base
+    return f"{base:#x}..{base + RTOS_CODE_BYTES - 1:#x}"
+
+
+COLUMNS = (
+    "mode",
+    "timing",
+    "pages",
+    "switches",
+    "per_switch_ns",
+    "best_per_switch_ns",
+    "min_per_switch_ns",
+    "max_per_switch_ns",
+    "boots",
+)
+
+
+def count_path(
+    s: Scenario, mode: str, pages: int, raw: Path, progress: Progress
+) -> dict[str, object]:
+    """The hand-off path in instructions, counted from QEMU's execution log
+    (as `tandem bench switch` does): the median cycle, and where it goes."""
+    if not RTOS_ELF.exists():
+        raise TandemError(f"{RTOS_ELF} missing (run `make build`)")
+    label = f"path-{mode}-{pages}p"
+    progress.next(label)
+    options = boot_options(
+        s,
+        timing=next(t for t in s.texts("timings") if t in DETERMINISTIC),
+        smp=1,
+        ctxsw=Ctxsw(core=0, mode=mode, pages=pages, switches=s.integer("path_switches")),
+        extra_qemu_args=qemu_command.exec_log_args(rtos_code(), "{run_dir}/exec.log"),
+    )
+    result = run_exec(options, guest_script(), timeout_s=1800)
+    raw.mkdir(parents=True, exist_ok=True)
+    shutil.copy(result.console_log, raw / f"{label}.console.log")
+    where = f"{label} (console: {result.console_log})"
+    if result.status != 0:
+        raise TandemError(f"{where}: the script exited with {result.status}")
+    parse_record(result.lines, where)
+    log_path = result.console_log.parent / "exec.log"
+    with log_path.open() as f:
+        log = switchcost.parse(f)
+    log_path.unlink()
+    symbols = switchcost.Symbols.load([RTOS_ELF])
+    cycles = hand_off_cycles(log, symbols, symbols.address("vectors"))
+    if len(cycles) < s.integer("path_switches") // 2:
+        raise TandemError(f"{where}: only {len(cycles)} hand-off cycles in QEMU's log")
+    totals = sorted(sum(c.values()) for c in cycles)
+    median = statistics.median_low(totals)
+    typical = next(c for c in cycles if sum(c.values()) == median)
+    progress.note(f"{median} instructions per hand-off ({len(cycles)} cycles)")
+    return {
+        "mode": mode,
+        "pages": pages,
+        "samples": len(cycles),
+        "median_instructions": median,
+        "min_instructions": totals[0],
+        "max_instructions": totals[-1],
+        "by_function": dict(typical.most_common()),
+    }
+
+
+def run(s: Scenario, out: Path) -> dict[str, object]:
+    counter_hz = load_board().counter_hz
+    smp = s.integer("smp")
+    cells = [
+        (timing, mode, pages)
+        for timing in s.texts("timings")
+        for pages in s.integers("pages")
+        for mode in s.texts("modes")
+    ]
+    boots = sum(1 if t in DETERMINISTIC else s.integer("host_reps") for t, _, _ in cells)
+    path_pages = min(s.integers("pages"))
+    counted = any(t in DETERMINISTIC for t in s.texts("timings"))
+    progress = Progress(NAME, boots + (len(s.texts("modes")) if counted else 0))
+    rows: list[dict[str, object]] = []
+    raw = out / "raw"
+    for timing, mode, pages in cells:
+        reps = 1 if timing in DETERMINISTIC else s.integer("host_reps")
+        means, bests = [], []
+        for rep in range(reps):
+            label = f"{timing}-{mode}-{pages}p-{rep}"
+            progress.next(label)
+            options = boot_options(
+                s,
+                timing=timing,
+                smp=smp,
+                ctxsw=Ctxsw(core=smp - 1, mode=mode, pages=pages, switches=s.integer("switches")),
+            )
+            lines, where = boot_lines(
+                Boot(label, options, guest_script(), timeout_s=1800), raw, progress
+            )
+            record = parse_record(lines, where)
+            if record["mode"] != TLB_MODES.index(mode) or record["pages"] != pages:
+                raise TandemError(f"{where}: the RTOS ran another cell: {record}")
+            mean, best = per_switch(record, counter_hz)
+            progress.note(f"{mean:.1f} ns per hand-off (best batch {best:.1f})")
+            means.append(mean)
+            bests.append(best)
+        rows.append(
+            {
+                "mode": mode,
+                "timing": timing,
+                "pages": pages,
+                "switches": s.integer("switches"),
+                "per_switch_ns": round(statistics.median(means), 2),
+                "best_per_switch_ns": round(min(bests), 2),
+                "min_per_switch_ns": round(min(means), 2),
+                "max_per_switch_ns": round(max(means), 2),
+                "boots": reps,
+            }
+        )
+    paths = (
+        [count_path(s, mode, path_pages, raw, progress) for mode in s.texts("modes")]
+        if counted
+        else []
+    )
+    summary: dict[str, object] = {
+        "experiment": NAME,
+        "timing": s.text("timing"),
+        "quick": s.quick,
+        "smp": smp,
+        "scenario": s.values,
+        "rows": rows,
+        # Counted from QEMU's execution log: one hand-off, svc to svc.
+        "handoff_path": paths,
+    }
+    write_summary(out, summary, COLUMNS)
+    return summary

@@ -1,0 +1,90 @@
+"""Experiment `domains` (paper 003): how well each way of splitting a 4-core
+chip into a control and an information domain keeps interrupt response.
+
+Environments (the measured core is always core 3, as PE3 in the paper):
+- smp: one Linux on all cores, no separation; cyclictest and load anywhere.
+- affinity: one Linux; cyclictest alone in a cpuset partition on core 3, the
+  load pinned to cores 0-2.
+- heteroos: the RTOS alone on core 3 (config heteroos), Linux on cores 0-2
+  with the load; the RTOS's own timer-interrupt latency.
+- tandem: the RTOS on every core, Linux in the gaps (config tandem); load on
+  cores 0-2; the RTOS's latency on core 3.
+Loads: none, memory (one stress-ng memrate worker per loaded core, buffer far
+larger than the L1), scheduling (stress-ng mutex, 50 threads handing one mutex
+round). The worst case is also measured against 0-3 memory-loaded cores.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tandem.errors import TandemError
+from tandem.exp.common import (
+    Boot,
+    Progress,
+    boot_options,
+    fmt_us,
+    rep_phase_us,
+    run_boot,
+    write_histograms,
+    write_summary,
+)
+from tandem.exp.domains.plot import plot
+from tandem.exp.domains.report import report
+from tandem.exp.domains.rows import COLUMNS, summary_row
+from tandem.exp.domains.script import guest_script, phase_id, phases
+from tandem.exp.domains.spec import ENVS, MEASURED_CORE, NAME, PERIOD_US, SCHEMA
+from tandem.exp.scenario import Scenario
+from tandem.instruments.measure import Latency, merged
+
+# The Experiment interface (tandem.exp.REGISTRY).
+__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+
+
+def run(s: Scenario, out: Path) -> dict[str, object]:
+    """Runs every environment `reps` times; writes raw data and the summary."""
+    envs = [ENVS[e] for e in s.texts("envs")]
+    reps = s.integer("reps")
+    timing = s.text("timing")
+    progress = Progress(NAME, len(envs) * reps)
+    cells: dict[tuple[str, str, int], list[Latency]] = {}
+    for rep in range(1, reps + 1):
+        for env in envs:
+            progress.next(f"env {env.name} ({env.about}), rep {rep}/{reps}, {timing} timing")
+            boot = Boot(
+                label=f"{env.name}-rep{rep}",
+                options=boot_options(
+                    s, config=env.config, timing=timing, smp=4, phase_us=rep_phase_us(rep)
+                ),
+                script=guest_script(env, s),
+            )
+            results = run_boot(boot, out / "raw", progress)
+            for load, k in phases(s):
+                pid = phase_id(load, k)
+                if pid not in results:
+                    raise TandemError(f"{boot.label}: no result for phase {pid}")
+                lat = results[pid]
+                progress.note(
+                    f"{pid}: {lat.samples} samples, min {fmt_us(lat.min_us)} avg "
+                    f"{fmt_us(lat.avg_us)} max {fmt_us(lat.max_us)} µs"
+                )
+                cells.setdefault((env.name, load, k), []).append(lat)
+    rows: list[dict[str, object]] = []
+    hist_rows: list[tuple[list[object], Latency]] = []
+    for (env_name, load, k), lats in cells.items():
+        cell = merged(lats)
+        rows.append(summary_row(env_name, load, k, cell, [x.max_us for x in lats]))
+        hist_rows.append(([env_name, load, k], cell))
+    write_histograms(out / "histograms.csv", ["env", "load", "loaded_cores"], hist_rows)
+    summary: dict[str, object] = {
+        "experiment": NAME,
+        "timing": timing,
+        "quick": s.quick,
+        "reps": reps,
+        "measured_core": MEASURED_CORE,
+        "period_us": PERIOD_US,
+        "scenario": s.values,
+        "rows": rows,
+    }
+    write_summary(out, summary, COLUMNS)
+    return summary

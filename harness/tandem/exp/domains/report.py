@@ -1,0 +1,143 @@
+"""The `domains` report: our numbers beside the paper's, its orderings
+checked on our data, and what QEMU can and cannot show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tandem.exp.common import QEMU_CAVEATS, fmt_us, num, read_summary, summary_list
+from tandem.exp.domains.rows import find_row
+from tandem.exp.domains.spec import (
+    ENVS,
+    INFO_CORES,
+    LOADS,
+    NAME,
+    PAPER_TARGET_US,
+    PAPER_WORST_VS_LOADED,
+)
+
+# What each timing mode lets this experiment show, beyond QEMU_CAVEATS.
+QEMU_LIMITS = {
+    "percore": (
+        "- Per-core clocks: a load on cores 0-2 reaches core 3 only through what the "
+        "model shares (the GIC and memory, both without contention). Where the RTOS "
+        "answers (heteroos, tandem) its response is its own path, an almost fixed number of "
+        "instructions (tandem's is longer by the monitor's world switch out of Linux); "
+        "where Linux answers (smp, affinity) it is Linux's wake-up path, which the loads "
+        "move only by what they run on core 3 itself. The orderings above are "
+        "therefore path lengths, which QEMU measures exactly; the absolute microseconds "
+        "are instructions at 1 ns each, not the paper's ARM11 cycles.",
+    ),
+    "virtual": (
+        "- In virtual timing the gap between the RTOS's response on an idle machine "
+        "(about 0.2 µs: a fixed path of about 200 instructions, see `./tandem bench "
+        "latency --smp 1`) and under load is QEMU's round robin of vCPUs, not Tandem's: "
+        "the interrupted core waits for the other vCPUs' slices.",
+    ),
+    "host": (
+        "- In host timing each vCPU is a host thread: with fewer host cores than vCPUs "
+        "the host's scheduler preempts the measuring core for milliseconds, which shows "
+        "up as latency of every environment.",
+    ),
+}
+
+
+def report(run_dir: Path, command: str) -> str:
+    """report.md: our numbers beside the paper's, and what QEMU can't show."""
+    summary = read_summary(run_dir, NAME)
+    rows = summary_list(summary)
+    timing = str(summary["timing"])
+    envs = [e for e in ENVS if any(r["env"] == e for r in rows)]
+    out = [
+        "# domains: interrupt response by way of sharing the chip (paper 003)",
+        "",
+        f"Run `{run_dir.name.removesuffix('.partial')}`, **{timing} timing** on QEMU "
+        "(not hardware), "
+        f"{summary['reps']} repetition(s){', quick settings' if summary['quick'] else ''}. "
+        f"Reproduce: `{command}`.",
+        "",
+        f"Measured on core {summary['measured_core']}, timer period {summary['period_us']} µs: "
+        "where the RTOS runs (heteroos, tandem), the RTOS's timer-interrupt latency from the "
+        "compare value to its handler (16 ns resolution); where only Linux runs (smp, "
+        "affinity), cyclictest's wake-up latency of a SCHED_FIFO 99 thread (1 µs resolution). "
+        "Loads are on cores 0-2 (anywhere in smp).",
+        "",
+        "| env | load | loaded cores | samples | min µs | avg µs | p99 µs | max µs |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(
+        rows,
+        key=lambda r: (envs.index(str(r["env"])), LOADS.index(str(r["load"])), r["loaded_cores"]),
+    ):
+        out.append(
+            f"| {r['env']} | {r['load']} | {r['loaded_cores']} | {r['samples']} | "
+            f"{fmt_us(r['min_us'])} | {fmt_us(r['avg_us'])} | {fmt_us(r['p99_us'])} | "
+            f"{fmt_us(r['max_us'])}{' (beyond histogram)' if r.get('beyond_histogram') else ''} |"
+        )
+    out += ["", "## Worst case against memory-loaded cores, beside the paper", ""]
+    out += ["| env | 0 | 1 | 2 | 3 |", "|---|---|---|---|---|"]
+    for env in envs:
+        cells = []
+        for k in range(4):
+            found = find_row(rows, env, "none" if k == 0 else "memory", k)
+            cells.append(fmt_us(found["max_us"]) if found else "-")
+        out.append(f"| {env} (ours) | " + " | ".join(cells) + " |")
+    for env, worst in PAPER_WORST_VS_LOADED.items():
+        out.append(
+            f"| {env} (paper, ARM11 MPCore hardware) | " + " | ".join(map(str, worst)) + " |"
+        )
+    out += ["", "## The paper's orderings, checked on our data", ""]
+    for load in LOADS:
+        k = 0 if load == "none" else INFO_CORES
+        h = find_row(rows, "heteroos", load, k)
+        others = [(e, find_row(rows, e, load, k)) for e in ("smp", "affinity")]
+        if h is None or any(o is None for _, o in others):
+            continue
+        hmax = num(h, "max_us")
+        verdicts = []
+        for e, o in others:
+            assert o is not None
+            omax = num(o, "max_us")
+            verdicts.append(f"{e} {fmt_us(omax)} µs: {'yes' if hmax < omax else 'NO'}")
+        out.append(f"- load {load}: heteroos worst {fmt_us(hmax)} µs below " + "; ".join(verdicts))
+        # Not the paper's criterion, but it separates QEMU's rare long turns
+        # (worst case) from what happens to almost every interrupt.
+        hp99 = num(h, "p99_us")
+        p99s = [(e, num(o, "p99_us")) for e, o in others if o is not None]
+        out.append(
+            f"  - by the 99th percentile: heteroos {fmt_us(hp99)} µs; "
+            + "; ".join(
+                f"{e} {fmt_us(v)} µs: {'below' if hp99 < v else 'NOT below'}" for e, v in p99s
+            )
+        )
+    met = [
+        str(r["env"])
+        for r in rows
+        if r["env"] in envs
+        and all(num(x, "max_us") <= PAPER_TARGET_US for x in rows if x["env"] == r["env"])
+    ]
+    out.append(
+        f"- within the paper's {PAPER_TARGET_US} µs target under every load: "
+        + (", ".join(sorted(set(met))) or "none")
+    )
+    out += [
+        "",
+        "## What QEMU can and cannot show here",
+        "",
+        QEMU_CAVEATS[timing],
+        "",
+        "- The paper's memory-load effect (bus round robin among cores, 6 → 19 µs for "
+        "HeteroOS, 54 → 202 µs for SMP) needs caches and a shared bus; QEMU has neither, "
+        "so here memory load acts like any other CPU-bound load: that the worst cases do "
+        "not grow with memory-loaded cores is not modelled, not disproved.",
+        *QEMU_LIMITS.get(timing, ()),
+        "- DualUnix (two Linux instances on separate cores) is not run. It would need a "
+        "second normal-world kernel with its own memory, device tree and console, the "
+        "monitor starting it on its cores, and a policy per core naming the instance; "
+        "interrupts for the second instance routed to its cores only.",
+        "",
+        "Files: `summary.json`, `summary.csv`, `histograms.csv` (every distribution at the "
+        "instrument's resolution), `raw/` (each boot's script and console log), "
+        "`response_by_load.png`, `worst_vs_loaded_cores.png`.",
+    ]
+    return "\n".join(out) + "\n"

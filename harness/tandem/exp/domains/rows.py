@@ -1,0 +1,51 @@
+"""The `domains` summary's rows: one per (environment, load, loaded cores),
+made from the merged measurements and found again by cell."""
+
+from __future__ import annotations
+
+from tandem.instruments.measure import Latency
+
+
+def summary_row(
+    env: str, load: str, k: int, lat: Latency, rep_max: list[float]
+) -> dict[str, object]:
+    """One cell's row: its measurements merged over the repetitions, and
+    each repetition's worst case."""
+    return {
+        "env": env,
+        "load": load,
+        "loaded_cores": k,
+        "samples": lat.samples,
+        "min_us": round(lat.min_us, 3),
+        "avg_us": round(lat.avg_us, 3),
+        "max_us": round(lat.max_us, 3),
+        "p99_us": round(lat.percentile(99), 3),
+        "instrument": lat.instrument,
+        "resolution_us": lat.resolution_us,
+        "beyond_histogram": lat.overflow,
+        "rep_max_us": [round(x, 3) for x in rep_max],
+    }
+
+
+# summary.csv's columns.
+COLUMNS = (
+    "env",
+    "load",
+    "loaded_cores",
+    "samples",
+    "min_us",
+    "avg_us",
+    "max_us",
+    "p99_us",
+    "instrument",
+)
+
+
+def find_row(
+    rows: list[dict[str, object]], env: str, load: str, k: int
+) -> dict[str, object] | None:
+    """The row of one cell, or None if the run did not measure it."""
+    for r in rows:
+        if r["env"] == env and r["load"] == load and r["loaded_cores"] == k:
+            return r
+    return None

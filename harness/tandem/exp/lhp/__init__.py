@@ -1,0 +1,427 @@
+"""Experiment `lhp` (paper 000 §3): lock-holder preemption, and the RTOS
+dispatching its task around Linux's lock holders.
+
+The RTOS runs one periodic task (boot-configured workload): a cyclic handler
+on core `rtos_core` releases a task that busy-waits `load_pct` % of the
+period, dispatched `static` (always on the handler's core) or `migrate` (on a
+core where Linux holds no spin lock, as Linux publishes with
+`tandem_lockstate=on`).
+
+- E1: long spin waits in Linux (longer than the longest seen with Linux
+  alone, from the spin-wait histogram of `tandem_spinstat=on`) while
+  hackbench runs, for each RTOS period, static vs migrate.
+- E2: benchmark times at one period (hackbench and sysbench's mutex test):
+  Linux alone (lock-state publishing off, then on: the patch's cost), static,
+  migrate; paired runs, medians and spread.
+- E3: RTOS dispatch overhead, activation request to the task's first
+  instruction, static vs migrate (virtual timing: a path length).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import statistics
+from pathlib import Path
+
+from tandem.exp.common import (
+    Boot,
+    Progress,
+    boot_lines,
+    boot_options,
+    fmt_us,
+    median_change_ci,
+    num,
+    rep_phase_us,
+)
+from tandem.exp.lhp.parse import (
+    HACKBENCH_TIME,
+    SYSBENCH_TIME,
+    bench_times,
+    handoff_waits,
+    json_after,
+    long_waits,
+    slowest,
+    spin_histogram,
+)
+from tandem.exp.lhp.plot import plot
+from tandem.exp.lhp.report import report
+from tandem.exp.lhp.script import (
+    DISPATCH_RESULT,
+    E2_MODES,
+    LOCKSTATE,
+    SPIN_RESULT,
+    SPINSTAT,
+    bench_script,
+    dispatch_script,
+    patch_script,
+    periodic_task,
+    spin_script,
+)
+from tandem.exp.lhp.spec import NAME, SCHEMA
+from tandem.exp.scenario import Scenario
+from tandem.instruments import pathcount
+from tandem.instruments.measure import from_rtos
+from tandem.platform.boot import DETERMINISTIC, BootOptions
+from tandem.results import write_atomic
+
+# The Experiment interface (tandem.exp.REGISTRY).
+__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+
+
+def _boot(
+    label: str, options: BootOptions, script: str, raw: Path, progress: Progress
+) -> list[str]:
+    return boot_lines(Boot(label, options, script, timeout_s=1800), raw, progress)[0]
+
+
+# Spin-wait lengths (µs) above which E1 also counts, to show the tail's shape.
+TAIL_US = (100, 300, 1000, 3000)
+
+
+def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str, object]]]:
+    """The baseline's longest spin wait, and long spin waits per period and policy."""
+    timing = s.text("sweep_timing")
+    smp = s.integer("sweep_smp")
+    reps = s.integer("sweep_reps")
+    baseline_max = 0.0
+    for rep in range(1, reps + 1):
+        progress.next(f"E1 baseline: Linux alone, rep {rep}/{reps}")
+        label = f"e1-alone-rep{rep}"
+        lines = _boot(
+            label,
+            boot_options(
+                s,
+                config="linux-only",
+                timing=timing,
+                smp=smp,
+                extra_bootargs=f"{LOCKSTATE} {SPINSTAT}",
+            ),
+            spin_script(s, rep),
+            out / "raw",
+            progress,
+        )
+        hist = spin_histogram(json_after(lines, SPIN_RESULT, label), label)
+        baseline_max = max([baseline_max, *(us for us, n in hist.items() if n)])
+    progress.note(f"longest spin wait with Linux alone: {fmt_us(baseline_max)} µs")
+    rows: list[dict[str, object]] = []
+    for period in s.integers("periods_us"):
+        work = period * s.integer("load_pct") // 100
+        for policy in s.texts("policies"):
+            total_long = total = 0
+            long_per_rep: list[int] = []
+            longest = 0.0
+            tail = dict.fromkeys(TAIL_US, 0)
+            for rep in range(1, reps + 1):
+                progress.next(f"E1 period {period} µs, load {work} µs, {policy}, rep {rep}/{reps}")
+                label = f"e1-{period}us-{policy}-rep{rep}"
+                lines = _boot(
+                    label,
+                    boot_options(
+                        s,
+                        config="tandem",
+                        timing=timing,
+                        smp=smp,
+                        extra_bootargs=f"{LOCKSTATE} {SPINSTAT}",
+                        workload=periodic_task(s, period, work, policy),
+                    ),
+                    spin_script(s, rep),
+                    out / "raw",
+                    progress,
+                )
+                hist = spin_histogram(json_after(lines, SPIN_RESULT, label), label)
+                long_per_rep.append(long_waits(hist, baseline_max))
+                total_long += long_per_rep[-1]
+                total += sum(hist.values())
+                for t in TAIL_US:
+                    tail[t] += long_waits(hist, t)
+                longest = max([longest, *(us for us, n in hist.items() if n)])
+            progress.note(f"{policy} at {period} µs: {total_long} long spin waits of {total}")
+            rows.append(
+                {
+                    "period_us": period,
+                    "load_us": work,
+                    "policy": policy,
+                    "long_spin_waits": total_long,
+                    "long_spin_waits_runs": long_per_rep,
+                    "spin_waits": total,
+                    "max_spin_us": longest,
+                    "runs": reps,
+                    "waits_over_us": {str(t): n for t, n in tail.items()},
+                }
+            )
+    return baseline_max, rows
+
+
+def e2(s: Scenario, out: Path, progress: Progress) -> list[dict[str, object]]:
+    """Benchmark times per mode; the modes of one repetition run back to back."""
+    timing = s.text("timing")
+    reps = s.integer("reps")
+    benches = s.texts("benches")
+    runs: dict[tuple[str, str], list[float]] = {}
+    script = bench_script(s)
+    for rep in range(1, reps + 1):
+        for mode, config, lockstate, policy in E2_MODES:
+            if policy is not None and policy not in s.texts("policies"):
+                continue
+            progress.next(f"E2 {mode}, rep {rep}/{reps}")
+            label = f"e2-{mode}-rep{rep}"
+            workload = (
+                periodic_task(s, s.integer("bench_period_us"), s.integer("bench_work_us"), policy)
+                if policy
+                else None
+            )
+            lines = _boot(
+                label,
+                boot_options(
+                    s,
+                    config=config,
+                    timing=timing,
+                    smp=s.integer("smp"),
+                    extra_bootargs=LOCKSTATE if lockstate else "",
+                    workload=workload,
+                    phase_us=rep_phase_us(rep),
+                ),
+                script,
+                out / "raw",
+                progress,
+            )
+            if "hackbench" in benches:
+                runs.setdefault(("hackbench", mode), []).extend(
+                    bench_times(lines, HACKBENCH_TIME, label, 1)
+                )
+            if "sysbench" in benches:
+                runs.setdefault(("sysbench", mode), []).extend(
+                    bench_times(lines, SYSBENCH_TIME, label, 1)
+                )
+    rows = []
+    for (bench, mode), values in runs.items():
+        rows.append(
+            {
+                "bench": bench,
+                "policy": mode,
+                "median_s": round(statistics.median(values), 4),
+                "runs_s": values,
+                "spread_s": round(max(values) - min(values), 4),
+            }
+        )
+        progress.note(f"{bench} {mode}: median {statistics.median(values):.3f} s of {values}")
+    return rows
+
+
+def patch_cost(s: Scenario, out: Path, progress: Progress) -> dict[str, object]:
+    """The lock-state patch's cost on hackbench with Linux alone: boots
+    without and with `tandem_lockstate=on` alternate, each running hackbench
+    once to warm up and then `patch_runs` times."""
+    timing = s.text("patch_timing")
+    boots = s.integer("patch_boots")
+    runs = s.integer("patch_runs")
+    script = patch_script(s)
+    times: dict[str, list[float]] = {"off": [], "on": []}
+    for boot in range(1, boots + 1):
+        for setting in ("off", "on"):
+            progress.next(
+                f"patch cost: lock state {setting}, boot {boot}/{boots} ({timing} timing)"
+            )
+            label = f"patch-{setting}-boot{boot}"
+            lines = _boot(
+                label,
+                boot_options(
+                    s,
+                    config="linux-only",
+                    timing=timing,
+                    smp=s.integer("patch_smp"),
+                    extra_bootargs=LOCKSTATE if setting == "on" else "",
+                ),
+                script,
+                out / "raw",
+                progress,
+            )
+            times[setting] += bench_times(lines, HACKBENCH_TIME, label, runs)
+    off, on = statistics.median(times["off"]), statistics.median(times["on"])
+    pct = round((on - off) / off * 100, 2)
+    low, high = median_change_ci(times["off"], times["on"])
+    progress.note(
+        f"hackbench median off {off:.3f} s, on {on:.3f} s: {pct:+.2f} % "
+        f"(95 % interval {low:+.2f} to {high:+.2f} %)"
+    )
+    return {
+        "timing": timing,
+        "smp": s.integer("patch_smp"),
+        "runs_off_s": times["off"],
+        "runs_on_s": times["on"],
+        "median_off_s": off,
+        "median_on_s": on,
+        "spread_off_pct": round((max(times["off"]) - min(times["off"])) / off * 100, 2),
+        "spread_on_pct": round((max(times["on"]) - min(times["on"])) / on * 100, 2),
+        "pct": pct,
+        "pct_ci95": [low, high],
+    }
+
+
+def e3(
+    s: Scenario, out: Path, progress: Progress
+) -> tuple[list[dict[str, object]], dict[str, dict[float, int]]]:
+    """Dispatch overhead per policy, with Linux running hackbench throughout."""
+    rows: list[dict[str, object]] = []
+    hists: dict[str, dict[float, int]] = {}
+    path_hists: dict[str, collections.Counter[int]] = {}
+    for policy in s.texts("policies"):
+        progress.next(f"E3 dispatch overhead, {policy} ({s.text('sweep_timing')} timing)")
+        label = f"e3-{policy}"
+        script = dispatch_script(s)
+        # The per-core instruction count (tandem/instruments/pathcount.py), beside the
+        # RTOS's own clock readings; it needs one QEMU thread for all cores.
+        count_csv = out / "raw" / f"{label}.pathcount.csv"
+        count_csv.parent.mkdir(parents=True, exist_ok=True)
+        timing = s.text("sweep_timing")
+        counting = timing in DETERMINISTIC
+        lines = _boot(
+            label,
+            boot_options(
+                s,
+                config="tandem",
+                timing=timing,
+                smp=s.integer("sweep_smp"),
+                extra_bootargs=LOCKSTATE,
+                extra_qemu_args=pathcount.qemu_args(count_csv, timing) if counting else (),
+                workload=periodic_task(
+                    s, s.integer("bench_period_us"), s.integer("bench_work_us"), policy
+                ),
+            ),
+            script,
+            out / "raw",
+            progress,
+        )
+        lat = from_rtos(json_after(lines, DISPATCH_RESULT, label), label)
+        handoffs, wait_max, wait_sum, misses = handoff_waits(lines, label)
+        counted: dict[str, object] | None = None
+        unmatched: int | None = None
+        if counting:
+            paths, unmatched = pathcount.dispatch_paths(pathcount.read_hits(count_csv))
+            counted = pathcount.summarize(paths)
+            path_hists[policy] = collections.Counter(p.instructions for p in paths)
+            progress.note(
+                f"{policy}: {len(paths)} dispatch paths counted, worst "
+                f"{fmt_us(_instructions_us(counted, 'max'))} µs in its cores' instructions"
+            )
+        hists[policy] = lat.histogram
+        rows.append(
+            {
+                "policy": policy,
+                "samples": lat.samples,
+                "min_us": round(lat.min_us, 3),
+                "avg_us": round(lat.avg_us, 3),
+                "max_us": round(lat.max_us, 3),
+                "slowest_us": slowest(lat.histogram, 8),
+                "beyond_histogram": lat.overflow,
+                "handoffs": handoffs,
+                "handoff_wait_avg_us": round(wait_sum / handoffs * lat.resolution_us, 3)
+                if handoffs
+                else None,
+                "handoff_wait_max_us": round(wait_max * lat.resolution_us, 3),
+                "deadline_misses": misses,
+                # Whole boot, per core's own instructions (1 ns each).
+                "path_instructions": counted,
+                "path_max_us": _instructions_us(counted, "max"),
+                "path_min_us": _instructions_us(counted, "min"),
+                "path_unmatched_requests": unmatched,
+            }
+        )
+        progress.note(
+            f"{policy}: {lat.samples} dispatches, RTOS path "
+            f"min {fmt_us(lat.min_us)} max {fmt_us(lat.max_us)} µs; {handoffs} hand-offs "
+            f"to another core, waiting up to {fmt_us(wait_max * lat.resolution_us)} µs"
+        )
+    if path_hists:
+        with (out / "path_histograms.csv").open("w") as f:
+            f.write("policy,instructions,paths\n")
+            for policy, h in path_hists.items():
+                for n in sorted(h):
+                    f.write(f"{policy},{n},{h[n]}\n")
+    return rows, hists
+
+
+def _instructions_us(counted: dict[str, object] | None, field: str) -> float | None:
+    """A field of all counted paths, from instructions to µs (1 ns each);
+    None if nothing was counted."""
+    everything = counted["all"] if counted else None
+    value = everything.get(field) if isinstance(everything, dict) else None
+    return None if value is None else float(value) / 1000
+
+
+def run(s: Scenario, out: Path) -> dict[str, object]:
+    reps = s.integer("reps")
+    parts = s.texts("parts")
+    steps = {
+        "e1": s.integer("sweep_reps")
+        * (1 + len(s.integers("periods_us")) * len(s.texts("policies"))),
+        "e2": reps * (2 + len(s.texts("policies"))),
+        "e3": len(s.texts("policies")),
+        "patch": 2 * s.integer("patch_boots"),
+    }
+    progress = Progress(NAME, sum(steps[p] for p in parts))
+    baseline_max: float | None = None
+    sweep: list[dict[str, object]] = []
+    bench: list[dict[str, object]] = []
+    overhead: list[dict[str, object]] = []
+    hists: dict[str, dict[float, int]] = {}
+    patch: dict[str, object] | None = None
+    if "e1" in parts:
+        baseline_max, sweep = e1(s, out, progress)
+    if "e2" in parts:
+        bench = e2(s, out, progress)
+    if "e3" in parts:
+        overhead, hists = e3(s, out, progress)
+    if "patch" in parts:
+        patch = patch_cost(s, out, progress)
+    with (out / "dispatch_histograms.csv").open("w") as f:
+        f.write("policy,latency_us,count\n")
+        for policy, h in hists.items():
+            for us in sorted(h):
+                f.write(f"{policy},{us},{h[us]}\n")
+    med = {(r["bench"], r["policy"]): num(r, "median_s") for r in bench}
+    host_pct = None
+    if ("hackbench", "linux-alone") in med and ("hackbench", "linux-alone+lockstate") in med:
+        off, on = med[("hackbench", "linux-alone")], med[("hackbench", "linux-alone+lockstate")]
+        host_pct = round((on - off) / off * 100, 2)
+    summary: dict[str, object] = {
+        "experiment": NAME,
+        "timing": s.text("timing"),
+        "sweep_timing": s.text("sweep_timing"),
+        "sweep_smp": s.integer("sweep_smp"),
+        "quick": s.quick,
+        "reps": reps,
+        "sweep_reps": s.integer("sweep_reps"),
+        "smp": s.integer("smp"),
+        "rtos_core": s.integer("rtos_core"),
+        "scenario": s.values,
+        "parts": parts,
+        "long_spin_threshold_us": baseline_max,
+        "period_sweep": sweep,
+        "bench": bench,
+        "overhead": overhead,
+        # From the patch-cost part (its own timing mode, `lock_patch_overhead`);
+        # E2's Linux-alone pair gives the same in E2's timing.
+        "lock_patch_overhead_pct": None if patch is None else patch["pct"],
+        "lock_patch_overhead": patch,
+        "lock_patch_overhead_e2_pct": host_pct,
+    }
+    write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
+    with (out / "summary.csv.tmp").open("w") as f:
+        f.write("part,period_us,load_us,policy,bench,value,unit\n")
+        for r in sweep:
+            f.write(
+                f"E1,{r['period_us']},{r['load_us']},{r['policy']},,"
+                f"{r['long_spin_waits']},long spin waits\n"
+            )
+        for r in bench:
+            f.write(f"E2,,,{r['policy']},{r['bench']},{r['median_s']},median s\n")
+        for r in overhead:
+            f.write(f"E3,,,{r['policy']},,{r['max_us']},max dispatch us (RTOS clock)\n")
+            if r.get("path_max_us") is not None:
+                f.write(
+                    f"E3,,,{r['policy']},,{r['path_max_us']},max dispatch us (own instructions)\n"
+                )
+    (out / "summary.csv.tmp").replace(out / "summary.csv")
+    return summary

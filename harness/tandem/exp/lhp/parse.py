@@ -1,0 +1,89 @@
+"""Reading an `lhp` boot's output: benchmark times, the JSON reports after
+their markers, spin-wait histograms and the RTOS's hand-off counts."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tandem.errors import TandemError
+from tandem.exp.lhp.script import HANDOFF_RESULT
+
+HACKBENCH_TIME = re.compile(r"^Time: ([0-9.]+)$")
+SYSBENCH_TIME = re.compile(r"^\s*total time:\s+([0-9.]+)s$")
+
+
+def json_after(lines: list[str], marker: str, label: str) -> dict[str, object]:
+    """The JSON report on the line after `marker` (tandem-spin's or tandem-lat's)."""
+    for i, line in enumerate(lines):
+        if line.strip() == marker and i + 1 < len(lines):
+            try:
+                obj = json.loads(lines[i + 1])
+            except json.JSONDecodeError as e:
+                raise TandemError(f"{label}: bad {marker} result: {e}") from None
+            if isinstance(obj, dict):
+                return obj
+    raise TandemError(f"{label}: no {marker} result")
+
+
+def slowest(histogram: dict[float, int], n: int) -> list[float]:
+    """The `n` largest samples of a histogram (bucket starts), largest first."""
+    out: list[float] = []
+    for us in sorted(histogram, reverse=True):
+        out += [us] * min(histogram[us], n - len(out))
+        if len(out) == n:
+            break
+    return out
+
+
+def handoff_waits(lines: list[str], label: str) -> tuple[int, int, int, int]:
+    """The RTOS's cross-core hand-offs of its periodic task since boot, from
+    the core records: (count, longest wait in ticks, sum of waits in ticks,
+    deadline misses), over all cores."""
+    for line in lines:
+        if line.startswith(HANDOFF_RESULT + " "):
+            try:
+                values = [int(x) for x in line.split()[1:]]
+            except ValueError:
+                break
+            if not values or len(values) % 4:
+                break
+            cores = [values[i : i + 4] for i in range(0, len(values), 4)]
+            return (
+                sum(c[0] for c in cores),
+                max(c[1] for c in cores),
+                sum(c[2] for c in cores),
+                sum(c[3] for c in cores),
+            )
+    raise TandemError(f"{label}: no (or a malformed) {HANDOFF_RESULT} line")
+
+
+def spin_histogram(obj: dict[str, object], label: str) -> dict[float, int]:
+    """tandem-spin's report: bucket start (µs) -> contended acquires."""
+    raw = obj.get("histogram")
+    if not isinstance(raw, list):
+        raise TandemError(f"{label}: spin report without histogram")
+    out: dict[float, int] = {}
+    for item in raw:
+        if not (
+            isinstance(item, list)
+            and len(item) == 2
+            and all(isinstance(x, int | float) for x in item)
+        ):
+            raise TandemError(f"{label}: bad spin histogram entry {item!r}")
+        out[float(item[0])] = int(item[1])
+    return out
+
+
+def long_waits(hist: dict[float, int], threshold_us: float) -> int:
+    """Spin waits in buckets above the longest Linux alone showed."""
+    return sum(n for us, n in hist.items() if us > threshold_us)
+
+
+def bench_times(lines: list[str], pattern: re.Pattern[str], label: str, want: int) -> list[float]:
+    """The `want` times a benchmark printed (lines matching `pattern`); fewer or
+    more is an error."""
+    got = [float(m.group(1)) for line in lines if (m := pattern.match(line.strip()))]
+    if len(got) != want:
+        raise TandemError(f"{label}: expected {want} benchmark times, found {len(got)}")
+    return got

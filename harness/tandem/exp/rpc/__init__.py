@@ -1,0 +1,162 @@
+"""Experiment `rpc` (paper 002): synchronous RPC from Linux into the RTOS,
+busy / block / auto wait against the data size.
+
+One boot: the RTOS serves on `server_core`, the client runs pinned on
+`client_cpu` (another core, so it really waits). Two measurements per size
+and mode, both with `tandem-rpc` in the guest:
+
+- plain call latency: round trip from ringing the doorbell to seeing the
+  answer (`tandem-rpc bench`, the driver's own counter stamps);
+- the paper's metric: the time until both the RPC task (`pair_calls`
+  calls) and an independent CPU-bound task on the same CPU are done
+  (`tandem-rpc pair`), median over `pair_runs` runs.
+
+The driver's calibrated model (T_ctx, T_c_hdr, T_s2, V_server, x_opt) is
+read from sysfs; the measured crossover is where block's task-pair time
+falls below busy's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+from tandem.errors import TandemError
+from tandem.exp.common import (
+    Boot,
+    Progress,
+    boot_lines,
+    boot_options,
+    num,
+    rep_phase_us,
+    write_summary,
+)
+from tandem.exp.rpc.parse import Cell, calibrated, calibration_log, parse_output
+from tandem.exp.rpc.plot import plot
+from tandem.exp.rpc.report import report
+from tandem.exp.rpc.rows import COLUMNS
+from tandem.exp.rpc.script import guest_script
+from tandem.exp.rpc.spec import NAME, SCHEMA
+from tandem.exp.scenario import Scenario
+from tandem.platform.paths import RESULTS
+
+# The Experiment interface (tandem.exp.REGISTRY).
+__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+
+
+def crossover(busy: dict[int, float], block: dict[int, float]) -> float | None:
+    """Where block becomes cheaper than busy for good: the smallest measured
+    size from which block wins at every larger size, interpolated in log size
+    between it and the size below (None: busy wins at the largest size; a
+    size where block wins by noise below one where busy wins is not it)."""
+    sizes = sorted(set(busy) & set(block))
+    diff = {x: block[x] - busy[x] for x in sizes}
+    first = None
+    for i in range(len(sizes) - 1, -1, -1):
+        if diff[sizes[i]] >= 0:
+            break
+        first = i
+    if first is None:
+        return None
+    if first == 0:
+        return float(sizes[0])
+    (px, pd), (x, d) = (
+        (sizes[first - 1], diff[sizes[first - 1]]),
+        (sizes[first], diff[sizes[first]]),
+    )
+    lo, hi = math.log(max(px, 1)), math.log(max(x, 1))
+    return float(math.exp(lo + (hi - lo) * pd / (pd - d)))
+
+
+def switch_round_trip_ns(root: Path = RESULTS) -> int | None:
+    """Linux -> RTOS -> Linux in instructions (= ns in virtual timing), from
+    the latest `./tandem bench switch`."""
+    path = root / "switch" / "latest" / "summary.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    try:
+        return int(data["linux_to_rtos"]["median_instructions"]) + int(
+            data["rtos_to_linux"]["median_instructions"]
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def run(s: Scenario, out: Path) -> dict[str, object]:
+    timing = s.text("timing")
+    smp = s.integer("smp")
+    server, cpu = s.integer("server_core"), s.integer("client_cpu")
+    if server >= smp or cpu >= smp or server == cpu:
+        raise TandemError(
+            f"rpc scenario: server_core {server} and client_cpu {cpu} must be different "
+            f"cores below smp {smp}"
+        )
+    progress = Progress(NAME, s.integer("reps"))
+    lat: dict[Cell, list[tuple[str, float, float]]] = {}
+    pair: dict[Cell, list[float]] = {}
+    models = []
+    for rep in range(1, s.integer("reps") + 1):
+        progress.next(f"rep {rep}, {timing} timing, server on core {server}, client on {cpu}")
+        boot = Boot(
+            label=f"rep{rep}",
+            options=boot_options(
+                s, timing=timing, smp=smp, rpc_cores=(server,), phase_us=rep_phase_us(rep)
+            ),
+            script=guest_script(s),
+        )
+        lines, where = boot_lines(boot, out / "raw", progress)
+        model, l1, p1 = parse_output(lines, where)
+        models.append(model)
+        for k, v in l1.items():
+            lat.setdefault(k, []).extend(v)
+        for k2, v2 in p1.items():
+            pair.setdefault(k2, []).extend(v2)
+    rows: list[dict[str, object]] = []
+    for size in s.integers("sizes"):
+        for mode in s.texts("modes"):
+            calls, runs = lat.get((size, mode), []), pair.get((size, mode), [])
+            if not calls or not runs:
+                raise TandemError(f"rpc: nothing measured for {size} bytes, {mode}")
+            used = sorted({c[0] for c in calls})
+            rows.append(
+                {
+                    "bytes": size,
+                    "mode": mode,
+                    "median_ms": round(statistics.median(runs), 4),
+                    "runs_ms": runs,
+                    "auto_used": "/".join(used) if mode == "auto" else mode,
+                    "latency_median_us": round(statistics.median(c[1] for c in calls), 3),
+                    "latency_us": [c[1] for c in calls],
+                    "server_median_us": round(statistics.median(c[2] for c in calls), 3),
+                }
+            )
+    model = models[-1]
+    busy = {int(num(r, "bytes")): num(r, "median_ms") for r in rows if r["mode"] == "busy"}
+    block = {int(num(r, "bytes")): num(r, "median_ms") for r in rows if r["mode"] == "block"}
+    lat_busy = {
+        int(num(r, "bytes")): num(r, "latency_median_us") for r in rows if r["mode"] == "busy"
+    }
+    lat_block = {
+        int(num(r, "bytes")): num(r, "latency_median_us") for r in rows if r["mode"] == "block"
+    }
+    summary: dict[str, object] = {
+        "experiment": NAME,
+        "timing": timing,
+        "quick": s.quick,
+        "reps": s.integer("reps"),
+        "scenario": s.values,
+        "rows": rows,
+        "x_opt_bytes": model["x_opt"],
+        "crossover_bytes": crossover(busy, block),
+        "latency_crossover_bytes": crossover(lat_busy, lat_block),
+        "model": model,
+        "models": models,
+        "calibrated": all(calibrated(m) for m in models),
+        "calibration_log": calibration_log(lines),  # the last boot's, like the model
+        "switch_round_trip_ns": switch_round_trip_ns(),
+    }
+    write_summary(out, summary, COLUMNS)
+    return summary

@@ -1,0 +1,219 @@
+"""Benchmarks: `tandem bench boot`, `latency` and `switch`."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tandem.platform import qemu_command
+from tandem.platform.board import load_board
+from tandem.platform.boot import BootOptions, describe_timing, run_exec
+from tandem.platform.paths import RESULTS
+from tandem.results import mark_latest, new_run_dir
+
+
+@dataclass(frozen=True)
+class BootSample:
+    """One boot: host seconds to the first shell command, and to QEMU exit."""
+
+    run: int
+    boot_s: float
+    poweroff_s: float
+
+
+def boot(options: BootOptions, runs: int, out_root: Path = RESULTS) -> Path:
+    """Boots `runs` times and records host wall time from QEMU start to the
+    first command running in a Linux shell (rcS done, driver loaded), and from
+    `poweroff` to QEMU exiting. Writes raw samples and a summary."""
+    samples: list[BootSample] = []
+    for i in range(runs):
+        result = run_exec(options, "true", timeout_s=120)
+        if result.status != 0 or result.qemu_status != 0:
+            raise SystemExit(f"bench boot: run {i + 1} failed (console: {result.console_log})")
+        samples.append(BootSample(i + 1, round(result.boot_s, 3), round(result.poweroff_s, 3)))
+        print(
+            f"bench boot: run {i + 1}/{runs}: shell after {result.boot_s:.2f} s, "
+            f"off {result.poweroff_s:.2f} s later",
+            file=sys.stderr,
+        )
+    boots = [s.boot_s for s in samples]
+    offs = [s.poweroff_s for s in samples]
+    summary = {
+        "benchmark": "boot",
+        "timing": options.timing,
+        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
+        "clock": "host wall time (QEMU start to the first command in Linux)",
+        "smp": options.smp,
+        "config": options.config,
+        "runs": runs,
+        "boot_median_s": round(statistics.median(boots), 3),
+        "boot_min_s": min(boots),
+        "boot_max_s": max(boots),
+        "poweroff_median_s": round(statistics.median(offs), 3),
+        "poweroff_max_s": max(offs),
+    }
+    out = new_run_dir(out_root / "boot" / options.config)
+    (out / "samples.json").write_text(json.dumps([asdict(s) for s in samples], indent=2) + "\n")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    mark_latest(out)
+    print(json.dumps(summary, indent=2))
+    return out
+
+
+LATENCY_SCRIPT = """
+set -e
+tandem-lat save /tmp/lat0
+sleep {idle_s}
+tandem-lat save /tmp/lat1
+hackbench -g 8 -l {loops} > /dev/null
+tandem-lat save /tmp/lat2
+tandem-lat report /tmp/lat0 /tmp/lat1
+tandem-lat report /tmp/lat1 /tmp/lat2
+"""
+
+
+def _phase(load: str, report: dict[str, object]) -> dict[str, object]:
+    def us(key: str) -> float:
+        value = report[key]
+        assert isinstance(value, int | float)
+        return round(value / 1000, 3)
+
+    return {
+        "load": load,
+        "samples": report["samples"],
+        "min_us": us("min_ns"),
+        "avg_us": us("avg_ns"),
+        "max_us": us("max_ns"),
+        "beyond_histogram": report["overflow"],
+        "per_core": report["cores"],
+    }
+
+
+def latency(
+    options: BootOptions,
+    idle_s: int,
+    loops: int,
+    min_samples: int,
+    out_root: Path = RESULTS,
+) -> Path:
+    """RTOS timer-interrupt latency (secure timer compare value to the third
+    instruction of the RTOS's IRQ handler) with Linux idle, then with Linux
+    running hackbench on every core. Writes the histograms and a summary."""
+    print(
+        f"bench latency: booting ({describe_timing(options)}, {options.smp} cores)",
+        file=sys.stderr,
+    )
+    result = run_exec(options, LATENCY_SCRIPT.format(idle_s=idle_s, loops=loops), timeout_s=1200)
+    if result.status != 0 or len(result.lines) < 2:
+        raise SystemExit(f"bench latency: run failed (console: {result.console_log})")
+    idle, loaded = (json.loads(line) for line in result.lines[-2:])
+    phases = [_phase("idle", idle), _phase("hackbench", loaded)]
+    for phase in phases:
+        samples = phase["samples"]
+        assert isinstance(samples, int)
+        if samples < min_samples:
+            raise SystemExit(
+                f"bench latency: only {samples} samples with Linux {phase['load']} "
+                f"(want {min_samples}); raise --idle-seconds or --hackbench-loops"
+            )
+    summary = {
+        "benchmark": "latency",
+        "timing": options.timing,
+        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
+        "measured": "secure timer compare value to the 3rd instruction of the RTOS IRQ handler",
+        "resolution_ns": idle["tick_ns"],
+        "histogram_limit_us": round(float(idle["tick_ns"]) * 16384 / 1000, 1),
+        "smp": options.smp,
+        "config": options.config,
+        "phases": phases,
+    }
+    out = new_run_dir(out_root / "latency")
+    with (out / "histograms.csv").open("w") as f:
+        f.write("load,latency_ns,count\n")
+        for name, report in (("idle", idle), ("hackbench", loaded)):
+            for ns, count in report["histogram"]:
+                f.write(f"{name},{ns},{count}\n")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    mark_latest(out)
+    for p in phases:
+        print(
+            f"{p['load']:>9}: {p['samples']} samples, min {p['min_us']} us, "
+            f"avg {p['avg_us']} us, max {p['max_us']} us"
+            + (f" ({p['beyond_histogram']} beyond the histogram)" if p["beyond_histogram"] else "")
+        )
+    print(f"results: {out}")
+    return out
+
+
+def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path:
+    """World-switch cost in instructions, each way, with where they go, from
+    QEMU's execution log of the monitor and the RTOS (see switchcost.py)."""
+    from tandem.instruments import switchcost
+    from tandem.platform.paths import ROOT
+
+    elves = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release"
+    monitor_elf, rtos_elf = elves / "tandem-monitor", elves / "tandem-rtos"
+    for elf in (monitor_elf, rtos_elf):
+        if not elf.exists():
+            raise SystemExit(f"bench switch: {elf} missing (run `make build`)")
+    # The monitor runs from flash below the RTOS's image, the RTOS from its RAM.
+    board = load_board()
+    code = (
+        f"{board.secure_flash.base:#x}..{board.rtos_image - 1:#x},"
+        f"{board.rtos_ram.base:#x}..{board.rtos_ram.end - 1:#x}"
+    )
+    logged = BootOptions(
+        config=options.config,
+        timing=options.timing,
+        smp=options.smp,
+        extra_qemu_args=qemu_command.exec_log_args(code, "{run_dir}/exec.log"),
+    )
+    print(
+        f"bench switch: booting with QEMU's execution log ({options.timing} timing)",
+        file=sys.stderr,
+    )
+    result = run_exec(logged, f"sleep {seconds}", timeout_s=600)
+    if result.status != 0:
+        raise SystemExit(f"bench switch: run failed (console: {result.console_log})")
+    log_path = result.console_log.parent / "exec.log"
+    with log_path.open() as f:
+        log = switchcost.parse(f)
+    log_path.unlink()
+    symbols = switchcost.Symbols.load([monitor_elf, rtos_elf])
+    monitor_vectors = switchcost.Symbols.load([monitor_elf]).address("vectors")
+    rtos_vectors = switchcost.Symbols.load([rtos_elf]).address("vectors")
+    measured = switchcost.measure(log, symbols, monitor_vectors, rtos_vectors)
+    summary = {
+        "benchmark": "switch",
+        "timing": options.timing,
+        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
+        "unit": "instructions (virtual timing: 1 instruction = 1 ns)",
+        "measured": {
+            "linux_to_rtos": "monitor FIQ vector to the RTOS's IRQ vector",
+            "rtos_to_linux": "RTOS YIELD smc to the monitor's eret into Linux",
+        },
+        "smp": options.smp,
+        "config": options.config,
+        **measured,
+    }
+    out = new_run_dir(out_root / "switch")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    mark_latest(out)
+    for direction in ("linux_to_rtos", "rtos_to_linux"):
+        d = measured[direction]
+        assert isinstance(d, dict)
+        if not d.get("samples"):
+            raise SystemExit(f"bench switch: no {direction} switch in the log")
+        print(
+            f"{direction}: median {d['median_instructions']} instructions "
+            f"(min {d['min_instructions']}, max {d['max_instructions']}, {d['samples']} switches)"
+        )
+        path = d["median_path"]
+        assert isinstance(path, dict)
+        for name, n in path.items():
+            print(f"    {n:5d}  {name}")
+    print(f"results: {out}")
+    return out

@@ -1,0 +1,432 @@
+"""`tandem bench fidelity`: what each timing mode does between cores.
+
+Guest-side probes, each run in stock virtual timing and in per-core timing
+at several quanta (docs/harness.md, "Timing modes"):
+
+a. overlap: CPU b times a loop of N instructions between two counter reads
+   while CPU a spins (`tandem-probe overlap`): its clock should advance N ns;
+b. cross-core interrupt: Linux stamps the counter and rings the RPC
+   doorbell, an SGI to the RTOS's server core, whose first stamp ends the
+   sample (`tandem-rpc bench`, the driver's `notify_ns`), with Linux idle
+   and with Linux running hackbench on every core;
+c. flag hand-off: CPU a stores a counter stamp that CPU b spins on
+   (`tandem-probe handoff`);
+d. determinism: the first per-core cell is booted twice; every sample of
+   both runs must agree;
+e. cost: host wall time of the boot and of `hackbench -g 4 -l 100`.
+
+Results: results/fidelity/<run-id>/ (summary.json, samples.csv, report.md,
+fidelity.png).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from tandem.errors import TandemError
+from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.configs import load_config
+from tandem.platform.paths import RESULTS
+from tandem.results import PartialRun, write_atomic
+
+PROBES = ("overlap", "handoff", "notify_idle", "notify_busy")
+MARK = "@@FIDELITY"
+# The probes' CPUs: a and b for overlap and hand-off, the RPC client.
+CPU_A, CPU_B, CLIENT_CPU = 1, 2, 0
+HACKBENCH = "hackbench -g 4 -l 100"
+
+SCRIPT = """\
+set -e
+echo {mark} overlap
+tandem-probe overlap -a {a} -b {b} -n {rounds} -k {iters}
+echo {mark} handoff
+tandem-probe handoff -a {a} -b {b} -n {rounds} -s 1
+echo {mark} notify_idle
+tandem-rpc bench -m busy -n {rounds} -C {client} -d 200 1
+echo {mark} notify_busy
+hackbench -g 4 -l 1000000 > /dev/null 2>&1 &
+hog=$!
+sleep 0.2
+tandem-rpc bench -m busy -n {rounds} -C {client} -d 200 1
+kill $hog; wait $hog || true
+{cost}echo {mark} end
+"""
+COST = """echo {mark} hackbench
+{hackbench} > /dev/null
+"""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One boot: a timing mode (and quantum, for per-core timing)."""
+
+    timing: str
+    quantum_ns: int | None
+    rep: int = 1
+
+    @property
+    def label(self) -> str:
+        q = f"-q{self.quantum_ns}" if self.quantum_ns else ""
+        return f"{self.timing}{q}-rep{self.rep}"
+
+
+@dataclass
+class Samples:
+    """What one boot measured: each probe's samples (ns), the overlap loop's
+    length in instructions, RPC calls the server had started before the
+    doorbell (no notify sample), and the host's wall time of boot and
+    hackbench."""
+
+    probes: dict[str, list[int]] = field(default_factory=dict)
+    overlap_insns: int = 0
+    server_first: int = 0
+    boot_s: float = 0.0
+    hackbench_s: float = 0.0
+
+
+def script(rounds: int, iters: int, cost: bool = True) -> str:
+    """The guest script of one boot (with `cost`, hackbench is timed too)."""
+    return SCRIPT.format(
+        mark=MARK,
+        a=CPU_A,
+        b=CPU_B,
+        client=CLIENT_CPU,
+        rounds=rounds,
+        iters=iters,
+        cost=COST.format(mark=MARK, hackbench=HACKBENCH) if cost else "",
+    )
+
+
+def parse(lines: list[str], where: str) -> Samples:
+    """The probes' samples from one boot's output."""
+    out = Samples(probes={p: [] for p in PROBES})
+    probe = ""
+    for line in lines:
+        f = line.split()
+        if not f:
+            continue
+        try:
+            if f[0] == MARK:
+                probe = f[1]
+            elif f[0] == "overlap" and probe == "overlap" and len(f) == 3:
+                out.overlap_insns = int(f[1])
+                out.probes["overlap"].append(int(f[2]))
+            elif f[0] == "handoff" and probe == "handoff" and len(f) == 2:
+                out.probes["handoff"].append(int(f[1]))
+            elif f[0] == "rt" and probe.startswith("notify") and len(f) == 6:
+                # 0: the server, still looking for work after the last call,
+                # found this one before the doorbell rang.
+                if int(f[5]) == 0:
+                    out.server_first += 1
+                else:
+                    out.probes[probe].append(int(f[5]))
+            elif f[0] == "error":
+                raise TandemError(f"{where}: a probe failed: {line}")
+        except ValueError as e:
+            raise TandemError(f"{where}: cannot read '{line}': {e}") from None
+    for p in ("overlap", "handoff"):
+        if not out.probes[p]:
+            raise TandemError(f"{where}: no {p} samples")
+    if not out.probes["notify_idle"] and not out.probes["notify_busy"] and not out.server_first:
+        raise TandemError(f"{where}: no RPC calls measured")
+    return out
+
+
+def boot(
+    options: BootOptions, rounds: int, iters: int, raw: Path, label: str, cost: bool = True
+) -> Samples:
+    """Boots once, runs the probes, keeps the console log under raw/."""
+    config = load_config(options.config)
+    servers = options.rpc_cores or config.default_rpc_cores(options.smp)
+    if not servers:
+        raise TandemError(f"configuration '{options.config}' runs no RPC server (no RTOS core)")
+    if options.smp < 3 or CPU_B not in config.linux_cores(options.smp):
+        raise TandemError(f"the probes need Linux on CPUs 0-{CPU_B}: use 3 or more cores")
+    marks: dict[str, float] = {}
+
+    def echo(line: str) -> None:
+        f = line.split()
+        if len(f) == 2 and f[0] == MARK:
+            marks[f[1]] = time.monotonic()
+            print(f"bench fidelity:   {label}: {f[1]}", file=sys.stderr, flush=True)
+
+    text = script(rounds, iters, cost)
+    result = run_exec(options, text, timeout_s=3600, echo=echo)
+    raw.mkdir(parents=True, exist_ok=True)
+    (raw / f"{label}.console.log").write_text(result.console_log.read_text(errors="replace"))
+    (raw / f"{label}.sh").write_text(text)
+    where = f"{label} (console: {result.console_log})"
+    if result.status != 0:
+        raise TandemError(f"{where}: the probes exited with {result.status}")
+    samples = parse(result.lines, where)
+    samples.boot_s = round(result.boot_s, 3)
+    if "hackbench" in marks and "end" in marks:
+        samples.hackbench_s = round(marks["end"] - marks["hackbench"], 3)
+    return samples
+
+
+def stats(values: list[int]) -> dict[str, float | None]:
+    """min / median / max (ns; None without samples) and the count."""
+    if not values:
+        return {"samples": 0, "min_ns": None, "median_ns": None, "max_ns": None}
+    return {
+        "samples": len(values),
+        "min_ns": min(values),
+        "median_ns": statistics.median(values),
+        "max_ns": max(values),
+    }
+
+
+def cell_summary(cell: Cell, s: Samples) -> dict[str, object]:
+    """One boot's row of the summary."""
+    row: dict[str, object] = {
+        "timing": cell.timing,
+        "quantum_ns": cell.quantum_ns,
+        "rep": cell.rep,
+        "boot_s": s.boot_s,
+        "hackbench_s": s.hackbench_s,
+        "overlap_insns": s.overlap_insns,
+        "notify_server_first": s.server_first,
+    }
+    for p in PROBES:
+        row[p] = stats(s.probes[p])
+    handoff = s.probes["handoff"]
+    row["handoff_early"] = sum(1 for v in handoff if v < 0)
+    over = row["overlap"]
+    assert isinstance(over, dict)
+    row["overlap_median_error_ns"] = over["median_ns"] - s.overlap_insns
+    return row
+
+
+def checks(rows: list[dict[str, object]], identical: bool | None) -> list[tuple[str, bool]]:
+    """The acceptance checks, on the per-core rows: (what, met)."""
+    out: list[tuple[str, bool]] = []
+    percore = [r for r in rows if r["timing"] == "percore" and r["rep"] == 1]
+    for r in percore:
+        q = int(str(r["quantum_ns"]))
+        insns = int(str(r["overlap_insns"]))
+        err = abs(float(str(r["overlap_median_error_ns"])))
+        out.append(
+            (
+                f"(a) Q = {q} ns: overlap median {err:.0f} ns off {insns} instructions, "
+                f"limit 1 % + Q = {0.01 * insns + q:.0f} ns",
+                err <= 0.01 * insns + q,
+            )
+        )
+        idle, busy = r["notify_idle"], r["notify_busy"]
+        assert isinstance(idle, dict) and isinstance(busy, dict)
+        if idle["max_ns"] is None or busy["max_ns"] is None:
+            out.append(
+                (
+                    f"(b) Q = {q} ns: no doorbell samples ({r['notify_server_first']} calls the "
+                    "RTOS server found before their doorbell rang: it ran up to Q behind Linux "
+                    "and read the request early)",
+                    False,
+                )
+            )
+            continue
+        out.append(
+            (
+                f"(b) Q = {q} ns: interrupt to a busy core worst {busy['max_ns']} ns, to an "
+                f"idle core (the path alone) worst {idle['max_ns']} ns, limit path + Q = "
+                f"{idle['max_ns'] + q} ns",
+                float(busy["max_ns"]) <= float(idle["max_ns"]) + q,
+            )
+        )
+    if identical is not None:
+        out.append(("(d) two boots with the same inputs give the same samples", identical))
+    virtual = [r for r in rows if r["timing"] == "virtual"]
+    q1 = [r for r in percore if r["quantum_ns"] == 1000]
+    if virtual and q1:
+        v = float(str(virtual[0]["boot_s"])) + float(str(virtual[0]["hackbench_s"]))
+        p = float(str(q1[0]["boot_s"])) + float(str(q1[0]["hackbench_s"]))
+        out.append(
+            (
+                f"(e) Q = 1 µs: boot + hackbench {p:.1f} s of host time against {v:.1f} s "
+                f"in virtual timing ({p / v:.2f}x), limit 3x",
+                p <= 3 * v,
+            )
+        )
+    return out
+
+
+def plot(rows: list[dict[str, object]], path: Path) -> None:
+    """(b) against the quantum, with virtual timing's for reference."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    percore = sorted(
+        (r for r in rows if r["timing"] == "percore" and r["rep"] == 1),
+        key=lambda r: int(str(r["quantum_ns"])),
+    )
+    virtual = [r for r in rows if r["timing"] == "virtual"]
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+
+    def us(r: dict[str, object], probe: str, key: str) -> float | None:
+        d = r[probe]
+        assert isinstance(d, dict)
+        return None if d[key] is None else float(d[key]) / 1000
+
+    def series(rows: list[dict[str, object]], probe: str, key: str) -> list[float]:
+        return [v for r in rows if (v := us(r, probe, key)) is not None]
+
+    for probe, colour in (("notify_idle", "tab:blue"), ("notify_busy", "tab:red")):
+        have = [r for r in percore if us(r, probe, "max_ns") is not None]
+        qs = [int(str(r["quantum_ns"])) / 1000 for r in have]
+        name = probe.replace("notify_", "receiver ")
+        ax.plot(qs, series(have, probe, "max_ns"), "o-", color=colour, label=f"{name}: worst")
+        ax.plot(
+            qs,
+            series(have, probe, "median_ns"),
+            "s--",
+            color=colour,
+            alpha=0.6,
+            label=f"{name}: median",
+        )
+        for r in virtual:
+            v = us(r, probe, "max_ns")
+            if v is not None:
+                ax.axhline(v, color=colour, linestyle=":", label=f"{name}: worst in virtual timing")
+    have = [r for r in percore if us(r, "notify_idle", "max_ns") is not None]
+    if have:
+        idle0 = us(have[0], "notify_idle", "max_ns")
+        assert idle0 is not None
+        qs = [int(str(r["quantum_ns"])) / 1000 for r in percore]
+        ax.plot(qs, [idle0 + q for q in qs], color="grey", linewidth=1, label="path + Q")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("quantum Q (µs)")
+    ax.set_ylabel("Linux's stamp to the RTOS's, across cores (µs)")
+    ax.set_title("(b) cross-core interrupt (RPC doorbell SGI) against the quantum")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report(summary: dict[str, object]) -> str:
+    """report.md."""
+    rows = summary["rows"]
+    assert isinstance(rows, list)
+    lines = [
+        "# Timing fidelity: what each timing mode does between cores",
+        "",
+        f"Run `{summary['run']}`, QEMU (not hardware), {summary['smp']} cores, configuration "
+        f"`{summary['config']}`, {summary['rounds']} rounds per probe. Reproduce: "
+        f"`{summary['command']}`.",
+        "",
+        "Probes (`harness/tandem/instruments/fidelity.py`): (a) overlap: CPU 2 times a "
+        "loop of known length while CPU 1 spins, error = counter time minus instructions; "
+        "(b) Linux stamps the counter and rings the RPC doorbell (an SGI) on CPU 0, the "
+        "RTOS's server stamps on its core, with Linux idle or running hackbench on every "
+        "core; "
+        "(c) CPU 1 stores a stamp CPU 2 spins on (early: CPU 2's clock behind the stamp); "
+        '(e) host wall time. "Server first": calls the RTOS server found before their '
+        "doorbell rang (it looks again after each call), which give no (b) sample.",
+        "",
+        "| timing | Q ns | (a) overlap error median ns | (b) idle min / median / max ns | "
+        "(b) busy min / median / max ns | (b) server first | (c) hand-off min / median / max "
+        "ns | (c) early | boot s | hackbench s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def mmm(d: object) -> str:
+        assert isinstance(d, dict)
+        if d["max_ns"] is None:
+            return "-"
+        return f"{d['min_ns']} / {d['median_ns']:g} / {d['max_ns']}"
+
+    for r in rows:
+        assert isinstance(r, dict)
+        q = r["quantum_ns"] or "-"
+        rep = f" (rep {r['rep']})" if r["rep"] != 1 else ""
+        lines.append(
+            f"| {r['timing']}{rep} | {q} | {r['overlap_median_error_ns']:g} | "
+            f"{mmm(r['notify_idle'])} | {mmm(r['notify_busy'])} | "
+            f"{r['notify_server_first']} | {mmm(r['handoff'])} | {r['handoff_early']} | "
+            f"{r['boot_s']} | {r['hackbench_s']} |"
+        )
+    lines += ["", "## Checks", ""]
+    for what, met in summary["checks"]:  # type: ignore[attr-defined]
+        lines.append(f"- {what}: {'met' if met else 'NOT met'}")
+    lines += [
+        "",
+        "## Reading it",
+        "",
+        "In virtual timing one clock counts every core's instructions and the cores take "
+        "turns: the overlap loop is timed with the spinning core's turns in it, and an "
+        "interrupt for a core waits for that core's turn. In per-core timing each core "
+        "has its own clock; a halted core woken by another's interrupt wakes at the "
+        "sender's clock, so the idle-receiver path does not depend on Q, while a busy "
+        "receiver that is ahead takes it up to Q late. QEMU models no caches, no memory "
+        "bus and no GIC latency, so these are instruction paths, not hardware times.",
+        "",
+        "Files: `summary.json`, `samples.csv` (every sample), `fidelity.png` ((b) "
+        "against Q), `raw/` (each boot's script and console).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def run(
+    base: BootOptions,
+    quanta: list[int],
+    rounds: int,
+    iters: int,
+    command: str,
+    out_root: Path = RESULTS,
+) -> Path:
+    """Boots virtual timing once, per-core timing once per quantum and the
+    first quantum once more; writes results/fidelity/<run-id>/."""
+    if not quanta:
+        raise TandemError("bench fidelity: give at least one quantum")
+    cells = [Cell("virtual", None)]
+    cells += [Cell("percore", q) for q in quanta]
+    cells.append(Cell("percore", quanta[0], rep=2))
+    run_dir = PartialRun(out_root / "fidelity")
+    raw = run_dir.dir / "raw"
+    measured: list[tuple[Cell, Samples]] = []
+    start = time.monotonic()
+    for n, cell in enumerate(cells, 1):
+        print(
+            f"bench fidelity: [{int(time.monotonic() - start)} s] boot {n}/{len(cells)}: "
+            f"{cell.label}",
+            file=sys.stderr,
+            flush=True,
+        )
+        options = replace(base, timing=cell.timing, quantum_ns=cell.quantum_ns or 1)
+        measured.append((cell, boot(options, rounds, iters, raw, cell.label)))
+    first = [s for c, s in measured if c.timing == "percore" and c.quantum_ns == quanta[0]]
+    identical = first[0].probes == first[1].probes
+    rows = [cell_summary(c, s) for c, s in measured]
+    summary: dict[str, object] = {
+        "benchmark": "fidelity",
+        "run": run_dir.final.name,
+        "command": command,
+        "config": base.config,
+        "smp": base.smp,
+        "rounds": rounds,
+        "overlap_iterations": iters,
+        "rows": rows,
+        "deterministic": identical,
+    }
+    summary["checks"] = checks(rows, identical)
+    with (run_dir.dir / "samples.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["timing", "quantum_ns", "rep", "probe", "round", "ns"])
+        for cell, s in measured:
+            for probe, values in s.probes.items():
+                for i, v in enumerate(values):
+                    w.writerow([cell.timing, cell.quantum_ns or "", cell.rep, probe, i, v])
+    write_atomic(run_dir.dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+    plot(rows, run_dir.dir / "fidelity.png")
+    write_atomic(run_dir.dir / "report.md", report(summary))
+    return run_dir.finish()

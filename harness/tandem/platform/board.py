@@ -1,0 +1,113 @@
+"""Board descriptions (boards/NAME.toml), shared with the firmware build."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from tandem.errors import TandemError
+from tandem.platform.paths import BOARDS
+
+
+@dataclass(frozen=True)
+class Range:
+    """A physical address range."""
+
+    base: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        """One past the last byte."""
+        return self.base + self.size
+
+
+@dataclass(frozen=True)
+class Board:
+    """What the harness needs of a board: memory map, boot addresses, QEMU machine."""
+
+    name: str
+    max_cores: int
+    counter_hz: int
+    secure_flash: Range
+    rtos_ram: Range
+    normal_ram: Range
+    shared: Range
+    doorbell_spi: int
+    rtos_image: int
+    boot_config: int
+    kernel: int
+    dtb: int
+    initrd: int
+    qemu_machine: str
+    qemu_cpu: str
+    qemu_memory: str
+
+
+def _value(table: dict[str, object], key: str, where: str) -> object:
+    if key not in table:
+        raise TandemError(f"{where}: missing key '{key}'")
+    return table[key]
+
+
+def _int(table: dict[str, object], key: str, where: str) -> int:
+    value = _value(table, key, where)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TandemError(f"{where}: '{key}' must be an integer, got {value!r}")
+    return value
+
+
+def _str(table: dict[str, object], key: str, where: str) -> str:
+    value = _value(table, key, where)
+    if not isinstance(value, str):
+        raise TandemError(f"{where}: '{key}' must be a string, got {value!r}")
+    return value
+
+
+def _table(table: dict[str, object], key: str, where: str) -> dict[str, object]:
+    value = _value(table, key, where)
+    if not isinstance(value, dict):
+        raise TandemError(f"{where}: '{key}' must be a table, got {value!r}")
+    return value
+
+
+def _range(table: dict[str, object], key: str, where: str) -> Range:
+    r = _table(table, key, where)
+    return Range(_int(r, "base", f"{where}.{key}"), _int(r, "size", f"{where}.{key}"))
+
+
+def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
+    """Reads and checks boards/NAME.toml."""
+    path = directory / f"{name}.toml"
+    if not path.exists():
+        known = sorted(p.stem for p in directory.glob("*.toml"))
+        raise TandemError(f"unknown board '{name}' (known: {', '.join(known)})")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise TandemError(f"{path}: {e}") from e
+    where = str(path)
+    board = _table(data, "board", where)
+    memory = _table(data, "memory", where)
+    interrupts = _table(data, "interrupts", where)
+    boot = _table(data, "boot", where)
+    qemu = _table(data, "qemu", where)
+    return Board(
+        name=_str(board, "name", f"{where} [board]"),
+        max_cores=_int(board, "max_cores", f"{where} [board]"),
+        counter_hz=_int(board, "counter_hz", f"{where} [board]"),
+        secure_flash=_range(memory, "secure_flash", f"{where} [memory]"),
+        rtos_ram=_range(memory, "rtos_ram", f"{where} [memory]"),
+        normal_ram=_range(memory, "normal_ram", f"{where} [memory]"),
+        shared=_range(memory, "shared", f"{where} [memory]"),
+        doorbell_spi=_int(interrupts, "doorbell_spi", f"{where} [interrupts]"),
+        rtos_image=_int(boot, "rtos_image", f"{where} [boot]"),
+        boot_config=_int(boot, "config", f"{where} [boot]"),
+        kernel=_int(boot, "kernel", f"{where} [boot]"),
+        dtb=_int(boot, "dtb", f"{where} [boot]"),
+        initrd=_int(boot, "initrd", f"{where} [boot]"),
+        qemu_machine=_str(qemu, "machine", f"{where} [qemu]"),
+        qemu_cpu=_str(qemu, "cpu", f"{where} [qemu]"),
+        qemu_memory=_str(qemu, "memory", f"{where} [qemu]"),
+    )

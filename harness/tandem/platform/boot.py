@@ -1,0 +1,392 @@
+"""Booting Tandem on QEMU: assemble the inputs, start QEMU, run commands in
+Linux and collect what they print.
+
+Timing modes (docs/design.md, "Time and measurement"): `host` runs
+multi-threaded TCG in real time, for parallel throughput; `virtual` runs
+`-icount shift=0,sleep=off`, one instruction per virtual nanosecond, for
+path lengths.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tandem.errors import TandemError
+from tandem.platform import abi_generated, capacity, cpio, dtb, qemu_command
+from tandem.platform.apps import AppRun, workload_blob
+from tandem.platform.board import Board, load_board
+from tandem.platform.configs import Ctxsw, Workload, load_config
+from tandem.platform.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
+
+TIMINGS = qemu_command.TIMINGS
+# The timing modes in which a boot repeats exactly (instructions, not host time).
+DETERMINISTIC = ("virtual", "percore")
+BEGIN = "@@TANDEM-EXEC-BEGIN@@"
+END = re.compile(r"@@TANDEM-EXEC-END status=(\d+)@@")
+RESTART = re.compile(r"^\[\s*\d+\.\d+\] reboot: Restarting system$")
+# Seconds QEMU may take to exit once the commands are done (poweroff).
+POWEROFF_GRACE_S = 10.0
+# The blank disk BootOptions.disk_mib asks for, in the boot's log directory.
+DISK_NAME = "disk.img"
+# Boot log directories kept under build/logs (oldest removed first).
+KEEP_LOGS = 100
+
+
+@dataclass(frozen=True)
+class BootOptions:
+    """How to boot: platform configuration, timing mode, number of cores."""
+
+    config: str = "tandem"
+    timing: str = "host"
+    smp: int = 4
+    # Per-core timing's quantum (qemu_command.timing_args).
+    quantum_ns: int = qemu_command.DEFAULT_QUANTUM_NS
+    # `exec` commands start this many µs after Linux is up: a controlled
+    # phase against the RTOS's releases and Linux's ticks, so repetitions
+    # differ in the deterministic timing modes (exp/common.rep_phase_us).
+    phase_us: int = 0
+    extra_bootargs: str = ""
+    # Instruments on QEMU's command line (qemu_command.exec_log_args or
+    # plugin_args); "{run_dir}" in them stands for the boot's log directory.
+    extra_qemu_args: tuple[str, ...] = ()
+    # A blank virtio-blk disk of this many MiB (a sparse host file in the
+    # boot's log directory, removed afterwards), /dev/vda in Linux; 0: none.
+    disk_mib: int = 0
+    # What the RTOS runs (None: its demo application).
+    workload: Workload | None = None
+    # Protected tasks handing off (paper 004); instead of `workload`.
+    ctxsw: Ctxsw | None = None
+    # How Linux learns what the RTOS takes of each core: none, static (device
+    # tree capacities), steal (PV stolen time) or both (platform/capacity.py).
+    capacity: str = "none"
+    # Cores running an RPC server (None: the highest RTOS core, see
+    # PlatformConfig.default_rpc_cores; (): no RPC service).
+    rpc_cores: tuple[int, ...] | None = None
+    # Further RTOS applications to select, with their parameters
+    # (rtos/apps/NAME/app.toml), in the workload blob.
+    apps: tuple[AppRun, ...] = ()
+
+
+@dataclass
+class Prepared:
+    """Everything one QEMU boot needs, on disk, plus its command line."""
+
+    argv: list[str]
+    secure_log: Path
+    console_log: Path
+    run_dir: Path
+
+
+def describe_timing(options: BootOptions) -> str:
+    """The timing mode as reports say it: "percore timing (Q = 1000 ns)"."""
+    if options.timing == "percore":
+        return f"percore timing (Q = {options.quantum_ns} ns)"
+    return f"{options.timing} timing"
+
+
+def choose_timing(requested: str, smp: int, host_cores: int) -> tuple[str, str]:
+    """The timing mode for `requested` ("auto" or one of TIMINGS), with why.
+
+    Host timing needs a host core per emulated core: with fewer, the host
+    deschedules vCPU threads for milliseconds and the RTOS misses releases
+    that it would meet on hardware. Auto picks per-core timing then, and says
+    so.
+    """
+    if requested != "auto":
+        return requested, "as asked"
+    if host_cores >= smp:
+        return "host", f"auto: {host_cores} host cores for {smp} emulated"
+    return "percore", (
+        f"auto: only {host_cores} host cores for {smp} emulated, so host timing would "
+        "miss RTOS releases; per-core clocks instead, which run ahead of the wall clock "
+        "while every core idles; --timing host overrides"
+    )
+
+
+def _check(options: BootOptions, board: Board) -> None:
+    if options.timing not in TIMINGS:
+        raise TandemError(f"--timing must be one of {', '.join(TIMINGS)}, got '{options.timing}'")
+    if not 1 <= options.smp <= board.max_cores:
+        raise TandemError(f"--smp must be 1..{board.max_cores}, got {options.smp}")
+    if options.timing == "percore":
+        qemu_command.check_quantum(options.quantum_ns)
+    if not 0 <= options.phase_us <= 10_000_000:
+        raise TandemError(f"phase must be 0..10 s, got {options.phase_us} µs")
+    capacity.check(options.capacity)
+    if not 0 <= options.disk_mib <= 65536:
+        raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
+    missing = missing_artifacts()
+    if missing:
+        names = ", ".join(str(p.relative_to(BUILD.parent)) for p in missing)
+        raise TandemError(f"not built yet: {names} (run `make build`)")
+
+
+def _new_log_dir() -> Path:
+    """A fresh build/logs/<time> directory; old ones beyond KEEP_LOGS go."""
+    LOGS.mkdir(parents=True, exist_ok=True)
+    old = sorted(p for p in LOGS.iterdir() if p.is_dir())
+    for stale in old[: max(0, len(old) - KEEP_LOGS + 1)]:
+        shutil.rmtree(stale, ignore_errors=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.monotonic_ns() % 1_000_000:06d}"
+    run_dir = LOGS / stamp
+    run_dir.mkdir()
+    return run_dir
+
+
+def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
+    """Writes the DTB and initramfs for one boot and returns QEMU's command line."""
+    board = load_board()
+    _check(options, board)
+    config = load_config(options.config)
+    linux_cores = config.linux_cores(options.smp)
+    if not linux_cores:
+        raise TandemError(f"configuration '{config.name}' leaves no core for Linux")
+
+    run_dir = _new_log_dir()
+
+    initrd = INITRAMFS
+    if exec_script is not None and options.phase_us:
+        exec_script = f"sleep {options.phase_us / 1e6:.6f}\n" + exec_script
+    if exec_script is not None:
+        extra = cpio.archive({"tandem/exec.sh": (0o755, exec_script.encode())})
+        (run_dir / "exec.sh").write_text(exec_script)
+        initrd = run_dir / "initramfs.cpio"
+        initrd.write_bytes(INITRAMFS.read_bytes() + extra)
+
+    bootargs = "console=ttyAMA0 earlycon"
+    if exec_script is not None:
+        bootargs += " quiet"
+    if options.extra_bootargs:
+        bootargs += " " + options.extra_bootargs
+    capacities = (
+        capacity.static_capacities(options.workload, linux_cores)
+        if capacity.uses_static(options.capacity)
+        else None
+    )
+    device_tree = dtb.build_dtb(
+        board,
+        options.smp,
+        linux_cores,
+        bootargs,
+        initrd.stat().st_size,
+        run_dir / "tandem.dtb",
+        capacities,
+    )
+
+    boot_config = run_dir / "bootconfig.bin"
+    boot_config.write_bytes(
+        config.boot_blob(
+            options.smp,
+            steal_time=capacity.uses_steal(options.capacity),
+            rpc_cores=options.rpc_cores,
+        )
+    )
+    workload = run_dir / "workload.bin"
+    workload.write_bytes(
+        workload_blob(config.rtos_apps(options.smp, options.workload, options.ctxsw, options.apps))
+    )
+
+    secure_log = run_dir / "secure.log"
+    disk = None
+    if options.disk_mib:
+        disk = run_dir / DISK_NAME
+        with disk.open("wb") as f:
+            f.truncate(options.disk_mib << 20)
+    argv = qemu_command.boot_argv(
+        board,
+        options.smp,
+        options.timing,
+        FIRMWARE,
+        [
+            qemu_command.Load(boot_config, board.boot_config),
+            qemu_command.Load(workload, board.boot_config + abi_generated.WORKLOAD_OFFSET),
+            qemu_command.Load(KERNEL, board.kernel),
+            qemu_command.Load(device_tree, board.dtb),
+            qemu_command.Load(initrd, board.initrd),
+        ],
+        secure_log,
+        interactive=exec_script is None,
+        disk=disk,
+        quantum_ns=options.quantum_ns,
+        instruments=tuple(
+            arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args
+        ),
+    )
+    return Prepared(argv, secure_log, run_dir / "console.log", run_dir)
+
+
+REFUSAL = "cannot start:"
+
+
+def monitor_refusal(secure_log: Path) -> str | None:
+    """Why the monitor or the RTOS refused to start the machine, if one did
+    (both log "cannot start: ..." and power off)."""
+    try:
+        text = secure_log.read_text(errors="replace")
+    except FileNotFoundError:
+        return None
+    for line in text.splitlines():
+        if REFUSAL in line:
+            return line[line.index(REFUSAL) :]
+    return None
+
+
+def run_interactive(options: BootOptions) -> int:
+    """Boots with the Linux console on this terminal; returns QEMU's status."""
+    prepared = prepare(options)
+    print(f"tandem: secure console (monitor/RTOS) -> {prepared.secure_log}", file=sys.stderr)
+    print("tandem: Linux console follows; `poweroff` ends it (or Ctrl-A X)", file=sys.stderr)
+    proc = qemu_command.spawn(prepared.argv)
+    try:
+        status = proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    refusal = monitor_refusal(prepared.secure_log)
+    if refusal:
+        print(f"tandem: Tandem refused to start: {refusal}", file=sys.stderr)
+        return 1
+    return status
+
+
+def _drop_restart_chatter(lines: list[str]) -> list[str]:
+    """`lines` without what follows the kernel's last restart message."""
+    for i in range(len(lines) - 1, -1, -1):
+        if RESTART.match(lines[i]):
+            return lines[:i]
+    return lines
+
+
+@dataclass
+class ExecResult:
+    """What a `tandem exec` boot produced."""
+
+    status: int
+    output: str
+    console_log: Path
+    secure_log: Path
+    qemu_status: int
+    # Host seconds from QEMU start to the first command running in Linux.
+    boot_s: float
+    # Host seconds from the end of the commands to QEMU exiting.
+    poweroff_s: float
+    # Times the commands rebooted the machine.
+    reboots: int = 0
+    lines: list[str] = field(default_factory=list)
+
+
+def run_exec(
+    options: BootOptions,
+    script: str,
+    timeout_s: float = 600.0,
+    echo: Callable[[str], None] | None = None,
+) -> ExecResult:
+    """Boots, runs `script` as root in Linux once it is up, powers off.
+
+    Command output (only that) is passed to `echo` line by line as it arrives;
+    everything the console printed is saved to the console log."""
+    prepared = prepare(options, exec_script=script)
+    start = time.monotonic()
+    proc = qemu_command.spawn(
+        prepared.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    timed_out = threading.Event()
+
+    def kill() -> None:
+        timed_out.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout_s, kill)
+    timer.start()
+    output: list[str] = []
+    status: int | None = None
+    boot_s = end_s = 0.0
+    inside = False
+    reboots = 0
+    assert proc.stdout is not None
+    try:
+        with prepared.console_log.open("w") as log:
+            for raw in proc.stdout:
+                line = raw.decode(errors="replace").rstrip("\r\n")
+                log.write(line + "\n")
+                if line.endswith(BEGIN):
+                    if inside:
+                        # The commands rebooted the machine and now run again:
+                        # keep their output, drop the restart and boot chatter.
+                        reboots += 1
+                        output = _drop_restart_chatter(output)
+                    boot_s = boot_s or time.monotonic() - start
+                    inside = True
+                    continue
+                if inside:
+                    m = END.search(line)
+                    if m:
+                        before = line[: m.start()]
+                        if before:
+                            output.append(before)
+                            if echo:
+                                echo(before)
+                        status = int(m.group(1))
+                        end_s = time.monotonic()
+                        inside = False
+                        continue
+                    output.append(line)
+                    if echo:
+                        echo(line)
+        try:
+            qemu_status = proc.wait(timeout=POWEROFF_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise TandemError(
+                f"Linux did not power off within {POWEROFF_GRACE_S:.0f} s of the commands "
+                f"ending (console: {prepared.console_log}, secure: {prepared.secure_log})"
+            ) from None
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            # Interrupted (Ctrl-C, SIGTERM, an error above): QEMU must not
+            # outlive the harness and run on, unseen, for minutes.
+            proc.kill()
+            proc.wait()
+        # The per-boot initramfs is a copy of build/rootfs plus the script:
+        # not worth keeping (exec.sh beside the logs has the script).
+        (prepared.run_dir / "initramfs.cpio").unlink(missing_ok=True)
+        (prepared.run_dir / DISK_NAME).unlink(missing_ok=True)
+    if timed_out.is_set():
+        raise TandemError(
+            f"timed out after {timeout_s:.0f} s (console: {prepared.console_log}, "
+            f"secure: {prepared.secure_log})"
+        )
+    refusal = monitor_refusal(prepared.secure_log)
+    if refusal:
+        raise TandemError(
+            f"Tandem refused to start: {refusal} (secure: {prepared.secure_log}; "
+            "run `make build` if the firmware and the harness disagree)"
+        )
+    if status is None:
+        tail = "\n".join(prepared.console_log.read_text().splitlines()[-15:])
+        raise TandemError(
+            f"QEMU exited ({qemu_status}) before the commands finished; console tail:\n{tail}\n"
+            f"(console: {prepared.console_log}, secure: {prepared.secure_log})"
+        )
+    return ExecResult(
+        status=status,
+        output="\n".join(output),
+        console_log=prepared.console_log,
+        secure_log=prepared.secure_log,
+        qemu_status=qemu_status,
+        boot_s=boot_s,
+        poweroff_s=time.monotonic() - end_s,
+        reboots=reboots,
+        lines=output,
+    )

@@ -1,0 +1,260 @@
+"""Platform configurations (configs/NAME.toml): which world owns each core;
+the boot configuration the monitor and the RTOS read; and the RTOS
+workloads the experiments use, as RTOS applications to select."""
+
+from __future__ import annotations
+
+import struct
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from tandem.errors import TandemError
+from tandem.platform.abi_generated import MAX_CORES
+from tandem.platform.apps import AppRun, manifest
+from tandem.platform.paths import CONFIGS
+
+POLICIES = ("shared", "rtos", "linux")
+# abi/src/boot.rs: magic "TNDMBOOT", layout version, policy codes.
+BOOT_MAGIC = int.from_bytes(b"TNDMBOOT", "little")
+BOOT_VERSION = 5
+POLICY_CODES = {"shared": 0, "rtos": 1, "linux": 2}
+_KEYS = {"description", "default_policy", "cores"}
+# abi/src/boot.rs: feature bits.
+FEATURE_STEAL_TIME = 1 << 0
+# rtos/apps/rpc_server: the RTOS has RPC server tasks for cores 0..3.
+RPC_SERVER_CORES = 4
+# The applications' parameters (rtos/apps/*/app.toml).
+_PERIODIC = manifest("periodic").params
+_CTXSW = manifest("ctxsw").params
+MIN_PERIOD_US = _PERIODIC["period_us"].minimum
+MAX_PERIOD_US = _PERIODIC["period_us"].maximum
+DISPATCHES = _PERIODIC["dispatch"].choices
+TLB_MODES = _CTXSW["mode"].choices
+MIN_SWITCHES = _CTXSW["switches"].minimum
+MAX_SWITCHES = _CTXSW["switches"].maximum
+MAX_PAGES = _CTXSW["pages"].maximum
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The RTOS's periodic workload (paper 000's dummy task, application
+    `periodic`): a cyclic handler on `core` releases, every `period_us`, a
+    task that busy-loops `work_us`; with `alt_every_ms`, the work switches
+    between `work_us` and `alt_work_us` every that many ms. The demo's jobs
+    stop; without one the RTOS runs its demo alone."""
+
+    core: int
+    period_us: int
+    work_us: int
+    dispatch: str = "static"
+    alt_work_us: int = 0
+    alt_every_ms: int = 0
+
+    def check(self, config: PlatformConfig, smp: int) -> None:
+        """The monitor and the RTOS refuse a bad workload; say why before booting."""
+        if not 0 <= self.core < smp or config.policy(self.core) == "linux":
+            raise TandemError(
+                f"RTOS workload core {self.core}: must be a core running the RTOS "
+                f"(0..{smp - 1}, policy shared or rtos)"
+            )
+        if not MIN_PERIOD_US <= self.period_us <= MAX_PERIOD_US:
+            raise TandemError(
+                f"RTOS workload period {self.period_us} us: must be "
+                f"{MIN_PERIOD_US}..{MAX_PERIOD_US}"
+            )
+        for name, work in (("work", self.work_us), ("alternate work", self.alt_work_us)):
+            if not 0 <= work < self.period_us:
+                raise TandemError(
+                    f"RTOS workload {name} {work} us: must be 0..{self.period_us - 1} "
+                    "(shorter than the period)"
+                )
+        if self.dispatch not in DISPATCHES:
+            raise TandemError(
+                f"RTOS workload dispatch '{self.dispatch}': one of {', '.join(DISPATCHES)}"
+            )
+        if self.alt_every_ms < 0:
+            raise TandemError("RTOS workload alt_every_ms must be >= 0")
+
+    def apps(self) -> tuple[AppRun, ...]:
+        """The RTOS applications it selects: `periodic`, and the demo
+        without its jobs (the task owns its core's time)."""
+        return (
+            AppRun.of(
+                "periodic",
+                core=self.core,
+                period_us=self.period_us,
+                work_us=self.work_us,
+                dispatch=self.dispatch,
+                alt_work_us=self.alt_work_us,
+                alt_every_ms=self.alt_every_ms,
+            ),
+            AppRun.of("demo", jobs=0),
+        )
+
+
+@dataclass(frozen=True)
+class Ctxsw:
+    """The RTOS's context-switch workload (paper 004, application `ctxsw`):
+    two protected tasks at
+    S-EL0 on `core`, each in its own address space, hand a value back and
+    forth `switches` times with sys_chg, each writing `pages` pages of its own
+    between hand-offs; `mode` asid (a tag per task) or flush (the TLB
+    invalidated on every switch). With `stray`, a third protected task reads
+    the kernel's memory and must be stopped. The demo keeps running."""
+
+    core: int
+    mode: str = "asid"
+    pages: int = 0
+    switches: int = 100_000
+    stray: bool = False
+
+    def check(self, config: PlatformConfig, smp: int) -> None:
+        """The monitor and the RTOS refuse a bad workload; say why before booting."""
+        if not 0 <= self.core < smp or config.policy(self.core) == "linux":
+            raise TandemError(
+                f"ctxsw core {self.core}: must be a core running the RTOS "
+                f"(0..{smp - 1}, policy shared or rtos)"
+            )
+        if self.mode not in TLB_MODES:
+            raise TandemError(f"ctxsw mode '{self.mode}': one of {', '.join(TLB_MODES)}")
+        if not 0 <= self.pages <= MAX_PAGES:
+            raise TandemError(f"ctxsw pages {self.pages}: must be 0..{MAX_PAGES}")
+        if not MIN_SWITCHES <= self.switches <= MAX_SWITCHES:
+            raise TandemError(
+                f"ctxsw switches {self.switches}: must be {MIN_SWITCHES}..{MAX_SWITCHES}"
+            )
+
+    def apps(self) -> tuple[AppRun, ...]:
+        """The RTOS application it selects (the demo runs beside it)."""
+        return (
+            AppRun.of(
+                "ctxsw",
+                core=self.core,
+                mode=self.mode,
+                pages=self.pages,
+                switches=self.switches,
+                stray=self.stray,
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class PlatformConfig:
+    """A named configuration: a policy per core."""
+
+    name: str
+    description: str
+    default_policy: str
+    overrides: dict[int, str]
+
+    def policy(self, core: int) -> str:
+        """The policy of one core."""
+        return self.overrides.get(core, self.default_policy)
+
+    def has_rtos(self, smp: int) -> bool:
+        """Whether the RTOS runs anywhere when QEMU has `smp` cores."""
+        return any(self.policy(c) != "linux" for c in range(smp))
+
+    def default_rpc_cores(self, smp: int) -> tuple[int, ...]:
+        """Where the RPC server runs unless asked otherwise: the highest RTOS
+        core the RTOS has a server for (none without an RTOS)."""
+        cores = [c for c in range(min(smp, RPC_SERVER_CORES)) if self.policy(c) != "linux"]
+        return (cores[-1],) if cores else ()
+
+    def check_rpc_cores(self, smp: int, cores: tuple[int, ...]) -> None:
+        """The monitor and the RTOS refuse servers where there is no RTOS."""
+        for c in cores:
+            if not 0 <= c < min(smp, RPC_SERVER_CORES) or self.policy(c) == "linux":
+                raise TandemError(
+                    f"RPC server core {c}: must be a core running the RTOS "
+                    f"(0..{min(smp, RPC_SERVER_CORES) - 1}, policy shared or rtos)"
+                )
+
+    def boot_blob(
+        self, smp: int, steal_time: bool = False, rpc_cores: tuple[int, ...] | None = None
+    ) -> bytes:
+        """The boot configuration the monitor and the RTOS read (abi/src/boot.rs).
+        `rpc_cores` None: `default_rpc_cores`."""
+        codes = [POLICY_CODES[self.policy(c)] for c in range(smp)]
+        codes += [POLICY_CODES["linux"]] * (MAX_CORES - smp)
+        servers = self.default_rpc_cores(smp) if rpc_cores is None else rpc_cores
+        self.check_rpc_cores(smp, servers)
+        mask = sum(1 << c for c in set(servers))
+        return struct.pack(
+            "<QII8BII",
+            BOOT_MAGIC,
+            BOOT_VERSION,
+            smp,
+            *codes,
+            FEATURE_STEAL_TIME if steal_time else 0,
+            mask,
+        )
+
+    def rtos_apps(
+        self,
+        smp: int,
+        workload: Workload | None = None,
+        ctxsw: Ctxsw | None = None,
+        apps: tuple[AppRun, ...] = (),
+    ) -> tuple[AppRun, ...]:
+        """The RTOS applications a boot selects (for the workload blob): the
+        periodic or the context-switch workload, checked against this
+        configuration, then any others asked for."""
+        if ctxsw is not None and workload is not None:
+            raise TandemError("the RTOS runs one workload: periodic or ctxsw, not both")
+        runs: tuple[AppRun, ...] = ()
+        if ctxsw is not None:
+            ctxsw.check(self, smp)
+            runs = ctxsw.apps()
+        if workload is not None:
+            workload.check(self, smp)
+            runs = workload.apps()
+        return runs + apps
+
+    def linux_cores(self, smp: int) -> list[int]:
+        """Cores Linux may use when QEMU has `smp` cores."""
+        return [c for c in range(smp) if self.policy(c) != "rtos"]
+
+
+def available(directory: Path = CONFIGS) -> list[str]:
+    """Names of the configurations that exist."""
+    return sorted(p.stem for p in directory.glob("*.toml"))
+
+
+def _policy(value: object, where: str) -> str:
+    if not isinstance(value, str) or value not in POLICIES:
+        raise TandemError(f"{where}: policy must be one of {', '.join(POLICIES)}, got {value!r}")
+    return value
+
+
+def load_config(name: str, directory: Path = CONFIGS) -> PlatformConfig:
+    """Reads and checks configs/NAME.toml."""
+    path = directory / f"{name}.toml"
+    if not path.exists():
+        raise TandemError(
+            f"unknown configuration '{name}' (available: {', '.join(available(directory))})"
+        )
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise TandemError(f"{path}: {e}") from e
+    unknown = set(data) - _KEYS
+    if unknown:
+        raise TandemError(
+            f"{path}: unknown key(s) {', '.join(sorted(unknown))} "
+            f"(allowed: {', '.join(sorted(_KEYS))})"
+        )
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise TandemError(f"{path}: 'description' must be a string")
+    default = _policy(data.get("default_policy", "shared"), f"{path}: default_policy")
+    cores = data.get("cores", {})
+    if not isinstance(cores, dict):
+        raise TandemError(f"{path}: [cores] must be a table of core index = policy")
+    overrides: dict[int, str] = {}
+    for key, value in cores.items():
+        if not key.isdigit():
+            raise TandemError(f"{path}: [cores] key '{key}' is not a core index")
+        overrides[int(key)] = _policy(value, f"{path}: cores.{key}")
+    return PlatformConfig(name, description, default, overrides)

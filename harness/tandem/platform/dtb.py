@@ -1,0 +1,145 @@
+"""The device tree Linux receives: QEMU's own, plus what Tandem adds.
+
+Generated at build time (here, before each boot) with dtc rather than patched
+by the monitor at run time: QEMU's tree is dumped for the exact machine options,
+decompiled, and our additions are appended as a DTS fragment that dtc merges in.
+The monitor stays small (no FDT writer at EL3), and what Linux gets can be read
+as text (build/dtb/*.dts). A real board would ship its DTB the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import tempfile
+from pathlib import Path
+
+from tandem.errors import TandemError
+from tandem.platform import qemu_command
+from tandem.platform.board import Board
+from tandem.platform.paths import BUILD, FIRMWARE
+
+DTB_DIR = BUILD / "dtb"
+
+
+def _run(argv: list[str], what: str) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(argv, check=True, capture_output=True)
+    except FileNotFoundError as e:
+        raise TandemError(f"{what}: {argv[0]} not found (run `make setup`)") from e
+    except subprocess.CalledProcessError as e:
+        raise TandemError(f"{what} failed: {e.stderr.decode(errors='replace').strip()}") from e
+
+
+def qemu_dts(board: Board, smp: int) -> str:
+    """QEMU's own device tree for this machine, as DTS (cached under build/dtb)."""
+    args = qemu_command.machine_args(board, smp)
+    version = qemu_command.run(qemu_command.version_argv(), "QEMU").stdout
+    key = hashlib.sha256(repr(args).encode() + version).hexdigest()[:16]
+    cached = DTB_DIR / f"qemu-{key}.dts"
+    if cached.exists():
+        return cached.read_text()
+    DTB_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        dumped = Path(tmp) / "qemu.dtb"
+        argv = qemu_command.dump_dtb_argv(board, smp, FIRMWARE, dumped)
+        qemu_command.run(argv, "dumping QEMU's device tree")
+        dts = _run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(dumped)], "dtc").stdout.decode()
+    cached.write_text(dts)
+    return dts
+
+
+def _cells(value: int) -> str:
+    return f"0x{value >> 32:x} 0x{value & 0xFFFFFFFF:x}"
+
+
+def tandem_fragment(
+    board: Board,
+    smp: int,
+    linux_cores: list[int],
+    bootargs: str,
+    initrd_size: int,
+    capacities: dict[int, int] | None = None,
+) -> str:
+    """What Tandem adds to QEMU's tree, as a DTS fragment dtc merges in.
+
+    `capacities` (static capacity mode) gives each Linux core its
+    `capacity-dmips-mhz`; Linux takes them only if every one of its cores
+    has one and the cores sit in a `cpu-map`."""
+    if not linux_cores:
+        raise TandemError("no core left for Linux")
+    if '"' in bootargs or "\\" in bootargs:
+        raise TandemError(f"kernel command line may not contain quotes or backslashes: {bootargs}")
+    shm = board.shared
+    initrd_end = board.initrd + initrd_size
+    if initrd_end > shm.base:
+        raise TandemError(
+            f"initramfs ({initrd_size} bytes at {board.initrd:#x}) runs into the shared region"
+        )
+    lines = [
+        "/ {",
+        "\tpsci {",
+        '\t\tcompatible = "arm,psci-1.0", "arm,psci-0.2";',
+        '\t\tmethod = "smc";',
+        "\t};",
+        "\treserved-memory {",
+        "\t\t#address-cells = <2>;",
+        "\t\t#size-cells = <2>;",
+        "\t\tranges;",
+        f"\t\ttandem_shm: tandem-shm@{shm.base:x} {{",
+        f"\t\t\treg = <{_cells(shm.base)} {_cells(shm.size)}>;",
+        "\t\t\tno-map;",
+        "\t\t};",
+        "\t};",
+        "\ttandem {",
+        '\t\tcompatible = "tandem,tandem";',
+        "\t\tmemory-region = <&tandem_shm>;",
+        f"\t\tinterrupts = <0 {board.doorbell_spi} 1>;",
+        "\t};",
+        "\tchosen {",
+        f'\t\tbootargs = "{bootargs}";',
+        f"\t\tlinux,initrd-start = <{_cells(board.initrd)}>;",
+        f"\t\tlinux,initrd-end = <{_cells(initrd_end)}>;",
+        "\t};",
+        "};",
+    ]
+    capacities = capacities or {}
+    if capacities and sorted(capacities) != sorted(linux_cores):
+        raise TandemError(f"capacities for cores {sorted(capacities)}, Linux has {linux_cores}")
+    for core in range(smp):
+        if core in linux_cores:
+            extra = f" capacity-dmips-mhz = <{capacities[core]}>;" if core in capacities else ""
+            lines.append(f'&{{/cpus/cpu@{core}}} {{ enable-method = "psci";{extra} }};')
+        else:
+            lines.append(f"/delete-node/ &{{/cpus/cpu@{core}}};")
+    if len(linux_cores) < smp:
+        # The topology map would point at deleted cores; Linux needs none,
+        # except that it reads capacities only while walking one: then a
+        # map of Linux's cores replaces it.
+        lines.append("/delete-node/ &{/cpus/cpu-map};")
+        if capacities:
+            lines.append("&{/cpus} { cpu-map { socket0 { cluster0 {")
+            for n, core in enumerate(linux_cores):
+                lines.append(f"\tcore{n} {{ cpu = <&{{/cpus/cpu@{core}}}>; }};")
+            lines.append("}; }; }; };")
+    return "\n".join(lines) + "\n"
+
+
+def build_dtb(
+    board: Board,
+    smp: int,
+    linux_cores: list[int],
+    bootargs: str,
+    initrd_size: int,
+    out: Path,
+    capacities: dict[int, int] | None = None,
+) -> Path:
+    """Writes the DTB for one boot to `out` (and its source beside it)."""
+    dts = qemu_dts(board, smp) + tandem_fragment(
+        board, smp, linux_cores, bootargs, initrd_size, capacities
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    source = out.with_suffix(".dts")
+    source.write_text(dts)
+    _run(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", str(out), str(source)], "dtc")
+    return out

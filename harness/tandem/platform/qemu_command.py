@@ -1,0 +1,183 @@
+"""QEMU's command line: the one place Tandem builds and starts QEMU.
+
+Every boot, the device-tree dump, the version query and every instrument
+(execution log, plugins) get their options here, and QEMU is started only
+by `spawn` and `run` below. The command line names every device Tandem uses
+and nothing else: `-nodefaults` drops what the `virt` board would add on its
+own (a virtio-net PCI NIC whose option ROM comes from a package set-up does
+not install, a default serial port, monitor and parallel port), so a boot
+needs nothing from the machine beyond what `make setup` installs.
+
+The devices a boot has:
+- serial0 (PL011 at 0x0900_0000): Linux's console, on stdio;
+- serial1 (PL011 at 0x0904_0000, secure): the monitor's and RTOS's console,
+  to a file;
+- generic loaders placing the boot configuration, kernel, DTB and initramfs
+  in normal RAM, and the firmware in secure flash (`-bios`);
+- optionally one virtio-blk disk on virtio-mmio (no option ROM).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tandem.errors import TandemError
+from tandem.platform.board import Board
+from tandem.platform.paths import QEMU_INSTALL
+
+PROGRAM = "qemu-system-aarch64"
+TIMINGS = ("host", "virtual", "percore")
+# Per-core timing's default quantum (docs/harness.md, results/fidelity/).
+DEFAULT_QUANTUM_NS = 1000
+MAX_QUANTUM_NS = 1_000_000
+
+
+def program() -> str:
+    """The QEMU binary every invocation uses: Tandem's build of Debian's
+    source with its patches (scripts/build-qemu.sh), in every timing mode."""
+    return str(QEMU_INSTALL / "bin" / PROGRAM)
+
+
+def machine_args(board: Board, smp: int) -> list[str]:
+    """The options that decide the machine, and so QEMU's device tree."""
+    return [
+        "-machine",
+        board.qemu_machine,
+        "-cpu",
+        board.qemu_cpu,
+        "-smp",
+        str(smp),
+        "-m",
+        board.qemu_memory,
+        "-nodefaults",
+    ]
+
+
+def check_quantum(quantum_ns: int) -> None:
+    """A per-core timing quantum QEMU accepts."""
+    if not 1 <= quantum_ns <= MAX_QUANTUM_NS:
+        raise TandemError(f"--quantum-ns must be 1..{MAX_QUANTUM_NS}, got {quantum_ns}")
+
+
+def timing_args(timing: str, quantum_ns: int = DEFAULT_QUANTUM_NS) -> list[str]:
+    """How QEMU runs the vCPUs for a timing mode (docs/harness.md).
+
+    - host: one host thread per vCPU, real time;
+    - virtual: one thread, one clock for all vCPUs (1 instruction = 1 ns);
+    - percore: one thread, a clock per vCPU, the lowest one running next
+      for at most `quantum_ns` (Tandem's QEMU patches, qemu/patches/)."""
+    if timing == "virtual":
+        return ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off"]
+    if timing == "percore":
+        check_quantum(quantum_ns)
+        return ["-accel", "tcg,thread=single", "-icount", f"shift=0,sleep=off,quantum={quantum_ns}"]
+    if timing == "host":
+        return ["-accel", "tcg,thread=multi"]
+    raise TandemError(f"timing must be one of {', '.join(TIMINGS)}, got '{timing}'")
+
+
+def version_argv() -> list[str]:
+    """Asks QEMU for its version."""
+    return [program(), "--version"]
+
+
+def dump_dtb_argv(board: Board, smp: int, firmware: Path, out: Path) -> list[str]:
+    """Writes QEMU's own device tree for this machine to `out` and exits."""
+    args = machine_args(board, smp)
+    args[args.index("-machine") + 1] = f"{board.qemu_machine},dumpdtb={out}"
+    return [program(), *args, "-bios", str(firmware), "-display", "none"]
+
+
+def plugin_probe_argv(library: Path) -> list[str]:
+    """Starts a machine-less QEMU that loads `library` as a plugin (set-up's
+    check for plugin support)."""
+    return [program(), "-machine", "none", "-display", "none", *plugin_args(library, [])]
+
+
+@dataclass(frozen=True)
+class Load:
+    """A file QEMU's generic loader places at a physical address."""
+
+    path: Path
+    address: int
+
+
+def boot_argv(
+    board: Board,
+    smp: int,
+    timing: str,
+    firmware: Path,
+    loads: list[Load],
+    secure_log: Path,
+    interactive: bool,
+    disk: Path | None = None,
+    instruments: tuple[str, ...] = (),
+    quantum_ns: int = DEFAULT_QUANTUM_NS,
+) -> list[str]:
+    """A whole boot's command line.
+
+    `interactive` multiplexes QEMU's monitor onto the Linux console (Ctrl-A X
+    quits); otherwise stdio carries only the console. `instruments` are
+    options from `exec_log_args` or `plugin_args`."""
+    argv = [program(), *machine_args(board, smp), *timing_args(timing, quantum_ns)]
+    argv += ["-bios", str(firmware)]
+    for load in loads:
+        argv += ["-device", f"loader,file={load.path},addr={load.address:#x},force-raw=on"]
+    argv += ["-display", "none", "-monitor", "none"]
+    argv += ["-serial", "mon:stdio" if interactive else "stdio"]
+    argv += ["-serial", f"file:{secure_log}"]
+    if disk is not None:
+        argv += [
+            "-drive",
+            f"file={disk},if=none,format=raw,id=disk0",
+            "-device",
+            "virtio-blk-device,drive=disk0",
+        ]
+    return argv + list(instruments)
+
+
+def exec_log_args(address_filter: str, log: str) -> tuple[str, ...]:
+    """QEMU's execution log of the code in `address_filter` (ranges
+    `lo..hi`, comma-separated), one line per block run, into `log`."""
+    return ("-d", "in_asm,exec,nochain", "-dfilter", address_filter, "-D", log)
+
+
+def plugin_args(library: Path, options: list[str]) -> tuple[str, ...]:
+    """Loads a TCG plugin with `key=value` options."""
+    return ("-plugin", ",".join([str(library), *options]))
+
+
+class QemuInHostTest(TandemError):
+    """Raised by the test suite's guard when a test not marked `qemu` starts QEMU."""
+
+
+def spawn(argv: list[str], **popen: Any) -> subprocess.Popen[bytes]:  # noqa: ANN401
+    """Starts QEMU in the background (a boot)."""
+    _check_argv(argv)
+    try:
+        return subprocess.Popen(argv, **popen)
+    except FileNotFoundError as e:
+        raise TandemError(f"{argv[0]} not found (run `make setup`)") from e
+
+
+def run(argv: list[str], what: str) -> subprocess.CompletedProcess[bytes]:
+    """Runs QEMU to completion (a query or a dump); fails with its message."""
+    _check_argv(argv)
+    try:
+        return subprocess.run(argv, check=True, capture_output=True)
+    except FileNotFoundError as e:
+        raise TandemError(f"{what}: {argv[0]} not found (run `make setup`)") from e
+    except subprocess.CalledProcessError as e:
+        raise TandemError(f"{what} failed: {e.stderr.decode(errors='replace').strip()}") from e
+
+
+def _check_argv(argv: list[str]) -> None:
+    if not argv or argv[0] != program():
+        raise TandemError(
+            f"not a QEMU command line built by tandem.platform.qemu_command: {argv[:2]}"
+        )
+    if not Path(argv[0]).exists():
+        raise TandemError(f"QEMU is not built yet: {argv[0]} is missing (run `make build`)")
