@@ -24,6 +24,7 @@ def test_parse_reads_every_probe_and_skips_calls_the_server_took_early() -> None
         "overlap 100004 100000",
         f"{fidelity.MARK} handoff",
         "handoff 16",
+        "handoff 4752 interrupted",
         "handoff -992",
         f"{fidelity.MARK} notify_idle",
         "rt 1 busy 1280 96 576",
@@ -40,12 +41,14 @@ def test_parse_reads_every_probe_and_skips_calls_the_server_took_early() -> None
         "notify_busy": [1500],
     }
     assert s.server_first == 1
+    assert s.handoff_interrupted == [4752]
 
 
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
         ([f"{fidelity.MARK} overlap", "overlap 10 x"], "cannot read 'overlap 10 x'"),
+        ([f"{fidelity.MARK} handoff", "handoff x interrupted"], "cannot read 'handoff x"),
         ([f"{fidelity.MARK} overlap", "overlap 10 12"], "no handoff samples"),
         (["error EIO (5) len 1"], "a probe failed"),
         (
@@ -131,9 +134,12 @@ def test_percore_probes_stay_within_a_quantum(tmp_path: Path) -> None:
     # busy one, at most a quantum more.
     assert max(idle) < 5_000, idle
     assert max(busy) <= max(idle) + Q, (idle, busy)
-    # (c) most hand-offs are seen within a quantum, none later.
+    # (c) most hand-offs are seen within a quantum, none later, unless a
+    # core stopped running in the round (the RTOS's 1 ms jobs run on these
+    # cores too): those are flagged, and few.
     hand = sorted(s.probes["handoff"])
     assert hand[len(hand) // 2] <= Q and max(hand) <= Q + 16, hand
+    assert len(s.handoff_interrupted) <= len(hand) // 10, s.handoff_interrupted
 
 
 @pytest.mark.qemu

@@ -8,12 +8,17 @@
  *       CPU b times a loop of known length between two counter reads while
  *       CPU a spins: prints "overlap INSNS NS" per round (INSNS: the
  *       instructions between the reads; NS: what the counter says).
- *   tandem-probe handoff [-a CPU] [-b CPU] [-n ROUNDS] [-s SEED]
+ *   tandem-probe handoff [-a CPU] [-b CPU] [-n ROUNDS] [-s SEED] [-g NS]
  *       CPU a stamps the counter and stores the stamp in a flag that CPU b
  *       spins on (cpu_relax(), as kernel spin-waits do): prints "handoff
  *       NS" per round, from a's stamp to b's first read after seeing it
  *       (negative if b's counter was behind a's: on hardware, never).
  *       Rounds start after a pseudo-random wait of 1 to 64 us (SEED).
+ *       A round in which b stopped spinning after a's stamp (its counter
+ *       jumped by more than NS, default 2000, between two reads: an interrupt, the
+ *       RTOS's turn on the core, or QEMU running another vCPU), or a
+ *       between its stamp and the store, prints "handoff NS interrupted":
+ *       its time is not the machine's hand-off.
  *
  * The counter ticks at CNTFRQ_EL0; times are printed in ns, rounded down
  * to the tick, once every round is done (printing would disturb them).
@@ -41,6 +46,14 @@ struct opts {
 	int cpu_a, cpu_b;
 	long rounds, iters;
 	unsigned long seed;
+	/*
+	 * A jump of a core's counter between two reads longer than this means
+	 * it did not run (one iteration of the spin loop is a few
+	 * instructions). In per-core timing a core behind the others may
+	 * also jump by up to the quantum when its clock is caught up, which
+	 * is the hand-off being measured: the bench sets this above it.
+	 */
+	long gap_ns;
 };
 
 static uint64_t counter_hz;
@@ -82,7 +95,7 @@ static void die_usage(void)
 {
 	fprintf(stderr,
 		"usage: tandem-probe overlap [-a CPU] [-b CPU] [-n ROUNDS] [-k ITERS]\n"
-		"       tandem-probe handoff [-a CPU] [-b CPU] [-n ROUNDS] [-s SEED]\n");
+		"       tandem-probe handoff [-a CPU] [-b CPU] [-n ROUNDS] [-s SEED] [-g NS]\n");
 	exit(2);
 }
 
@@ -162,6 +175,11 @@ static int run_overlap(const struct opts *o)
 
 /* Written by a (a stamp, never 0), cleared by b once it has read it. */
 static uint64_t flag;
+/*
+ * Rounds in which b was interrupted after a's stamp, and in which a was
+ * between taking its stamp and storing it (each thread writes its own).
+ */
+static char *interrupted, *stamp_late;
 
 static void *waiter(void *arg)
 {
@@ -170,12 +188,21 @@ static void *waiter(void *arg)
 
 	pin(o->cpu_b);
 	for (r = 0; r < o->rounds; r++) {
-		uint64_t stamp, seen;
+		uint64_t stamp, seen, last = counter(), now, gap_end = 0;
 
-		while (!(stamp = __atomic_load_n(&flag, __ATOMIC_ACQUIRE)))
+		while (!(stamp = __atomic_load_n(&flag, __ATOMIC_ACQUIRE))) {
+			now = counter();
+			if (ticks_to_ns((int64_t)(now - last)) > o->gap_ns)
+				gap_end = now;
+			last = now;
 			cpu_relax();
+		}
 		seen = counter();
+		if (ticks_to_ns((int64_t)(seen - last)) > o->gap_ns)
+			gap_end = seen;
 		results[r] = ticks_to_ns((int64_t)(seen - stamp));
+		/* A gap that ended before the stamp did not delay this round. */
+		interrupted[r] = gap_end > stamp;
 		__atomic_store_n(&flag, 0, __ATOMIC_RELEASE);
 	}
 	return NULL;
@@ -193,7 +220,7 @@ static int run_handoff(const struct opts *o)
 	}
 	pin(o->cpu_a);
 	for (r = 0; r < o->rounds; r++) {
-		uint64_t until;
+		uint64_t until, stamp;
 
 		/* Wait until b has taken the last stamp, then 1..64 us more. */
 		while (__atomic_load_n(&flag, __ATOMIC_ACQUIRE))
@@ -202,17 +229,21 @@ static int run_handoff(const struct opts *o)
 		until = counter() + ((state >> 33) % 64 + 1) * counter_hz / 1000000;
 		while (counter() < until)
 			;
-		__atomic_store_n(&flag, counter(), __ATOMIC_RELEASE);
+		stamp = counter();
+		__atomic_store_n(&flag, stamp, __ATOMIC_RELEASE);
+		stamp_late[r] = ticks_to_ns((int64_t)(counter() - stamp)) > o->gap_ns;
 	}
 	pthread_join(b, NULL);
 	for (r = 0; r < o->rounds; r++)
-		printf("handoff %lld\n", (long long)results[r]);
+		printf("handoff %lld%s\n", (long long)results[r],
+		       interrupted[r] || stamp_late[r] ? " interrupted" : "");
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .cpu_a = 1, .cpu_b = 2, .rounds = 200, .iters = 50000, .seed = 1 };
+	struct opts o = { .cpu_a = 1, .cpu_b = 2, .rounds = 200, .iters = 50000, .seed = 1,
+			  .gap_ns = 2000 };
 	const char *cmd;
 	int c;
 
@@ -220,7 +251,7 @@ int main(int argc, char **argv)
 		die_usage();
 	cmd = argv[1];
 	optind = 2;
-	while ((c = getopt(argc, argv, "a:b:n:k:s:")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:n:k:s:g:")) != -1) {
 		switch (c) {
 		case 'a':
 			o.cpu_a = number(optarg, 0, CPU_SETSIZE - 1, "CPU");
@@ -237,6 +268,9 @@ int main(int argc, char **argv)
 		case 's':
 			o.seed = number(optarg, 0, 0x7fffffff, "seed");
 			break;
+		case 'g':
+			o.gap_ns = number(optarg, 1, 1000000000, "gap");
+			break;
 		default:
 			die_usage();
 		}
@@ -249,7 +283,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	results = calloc(o.rounds, sizeof(*results));
-	if (!results) {
+	interrupted = calloc(o.rounds, sizeof(*interrupted));
+	stamp_late = calloc(o.rounds, sizeof(*stamp_late));
+	if (!results || !interrupted || !stamp_late) {
 		fprintf(stderr, "tandem-probe: out of memory\n");
 		return 1;
 	}
