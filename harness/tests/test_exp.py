@@ -75,11 +75,13 @@ GOOD_DOMAINS = (Path(__file__).resolve().parents[2] / "experiments" / "domains.t
 
 
 def test_shipped_scenarios_load() -> None:
-    for name, experiment in exp.REGISTRY.items():
-        s = scenario.load(name, experiment.schema)
-        q = scenario.load(name, experiment.schema, quick=True)
+    names = sorted([*exp.REGISTRY, *exp.app_scenarios()])
+    for name in names:
+        schema = exp.get(name).schema
+        s = scenario.load(name, schema)
+        q = scenario.load(name, schema, quick=True)
         assert q.values != s.values, f"{name}: --quick changes nothing"
-    assert [n for n, _ in exp.listing()] == sorted(exp.REGISTRY)
+    assert [n for n, _ in exp.listing()] == names
 
 
 @pytest.mark.parametrize(
@@ -805,6 +807,16 @@ def test_rtos_app_scenarios_need_no_module(tmp_path: Path) -> None:
         ]
     )
     assert rtos_app.app_lines(log, ["ctxsw"]) == [log.splitlines()[1]]
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("name", exp.app_scenarios())
+def test_shipped_rtos_app_scenarios_run_quick(name: str, tmp_path: Path) -> None:
+    """Every application's scenario file in experiments/ (a new workload's
+    only test can be its scenario's `expect`)."""
+    out = exp.run(name, quick=True, overrides={}, out_root=tmp_path)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["runner"] == "rtos-app" and summary["rows"], summary
 
 
 @pytest.mark.qemu
