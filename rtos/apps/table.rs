@@ -12,6 +12,7 @@
 
 mod ctxsw;
 mod demo;
+mod heartbeat;
 mod periodic;
 mod rpc_server;
 
@@ -25,6 +26,7 @@ static APPS: Table = Table {
         periodic::APP,   // when selected: paper 000's dummy task
         rpc_server::APP, // on the RPC cores: paper 002's server side
         ctxsw::APP,      // when selected: paper 004's hand-off at S-EL0
+        heartbeat::APP,  // when selected: the example of docs/rtos.md
     ],
 };
 
