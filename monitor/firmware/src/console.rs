@@ -71,7 +71,7 @@ impl Write for Line<'_> {
 
 /// Writes one log line (used by [`crate::log!`]).
 pub fn print(args: fmt::Arguments) {
-    let us = read_cntpct_el0().bits() / (BOARD.counter_hz / 1_000_000);
+    let us = BOARD.ticks_to_us(read_cntpct_el0().bits());
     let core = core_index();
     if let Some(uart) = CONSOLE.lock().as_mut() {
         let _ = writeln!(

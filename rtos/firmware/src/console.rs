@@ -36,7 +36,7 @@ impl Write for Line<'_> {
 
 /// Writes one log line (used by [`crate::log!`]).
 pub fn print(core: usize, args: fmt::Arguments) {
-    let us = crate::hw::now() / (BOARD.counter_hz / 1_000_000);
+    let us = BOARD.ticks_to_us(crate::hw::now());
     crate::hw::without_interrupts(|| {
         if let Some(uart) = CONSOLE.lock().as_mut() {
             let _ = writeln!(
