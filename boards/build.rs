@@ -79,6 +79,7 @@ struct SgiSection {
 struct BootSection {
     rtos_image: u64,
     config: u64,
+    linux_images: u64,
     kernel: u64,
     dtb: u64,
     initrd: u64,
@@ -167,6 +168,7 @@ fn main() {
     let b = &f.boot;
     writeln!(out, "    rtos_image: {:#x},", b.rtos_image).unwrap();
     writeln!(out, "    boot_config: {:#x},", b.config).unwrap();
+    writeln!(out, "    linux_images: {:#x},", b.linux_images).unwrap();
     writeln!(out, "    kernel_entry: {:#x},", b.kernel).unwrap();
     writeln!(out, "    dtb: {:#x},", b.dtb).unwrap();
     writeln!(out, "    initrd: {:#x},", b.initrd).unwrap();

@@ -1,8 +1,8 @@
 //! The boot configuration the harness hands the monitor: which world owns each
 //! core (docs/design.md, "Per-core policy"), which optional monitor features are
 //! on, and which cores the monitor sends RPC doorbells to. A small blob in
-//! normal RAM, read and validated at cold boot by the monitor and by the
-//! RTOS, before Linux can touch it. It is the platform's: what the RTOS's
+//! secure flash (the harness writes it there), read and validated at cold
+//! boot by the monitor and by the RTOS; Linux can neither read nor change it. It is the platform's: what the RTOS's
 //! applications do is in the workload blob beside it ([`crate::workload`]).
 
 /// `"TNDMBOOT"` as a little-endian u64.
@@ -69,8 +69,11 @@ pub struct BootConfig {
 /// PV time answers NOT_SUPPORTED, so Linux never turns steal accounting on,
 /// and Linux's WFI is not trapped).
 pub const FEATURE_STEAL_TIME: u32 = 1 << 0;
+/// Feature bit: Linux's PSCI SYSTEM_OFF powers the whole machine off (off:
+/// Linux's cores go idle and the RTOS runs on, what a product wants).
+pub const FEATURE_LINUX_OFF_STOPS_MACHINE: u32 = 1 << 1;
 /// Every feature bit this layout defines.
-pub const FEATURES_KNOWN: u32 = FEATURE_STEAL_TIME;
+pub const FEATURES_KNOWN: u32 = FEATURE_STEAL_TIME | FEATURE_LINUX_OFF_STOPS_MACHINE;
 
 /// Size of the blob in bytes.
 pub const SIZE: usize = core::mem::size_of::<BootConfig>();
@@ -193,6 +196,12 @@ impl BootConfig {
         self.features & FEATURE_STEAL_TIME != 0
     }
 
+    /// Whether Linux's SYSTEM_OFF powers the machine off (only meaningful
+    /// once [`BootConfig::validate`] accepted the blob).
+    pub const fn linux_off_stops_machine(&self) -> bool {
+        self.features & FEATURE_LINUX_OFF_STOPS_MACHINE != 0
+    }
+
     /// The RPC server cores (bit mask; only meaningful once
     /// [`BootConfig::validate`] accepted the blob, which keeps it to RTOS cores).
     pub const fn rpc_cores(&self) -> u8 {
@@ -239,8 +248,8 @@ mod tests {
             Err(BootConfigError::Policy { core: 2, value: 7 })
         );
         c = good;
-        c.features = 2;
-        assert_eq!(c.validate(), Err(BootConfigError::Features(2)));
+        c.features = 4;
+        assert_eq!(c.validate(), Err(BootConfigError::Features(4)));
         c = good;
         c.rpc_cores = 0b0110;
         assert!(c.validate().is_ok());

@@ -43,5 +43,6 @@ pub fn c_constants() -> impl Iterator<Item = CConstant> {
         .chain(shm::C_CONSTANTS.iter())
         .chain(rpc::C_CONSTANTS.iter())
         .chain(workload::C_CONSTANTS.iter())
+        .chain(image::C_CONSTANTS.iter())
         .copied()
 }

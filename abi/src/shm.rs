@@ -52,6 +52,10 @@ pub struct Header {
     pub trace_entries: u32,
     /// Frequency of the counter all times here are in (ticks per second).
     pub counter_hz: u32,
+    /// Which Linux runs: 1 from cold boot, one more each time the monitor
+    /// restarts Linux alone (its reboot, power-off policy or panic); the
+    /// RTOS runs on across them.
+    pub linux_generation: u32,
 }
 
 /// Per-core record (one cache line). Written by the secure side, except the
@@ -263,6 +267,16 @@ pub const fn region_bytes(cores: usize) -> usize {
     steal_offset(cores)
 }
 
+/// Where the monitor puts the stub Linux starts through on every start of a
+/// core (`monitor/firmware/src/entry.rs`): the last page of the region, which
+/// nothing else uses.
+pub const LINUX_STUB_OFFSET: u32 = 0x1F_F000;
+const _: () = assert!(
+    crate::rpc::RPC_OFFSET as usize
+        + crate::rpc::RPC_CHANNELS as usize * crate::rpc::RPC_CHANNEL_SIZE as usize
+        <= LINUX_STUB_OFFSET as usize
+);
+
 /// Size of [`Header`] in bytes.
 pub const HEADER_SIZE: u32 = core::mem::size_of::<Header>() as u32;
 /// Where the per-core records start (header padded to a cache line).
@@ -285,6 +299,7 @@ impl Header {
             trace_ring_size: TRACE_RING_SIZE,
             trace_entries: TRACE_ENTRIES,
             counter_hz,
+            linux_generation: 1,
         }
     }
 
@@ -380,6 +395,7 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     offset!("SHM_OFF_TRACE_RING_SIZE", trace_ring_size),
     offset!("SHM_OFF_TRACE_ENTRIES", trace_entries),
     offset!("SHM_OFF_COUNTER_HZ", counter_hz),
+    offset!("SHM_OFF_LINUX_GENERATION", linux_generation),
     record!("CORE_OFF_RTOS_BUSY", rtos_busy),
     record!("CORE_OFF_RTOS_RELEASES", rtos_releases),
     record!("CORE_OFF_DEADLINE_MISSES", deadline_misses),

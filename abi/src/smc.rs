@@ -13,7 +13,7 @@ pub use smccc::arch::{
 pub use smccc::psci::{
     PSCI_AFFINITY_INFO_32, PSCI_AFFINITY_INFO_64, PSCI_CPU_OFF, PSCI_CPU_ON_32, PSCI_CPU_ON_64,
     PSCI_CPU_SUSPEND_32, PSCI_CPU_SUSPEND_64, PSCI_FEATURES, PSCI_MIGRATE_INFO_TYPE,
-    PSCI_SYSTEM_OFF, PSCI_SYSTEM_RESET, PSCI_VERSION,
+    PSCI_SYSTEM_OFF, PSCI_SYSTEM_RESET, PSCI_SYSTEM_RESET2_32, PSCI_SYSTEM_RESET2_64, PSCI_VERSION,
 };
 
 /// SMCCC version we implement: 1.1.
@@ -96,8 +96,9 @@ pub mod tos {
 /// 1.1 added the Linux lock-state words and the spin-wait and dispatch
 /// histograms; 1.2 the stolen-time records and PV time; 1.3 the RPC channels
 /// and `sip::RPC_NOTIFY`; 1.4 the context-switch record; 1.5 the dispatch
-/// hand-off counts in the core record.
-pub const ABI_VERSION: u32 = (1 << 16) | 5;
+/// hand-off counts in the core record; 1.6 the Linux generation in the
+/// header.
+pub const ABI_VERSION: u32 = (1 << 16) | 6;
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {

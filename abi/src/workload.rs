@@ -16,7 +16,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"TNDMWKLD");
 /// Layout version of [`Blob`].
 pub const VERSION: u32 = 1;
 /// Where the blob lies: this many bytes past the boot configuration, in the
-/// same page of normal RAM (`boards/*.toml` `boot.config`).
+/// same page of secure flash (`boards/*.toml` `boot.config`).
 pub const OFFSET: u64 = 0x800;
 /// Bytes the blob may take.
 pub const SIZE: usize = 0x800;

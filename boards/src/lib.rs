@@ -74,8 +74,12 @@ pub struct Board {
     pub doorbell_spi: u32,
     /// The RTOS image in secure flash.
     pub rtos_image: u64,
-    /// The boot configuration (per-core policy) in normal RAM.
+    /// The boot configuration (per-core policy) and the workload blob, in
+    /// secure flash: Linux can neither read nor change them.
     pub boot_config: u64,
+    /// The header of Linux's images in secure flash (`tandem_abi::image::
+    /// LinuxImages`); the images follow it, up to the end of the flash.
+    pub linux_images: u64,
     /// Linux kernel Image entry point.
     pub kernel_entry: u64,
     /// Device tree blob handed to Linux.
@@ -197,8 +201,13 @@ mod tests {
             "monitor and RTOS RAM overlap"
         );
         assert!(b.secure_flash.contains(b.rtos_image, 4096));
-        // 64 MiB for the kernel image and its bss, then the boot config page.
-        assert!(b.boot_config >= b.kernel_entry + 0x400_0000 && b.boot_config + 0x1000 <= b.dtb);
+        // In flash, in this order: the RTOS image, the boot configuration
+        // page, Linux's images (the rest of the flash).
+        assert!(b.secure_flash.contains(b.boot_config, 0x1000));
+        assert!(b.boot_config > b.rtos_image && b.boot_config + 0x1000 <= b.linux_images);
+        assert!(b.secure_flash.contains(b.linux_images, 0x1000));
+        // 64 MiB for the kernel image and its bss before the device tree.
+        assert!(b.kernel_entry + 0x400_0000 <= b.dtb);
         assert!(b.normal_ram.contains(b.shared.base, b.shared.size));
         for addr in [b.kernel_entry, b.dtb, b.initrd] {
             assert!(b.normal_ram.contains(addr, 1));

@@ -13,7 +13,7 @@ from tandem.instruments import bench, trace
 from tandem.platform import apps, capacity, qemu_command
 from tandem.platform.board import load_board
 from tandem.platform.boot import TIMINGS, BootOptions, choose_timing, run_exec, run_interactive
-from tandem.platform.configs import Workload, available
+from tandem.platform.configs import LINUX_OFF, Workload, available
 
 
 def _boot_options(
@@ -88,6 +88,14 @@ def _boot_options(
         default="",
         help="appended to Linux's command line (e.g. tandem_lockstate=on)",
     )
+    parser.add_argument(
+        "--linux-off",
+        choices=LINUX_OFF,
+        default=None,
+        help="what Linux's power-off does: its cores idle and the RTOS runs on, or the "
+        "machine powers off (default: the configuration's; exec: machine-off, so that it "
+        "ends with the commands)",
+    )
 
 
 def _workload(text: str) -> Workload:
@@ -132,6 +140,7 @@ def _options(args: argparse.Namespace) -> BootOptions:
         workload=args.workload,
         rpc_cores=args.rpc_cores,
         apps=apps.runs(args.rtos),
+        linux_off=args.linux_off,
     )
 
 
@@ -199,6 +208,16 @@ def parser() -> argparse.ArgumentParser:
         default=50_000,
         help="overlap: loop iterations timed (2 instructions each; default 50000)",
     )
+    rs = bsub.add_parser(
+        "restart",
+        help="restart Linux again and again under load while the RTOS runs on",
+        description="In one boot: reboot -f, sysrq b and sysrq c (a panic) in turn, each "
+        "after 0.3 s of hackbench; host time from each request to the next Linux's first "
+        "command, the monitor's stop-and-copy time, and the RTOS's releases and misses "
+        "across all restarts. Per-core timing by default. Writes results/restart/<run-id>/.",
+    )
+    _boot_options(rs, timing="percore")
+    rs.add_argument("--count", type=int, default=10, help="restarts (default 10)")
     tr = sub.add_parser(
         "trace",
         help="which world ran on each core over a window (PNG timeline)",
@@ -329,7 +348,18 @@ def main(argv: list[str] | None = None) -> int:
                 timeout_s=args.timeout,
                 echo=lambda line: print(line, flush=True),
             )
+            if result.reboots:
+                print(
+                    f"tandem: the commands restarted Linux {result.reboots} time(s) (the monitor "
+                    "restarted it alone; the RTOS ran on) and ran again each time",
+                    file=sys.stderr,
+                )
             return result.status
+        if args.command == "bench" and args.bench == "restart":
+            from tandem.instruments import restart
+
+            restart.restart(_options(args), args.count)
+            return 0
         if args.command == "bench" and args.bench == "latency":
             if args.idle_seconds < 1 or args.hackbench_loops < 1:
                 raise TandemError("--idle-seconds and --hackbench-loops must be at least 1")

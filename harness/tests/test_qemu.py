@@ -158,9 +158,10 @@ def test_monitor_refuses_a_bad_boot_configuration_and_powers_off(
         smp: int,
         steal_time: bool = False,
         rpc_cores: tuple[int, ...] | None = None,
+        linux_off: str | None = None,
     ) -> bytes:
         # A harness older than the firmware: layout version 1.
-        blob = bytearray(good(self, smp))
+        blob = bytearray(good(self, smp, linux_off=linux_off))
         blob[8:12] = (1).to_bytes(4, "little")
         return bytes(blob)
 
@@ -172,26 +173,30 @@ def test_monitor_refuses_a_bad_boot_configuration_and_powers_off(
     assert time.monotonic() - start < 20, "refusal must end the machine, not hang it"
 
 
-def test_reboot_runs_the_machine_again() -> None:
+def test_reboot_runs_the_commands_again_in_a_new_linux() -> None:
     script = """
-n=$(cat /sys/bus/platform/devices/tandem/boot_count)
-echo "boot $n"
+cd /sys/bus/platform/devices/tandem
+n=$(cat linux_generation)
+echo "linux $n boot $(cat boot_count)"
 if [ "$n" = 1 ]; then reboot -f; fi
 """
     r = run(script)
     assert r.reboots == 1
-    assert r.lines == ["boot 1", "boot 2"]
+    assert r.lines == ["linux 1 boot 1", "linux 2 boot 1"], "Linux restarted, not the machine"
 
 
 def test_interactive_console_reboot_and_poweroff() -> None:
-    with Console(BootOptions()) as console:
+    with Console(BootOptions(linux_off="machine-off")) as console:
         console.expect(PROMPT, 60)
         assert console.command("nproc").strip() == "4"
         console.send("reboot")
         console.expect("reboot: Restarting system", 30)
         console.expect("Booting Linux", 30)
         console.expect(PROMPT, 60)
-        assert console.command("cat /sys/bus/platform/devices/tandem/boot_count").strip() == "2"
+        sysfs = "/sys/bus/platform/devices/tandem"
+        assert console.command(f"cat {sysfs}/linux_generation").strip() == "2"
+        assert console.command(f"cat {sysfs}/boot_count").strip() == "1"
+        assert console.command("nproc").strip() == "4"
         console.send("poweroff")
         start = time.monotonic()
         assert console.wait_exit(10) == 0
@@ -294,7 +299,8 @@ tandem-top -n 1
     assert int(values["rtos_releases"]) >= 1900 and int(values["deadline_misses"]) == 0
     assert int(values["switches_to_rtos"]) >= 1000 and int(values["switches_to_linux"]) >= 1000
     assert 0 < int(values["rtos_busy_us"]) < 1_000_000
-    top = r.lines[10:]
+    assert r.lines[10] == "Linux generation 1 (0 restarts while the RTOS ran on)"
+    top = r.lines[11:]
     assert top[0].split()[:3] == ["core", "policy", "rtos-load"]
     assert len(top) == 5 and all(row.split()[1] == "shared" for row in top[1:])
     assert all(990 <= float(row.split()[3]) <= 1010 for row in top[1:]), top

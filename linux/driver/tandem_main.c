@@ -114,6 +114,7 @@ TANDEM_HEADER_ATTR(abi_version, TANDEM_SHM_OFF_ABI_VERSION, "%#x");
 TANDEM_HEADER_ATTR(region_size, TANDEM_SHM_OFF_REGION_SIZE, "%u");
 TANDEM_HEADER_ATTR(core_count, TANDEM_SHM_OFF_CORE_COUNT, "%u");
 TANDEM_HEADER_ATTR(boot_count, TANDEM_SHM_OFF_BOOT_COUNT, "%u");
+TANDEM_HEADER_ATTR(linux_generation, TANDEM_SHM_OFF_LINUX_GENERATION, "%u");
 
 static ssize_t region_base_show(struct device *dev,
 				struct device_attribute *attr, char *buf)
@@ -144,6 +145,7 @@ static struct attribute *tandem_attrs[] = {
 	&dev_attr_region_size.attr,
 	&dev_attr_core_count.attr,
 	&dev_attr_boot_count.attr,
+	&dev_attr_linux_generation.attr,
 	&dev_attr_region_base.attr,
 	&dev_attr_lockstate.attr,
 	&dev_attr_spinstat.attr,

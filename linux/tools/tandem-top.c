@@ -5,7 +5,8 @@
  *   tandem-top            every second, rates over the last second
  *   tandem-top -n COUNT   COUNT reports, then exit
  *   tandem-top -d SECONDS interval between reports
- *   tandem-top -1         once: totals since boot
+ *   tandem-top -1         once: totals since the machine booted (the RTOS's
+ *                         count across restarts of Linux)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -94,17 +95,35 @@ static void report(const struct core_sample *a, const struct core_sample *b,
 	fflush(stdout);
 }
 
-static double uptime_s(void)
+/*
+ * Seconds since the machine started: the RTOS's totals count from then, and
+ * Linux's own uptime restarts with each Linux (the monitor restarts Linux
+ * alone). The generic counter starts with the machine; EL0 may read it.
+ */
+static double machine_uptime_s(void)
 {
-	double up = 0;
-	FILE *f = fopen("/proc/uptime", "r");
+	unsigned long long count, hz;
 
-	if (f) {
-		if (fscanf(f, "%lf", &up) != 1)
-			up = 0;
-		fclose(f);
+	asm volatile("isb; mrs %0, cntvct_el0" : "=r"(count));
+	asm volatile("mrs %0, cntfrq_el0" : "=r"(hz));
+	return hz ? (double)count / hz : 0;
+}
+
+/* The header line: which Linux this is. */
+static void print_generation(void)
+{
+	char buf[32];
+	FILE *f = fopen(SYSFS "/linux_generation", "r");
+	unsigned long generation;
+
+	if (!f)
+		return;
+	if (fgets(buf, sizeof(buf), f)) {
+		generation = strtoul(buf, NULL, 10);
+		printf("Linux generation %lu (%lu restarts while the RTOS ran on)\n",
+		       generation, generation ? generation - 1 : 0);
 	}
-	return up;
+	fclose(f);
 }
 
 int main(int argc, char **argv)
@@ -138,9 +157,10 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
+	print_generation();
 	if (once) {
 		sample(cur);
-		report(prev, cur, uptime_s(), 1);
+		report(prev, cur, machine_uptime_s(), 1);
 		return 0;
 	}
 	sample(prev);

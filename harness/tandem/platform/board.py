@@ -37,6 +37,7 @@ class Board:
     doorbell_spi: int
     rtos_image: int
     boot_config: int
+    linux_images: int
     kernel: int
     dtb: int
     initrd: int
@@ -104,6 +105,7 @@ def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
         doorbell_spi=_int(interrupts, "doorbell_spi", f"{where} [interrupts]"),
         rtos_image=_int(boot, "rtos_image", f"{where} [boot]"),
         boot_config=_int(boot, "config", f"{where} [boot]"),
+        linux_images=_int(boot, "linux_images", f"{where} [boot]"),
         kernel=_int(boot, "kernel", f"{where} [boot]"),
         dtb=_int(boot, "dtb", f"{where} [boot]"),
         initrd=_int(boot, "initrd", f"{where} [boot]"),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.platform import abi_generated, capacity, cpio, dtb, qemu_command
+from tandem.platform import capacity, cpio, dtb, flash, qemu_command
 from tandem.platform.apps import AppRun, workload_blob
 from tandem.platform.board import Board, load_board
 from tandem.platform.configs import Ctxsw, Workload, load_config
@@ -32,10 +32,15 @@ DETERMINISTIC = ("virtual", "percore")
 BEGIN = "@@TANDEM-EXEC-BEGIN@@"
 END = re.compile(r"@@TANDEM-EXEC-END status=(\d+)@@")
 RESTART = re.compile(r"^\[\s*\d+\.\d+\] reboot: Restarting system$")
+# Linux's panic message, and how many console lines after it to report.
+PANIC = "Kernel panic - not syncing"
+PANIC_LINES = 30
 # Seconds QEMU may take to exit once the commands are done (poweroff).
 POWEROFF_GRACE_S = 10.0
 # The blank disk BootOptions.disk_mib asks for, in the boot's log directory.
 DISK_NAME = "disk.img"
+# The secure flash a boot starts from (platform/flash.py), removed afterwards.
+FLASH_NAME = "flash.bin"
 # Boot log directories kept under build/logs (oldest removed first).
 KEEP_LOGS = 100
 
@@ -73,6 +78,10 @@ class BootOptions:
     # Further RTOS applications to select, with their parameters
     # (rtos/apps/NAME/app.toml), in the workload blob.
     apps: tuple[AppRun, ...] = ()
+    # What Linux's power-off does ("rtos-runs-on" or "machine-off"); None:
+    # the configuration's for `run`, "machine-off" for `exec`, whose boot
+    # ends with the commands.
+    linux_off: str | None = None
 
 
 @dataclass
@@ -152,16 +161,17 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
 
     run_dir = _new_log_dir()
 
-    initrd = INITRAMFS
+    initrd: list[bytes] = [INITRAMFS.read_bytes()]
     if exec_script is not None and options.phase_us:
         exec_script = f"sleep {options.phase_us / 1e6:.6f}\n" + exec_script
     if exec_script is not None:
-        extra = cpio.archive({"tandem/exec.sh": (0o755, exec_script.encode())})
+        initrd.append(cpio.archive({"tandem/exec.sh": (0o755, exec_script.encode())}))
         (run_dir / "exec.sh").write_text(exec_script)
-        initrd = run_dir / "initramfs.cpio"
-        initrd.write_bytes(INITRAMFS.read_bytes() + extra)
 
-    bootargs = "console=ttyAMA0 earlycon"
+    # A panicking Linux resets at once (PSCI SYSTEM_RESET), and the monitor
+    # restarts it alone while the RTOS runs on: what a product wants.
+    # `--bootargs panic=0` keeps a panicked Linux for a look.
+    bootargs = "console=ttyAMA0 earlycon panic=-1"
     if exec_script is not None:
         bootargs += " quiet"
     if options.extra_bootargs:
@@ -176,22 +186,36 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         options.smp,
         linux_cores,
         bootargs,
-        initrd.stat().st_size,
+        sum(len(c) for c in initrd),
         run_dir / "tandem.dtb",
         capacities,
     )
 
-    boot_config = run_dir / "bootconfig.bin"
-    boot_config.write_bytes(
-        config.boot_blob(
-            options.smp,
-            steal_time=capacity.uses_steal(options.capacity),
-            rpc_cores=options.rpc_cores,
-        )
+    linux_off = options.linux_off
+    if linux_off is None and exec_script is not None:
+        linux_off = "machine-off"
+    boot_config = config.boot_blob(
+        options.smp,
+        steal_time=capacity.uses_steal(options.capacity),
+        rpc_cores=options.rpc_cores,
+        linux_off=linux_off,
     )
-    workload = run_dir / "workload.bin"
-    workload.write_bytes(
-        workload_blob(config.rtos_apps(options.smp, options.workload, options.ctxsw, options.apps))
+    workload = workload_blob(
+        config.rtos_apps(options.smp, options.workload, options.ctxsw, options.apps)
+    )
+    (run_dir / "bootconfig.bin").write_bytes(boot_config)
+    (run_dir / "workload.bin").write_bytes(workload)
+    firmware = flash.write(
+        board,
+        FIRMWARE.read_bytes(),
+        boot_config,
+        workload,
+        (
+            flash.Image("kernel", (KERNEL.read_bytes(),), board.kernel),
+            flash.Image("device tree", (device_tree.read_bytes(),), board.dtb),
+            flash.Image("initramfs", tuple(initrd), board.initrd),
+        ),
+        run_dir / FLASH_NAME,
     )
 
     secure_log = run_dir / "secure.log"
@@ -204,14 +228,8 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         board,
         options.smp,
         options.timing,
-        FIRMWARE,
-        [
-            qemu_command.Load(boot_config, board.boot_config),
-            qemu_command.Load(workload, board.boot_config + abi_generated.WORKLOAD_OFFSET),
-            qemu_command.Load(KERNEL, board.kernel),
-            qemu_command.Load(device_tree, board.dtb),
-            qemu_command.Load(initrd, board.initrd),
-        ],
+        firmware,
+        [],
         secure_log,
         interactive=exec_script is None,
         disk=disk,
@@ -242,8 +260,16 @@ def monitor_refusal(secure_log: Path) -> str | None:
 def run_interactive(options: BootOptions) -> int:
     """Boots with the Linux console on this terminal; returns QEMU's status."""
     prepared = prepare(options)
+    off = options.linux_off or load_config(options.config).linux_off
     print(f"tandem: secure console (monitor/RTOS) -> {prepared.secure_log}", file=sys.stderr)
-    print("tandem: Linux console follows; `poweroff` ends it (or Ctrl-A X)", file=sys.stderr)
+    if off == "machine-off":
+        quit_how = "`poweroff` or Ctrl-A X ends it"
+    else:
+        quit_how = (
+            "Ctrl-A X ends it (`poweroff` stops Linux alone and the RTOS runs on; "
+            "`reboot` restarts Linux alone)"
+        )
+    print(f"tandem: Linux console follows; {quit_how}", file=sys.stderr)
     proc = qemu_command.spawn(prepared.argv)
     try:
         status = proc.wait()
@@ -251,11 +277,29 @@ def run_interactive(options: BootOptions) -> int:
         proc.kill()
         proc.wait()
         raise
+    finally:
+        (prepared.run_dir / FLASH_NAME).unlink(missing_ok=True)
     refusal = monitor_refusal(prepared.secure_log)
     if refusal:
         print(f"tandem: Tandem refused to start: {refusal}", file=sys.stderr)
         return 1
     return status
+
+
+# The monitor's line when Linux's power-off leaves the RTOS running.
+LINUX_STOPPED = "Linux asked to power off"
+
+
+def _wait_for_secure(secure_log: Path, text: str, timeout_s: float) -> None:
+    """Waits until the secure console shows `text`."""
+    deadline = time.monotonic() + timeout_s
+    while text not in secure_log.read_text(errors="replace"):
+        if time.monotonic() > deadline:
+            raise TandemError(
+                f"the monitor did not report {text!r} within {timeout_s:.0f} s "
+                f"(secure: {secure_log})"
+            )
+        time.sleep(0.1)
 
 
 def _drop_restart_chatter(lines: list[str]) -> list[str]:
@@ -289,11 +333,15 @@ def run_exec(
     script: str,
     timeout_s: float = 600.0,
     echo: Callable[[str], None] | None = None,
+    panics: bool = False,
 ) -> ExecResult:
     """Boots, runs `script` as root in Linux once it is up, powers off.
 
     Command output (only that) is passed to `echo` line by line as it arrives;
-    everything the console printed is saved to the console log."""
+    everything the console printed is saved to the console log. A Linux
+    panic ends the boot at once with an error quoting it, unless `panics`
+    (the commands panic Linux on purpose: the monitor restarts it, and the
+    commands run again, as after a reboot)."""
     prepared = prepare(options, exec_script=script)
     start = time.monotonic()
     proc = qemu_command.spawn(
@@ -312,12 +360,20 @@ def run_exec(
     boot_s = end_s = 0.0
     inside = False
     reboots = 0
+    panic: list[str] = []
     assert proc.stdout is not None
     try:
         with prepared.console_log.open("w") as log:
             for raw in proc.stdout:
                 line = raw.decode(errors="replace").rstrip("\r\n")
                 log.write(line + "\n")
+                if panic or (PANIC in line and not panics):
+                    # Linux will not finish the commands: report the panic
+                    # now, not after the timeout.
+                    panic.append(line)
+                    if len(panic) >= PANIC_LINES or "---[ end Kernel panic" in line:
+                        break
+                    continue
                 if line.endswith(BEGIN):
                     if inside:
                         # The commands rebooted the machine and now run again:
@@ -338,10 +394,26 @@ def run_exec(
                         status = int(m.group(1))
                         end_s = time.monotonic()
                         inside = False
+                        if options.linux_off == "rtos-runs-on":
+                            # QEMU runs on after Linux's power-off.
+                            break
                         continue
                     output.append(line)
                     if echo:
                         echo(line)
+        if panic:
+            proc.kill()
+            proc.wait()
+            raise TandemError(
+                "Linux panicked:\n"
+                + "\n".join(panic)
+                + f"\n(console: {prepared.console_log}, secure: {prepared.secure_log})"
+            )
+        if options.linux_off == "rtos-runs-on" and status is not None:
+            # Linux's power-off leaves the machine running (the RTOS runs
+            # on): wait for the monitor to say Linux stopped, then end QEMU.
+            _wait_for_secure(prepared.secure_log, LINUX_STOPPED, POWEROFF_GRACE_S)
+            proc.kill()
         try:
             qemu_status = proc.wait(timeout=POWEROFF_GRACE_S)
         except subprocess.TimeoutExpired:
@@ -358,9 +430,10 @@ def run_exec(
             # outlive the harness and run on, unseen, for minutes.
             proc.kill()
             proc.wait()
-        # The per-boot initramfs is a copy of build/rootfs plus the script:
-        # not worth keeping (exec.sh beside the logs has the script).
-        (prepared.run_dir / "initramfs.cpio").unlink(missing_ok=True)
+        # The per-boot flash holds copies of the firmware, kernel and
+        # initramfs plus the script: not worth keeping (exec.sh, the DTB
+        # and the blobs beside the logs say what was in it).
+        (prepared.run_dir / FLASH_NAME).unlink(missing_ok=True)
         (prepared.run_dir / DISK_NAME).unlink(missing_ok=True)
     if timed_out.is_set():
         raise TandemError(

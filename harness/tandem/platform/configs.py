@@ -19,9 +19,13 @@ POLICIES = ("shared", "rtos", "linux")
 BOOT_MAGIC = int.from_bytes(b"TNDMBOOT", "little")
 BOOT_VERSION = 5
 POLICY_CODES = {"shared": 0, "rtos": 1, "linux": 2}
-_KEYS = {"description", "default_policy", "cores"}
+_KEYS = {"description", "default_policy", "cores", "linux_off"}
+# What Linux's power-off does (abi/src/boot.rs FEATURE_LINUX_OFF_STOPS_MACHINE):
+# its cores go idle and the RTOS runs on, or the whole machine powers off.
+LINUX_OFF = ("rtos-runs-on", "machine-off")
 # abi/src/boot.rs: feature bits.
 FEATURE_STEAL_TIME = 1 << 0
+FEATURE_LINUX_OFF_STOPS_MACHINE = 1 << 1
 # rtos/apps/rpc_server: the RTOS has RPC server tasks for cores 0..3.
 RPC_SERVER_CORES = 4
 # The applications' parameters (rtos/apps/*/app.toml).
@@ -147,6 +151,9 @@ class PlatformConfig:
     description: str
     default_policy: str
     overrides: dict[int, str]
+    # What Linux's power-off does (LINUX_OFF); its reboot and panic always
+    # restart Linux alone.
+    linux_off: str = "rtos-runs-on"
 
     def policy(self, core: int) -> str:
         """The policy of one core."""
@@ -172,10 +179,18 @@ class PlatformConfig:
                 )
 
     def boot_blob(
-        self, smp: int, steal_time: bool = False, rpc_cores: tuple[int, ...] | None = None
+        self,
+        smp: int,
+        steal_time: bool = False,
+        rpc_cores: tuple[int, ...] | None = None,
+        linux_off: str | None = None,
     ) -> bytes:
         """The boot configuration the monitor and the RTOS read (abi/src/boot.rs).
-        `rpc_cores` None: `default_rpc_cores`."""
+        `rpc_cores` None: `default_rpc_cores`; `linux_off` None: the
+        configuration's."""
+        off = self.linux_off if linux_off is None else linux_off
+        if off not in LINUX_OFF:
+            raise TandemError(f"Linux's power-off '{off}': want one of {', '.join(LINUX_OFF)}")
         codes = [POLICY_CODES[self.policy(c)] for c in range(smp)]
         codes += [POLICY_CODES["linux"]] * (MAX_CORES - smp)
         servers = self.default_rpc_cores(smp) if rpc_cores is None else rpc_cores
@@ -187,7 +202,8 @@ class PlatformConfig:
             BOOT_VERSION,
             smp,
             *codes,
-            FEATURE_STEAL_TIME if steal_time else 0,
+            (FEATURE_STEAL_TIME if steal_time else 0)
+            | (FEATURE_LINUX_OFF_STOPS_MACHINE if off == "machine-off" else 0),
             mask,
         )
 
@@ -257,4 +273,10 @@ def load_config(name: str, directory: Path = CONFIGS) -> PlatformConfig:
         if not key.isdigit():
             raise TandemError(f"{path}: [cores] key '{key}' is not a core index")
         overrides[int(key)] = _policy(value, f"{path}: cores.{key}")
-    return PlatformConfig(name, description, default, overrides)
+    linux_off = data.get("linux_off", "rtos-runs-on")
+    if linux_off not in LINUX_OFF:
+        raise TandemError(
+            f"{path}: linux_off {linux_off!r}: want one of {', '.join(LINUX_OFF)} "
+            "(what Linux's power-off does)"
+        )
+    return PlatformConfig(name, description, default, overrides, linux_off)

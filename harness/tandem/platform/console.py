@@ -12,7 +12,7 @@ from types import TracebackType
 
 from tandem.errors import TandemError
 from tandem.platform import qemu_command
-from tandem.platform.boot import BootOptions, prepare
+from tandem.platform.boot import FLASH_NAME, BootOptions, prepare
 
 PROMPT = re.compile(r"tandem:[^\n#]*# ")
 # busybox's line editor asks the "terminal" where its cursor is.
@@ -25,6 +25,7 @@ class Console:
     def __init__(self, options: BootOptions) -> None:
         prepared = prepare(options)
         self.secure_log = prepared.secure_log
+        self._flash = prepared.run_dir / FLASH_NAME
         self.started = time.monotonic()
         self.proc = qemu_command.spawn(
             prepared.argv,
@@ -95,6 +96,19 @@ class Console:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self._flash.unlink(missing_ok=True)
+
+    def secure_expect(self, text: str, timeout_s: float = 30.0) -> str:
+        """Waits until the secure console (monitor, RTOS) shows `text`;
+        returns the secure log so far."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            log = self.secure_log.read_text(errors="replace")
+            if text in log:
+                return log
+            if time.monotonic() > deadline:
+                raise TandemError(f"secure console: no {text!r} within {timeout_s} s")
+            time.sleep(0.2)
 
     def __enter__(self) -> Console:
         return self

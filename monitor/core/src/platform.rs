@@ -30,6 +30,11 @@ pub trait Platform {
     /// Raises the RTOS's RPC doorbell on `core` (Linux called a channel).
     fn ring_rpc(core: usize);
 
+    /// Linux was stopped on this core and will not run here until it starts
+    /// afresh: its interrupts (its timers' above all, which it left armed)
+    /// must no longer wake the core, or the monitor's idle loop would spin.
+    fn linux_stopped_here();
+
     /// Powers the machine off.
     fn system_off() -> !;
 

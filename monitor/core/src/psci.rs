@@ -141,6 +141,18 @@ impl PsciState {
         Ok(())
     }
 
+    /// Linux restarts (the monitor stopped it on every core): every core it
+    /// may use is off again, and the boot core starts it at `entry` with x0 =
+    /// `context_id`, as at cold boot.
+    pub fn restart(&mut self, boot_core: usize, entry: u64, context_id: u64) {
+        for (state, present) in self.cores.iter_mut().zip(self.present) {
+            if present {
+                *state = CoreState::Off;
+            }
+        }
+        self.cores[boot_core] = CoreState::OnPending { entry, context_id };
+    }
+
     /// PSCI AFFINITY_INFO: only level 0 (a single core) is supported.
     pub fn affinity_info(&self, target_mpidr: u64, lowest_level: u64) -> Result<i64, i64> {
         if lowest_level != 0 {
@@ -194,6 +206,26 @@ mod tests {
         assert_eq!(p.cpu_on(1, ENTRY, 0), Err(ret::INVALID_PARAMETERS));
         assert_eq!(p.take_pending(1), None);
         assert_eq!(p.take_pending(0), Some((ENTRY, 7)));
+    }
+
+    #[test]
+    fn a_restart_turns_every_linux_core_off_and_the_boot_core_pending() {
+        let mut p = booted(4);
+        assert_eq!(p.cpu_on(1, ENTRY, 1), Ok(()));
+        assert_eq!(p.take_pending(1), Some((ENTRY, 1)));
+        assert_eq!(p.cpu_on(2, ENTRY, 2), Ok(()), "pending, never picked up");
+        p.restart(0, 0x4020_0000, 0x4800_0000);
+        assert_eq!(p.affinity_info(0, 0), Ok(affinity::ON_PENDING));
+        for c in 1..4 {
+            assert_eq!(p.affinity_info(c, 0), Ok(affinity::OFF), "core {c}");
+        }
+        assert_eq!(p.take_pending(2), None, "the old CPU_ON is gone");
+        assert_eq!(p.take_pending(0), Some((0x4020_0000, 0x4800_0000)));
+        assert_eq!(
+            p.cpu_on(1, ENTRY, 1),
+            Ok(()),
+            "the new Linux starts its cores"
+        );
     }
 
     #[test]

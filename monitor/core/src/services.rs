@@ -159,7 +159,20 @@ const PSCI: &[Function<Monitor>] = &[
     }),
     function(PSCI_SYSTEM_OFF, |_, _| Outcome::SystemOff),
     function(PSCI_SYSTEM_RESET, |_, _| Outcome::SystemReset),
+    function(PSCI_SYSTEM_RESET2_32, system_reset2),
+    function(PSCI_SYSTEM_RESET2_64, system_reset2),
 ];
+
+/// SYSTEM_RESET2: the one architectural reset type, a warm reset, which
+/// the monitor carries out as SYSTEM_RESET; no vendor types.
+fn system_reset2(_: &Monitor, call: &Args<'_>) -> Outcome {
+    const SYSTEM_WARM_RESET: u32 = 0;
+    if call.arg(1) as u32 == SYSTEM_WARM_RESET {
+        Outcome::SystemReset
+    } else {
+        Outcome::value(ret::INVALID_PARAMETERS)
+    }
+}
 
 /// PSCI_FEATURES: PSCI's own functions as the table lists them, and
 /// SMCCC_VERSION, which PSCI 1.1 says it reports too.
@@ -288,7 +301,7 @@ mod tests {
             }
         }
         // What Linux can call: PSCI, SMCCC, Tandem's SiP calls and PV time.
-        assert_eq!(SERVICES.implemented(World::NonSecure).count(), 17);
+        assert_eq!(SERVICES.implemented(World::NonSecure).count(), 19);
         assert!(
             SERVICES
                 .implemented(World::NonSecure)
@@ -382,6 +395,21 @@ mod tests {
         let m = booted();
         assert_eq!(smc(&m, PSCI_SYSTEM_OFF, &[]), Outcome::SystemOff);
         assert_eq!(smc(&m, PSCI_SYSTEM_RESET, &[]), Outcome::SystemReset);
+        assert_eq!(
+            smc(&m, PSCI_SYSTEM_RESET2_64, &[0, 0]),
+            Outcome::SystemReset
+        );
+        assert_eq!(
+            smc(&m, PSCI_SYSTEM_RESET2_32, &[0, 7]),
+            Outcome::SystemReset
+        );
+        for bad in [1, 0x8000_0000, 0x8000_0001] {
+            assert_eq!(
+                smc(&m, PSCI_SYSTEM_RESET2_64, &[bad, 0]),
+                Outcome::value(ret::INVALID_PARAMETERS),
+                "reset type {bad:#x}"
+            );
+        }
         assert_eq!(
             smc(&m, sip::SHM_INFO, &[]),
             Outcome::Return([0, BOARD.shared.base, BOARD.shared.size, 0])

@@ -13,6 +13,8 @@
 //! | `LinuxWfi`, an RTOS interrupt ended the wait | `Linux`, a core with the RTOS | `Rtos` |
 //! | `Yield` | `Rtos` | `Linux` (resumed, or started if a CPU_ON is due), else `Deciding` |
 //! | `CpuOff` | `Linux` | `Deciding` |
+//! | `StopLinux` | `Linux` | `Deciding`, Linux off and its state dropped |
+//! | `StopLinux` | anything else | unchanged, Linux off (a due CPU_ON dropped) |
 //! | `Look` | `Deciding`, `Idle` | `Rtos` if an RTOS interrupt is pending, else `Linux` (started) if a CPU_ON is due, else `Idle` |
 //! | anything else | | unchanged: the world that trapped resumes |
 //!
@@ -84,6 +86,10 @@ pub enum Event {
     },
     /// Linux turned this core off (PSCI CPU_OFF, accepted).
     CpuOff,
+    /// Linux must stop here at once, wherever it is (the monitor restarts
+    /// Linux alone: its reboot, or a power-off the RTOS outlives). Its
+    /// state is dropped, not saved; it starts again only through a CPU_ON.
+    StopLinux,
     /// What the firmware found when asked to look ([`Next::Look`]): the
     /// entry of a CPU_ON for this core, taken from PSCI (this is how a
     /// CPU_ON reaches its core), and whether an RTOS interrupt is pending.
@@ -275,9 +281,13 @@ impl CoreSwitch {
                     self.linux_takes(Some(World::Secure), stolen)
                 }
             }
-            (Event::CpuOff, Running::Linux) => {
+            (Event::CpuOff | Event::StopLinux, Running::Linux) => {
                 self.linux = Linux::Off;
                 self.look()
+            }
+            (Event::StopLinux, _) => {
+                self.linux = Linux::Off;
+                Step::SAME
             }
             (
                 Event::Look {
@@ -403,6 +413,35 @@ mod tests {
         assert!(!c.linux_on());
         let s = c.step(look(None, false), 5);
         assert_eq!((s.next, s.trace), (Next::Wait, Some(TRACE_TO_IDLE)));
+    }
+
+    #[test]
+    fn a_stopped_linux_is_dropped_wherever_it_was_and_the_rtos_runs_on() {
+        let mut c = CoreSwitch::new(true, false);
+        c.step(Event::Reset, 0);
+        c.step(Event::Yield, 1);
+        c.step(look(Some(BOOT), false), 2);
+        // Stopped while it runs: nothing saved, the core looks for work.
+        let s = c.step(Event::StopLinux, 3);
+        assert_eq!((s.save, s.next, s.trace), (None, Next::Look, None));
+        assert!(!c.linux_on());
+        assert_eq!(c.step(look(None, true), 4).next, Next::Rtos);
+        assert_eq!(c.step(Event::Yield, 5).next, Next::Look, "Linux is gone");
+        // Started again by a CPU_ON, at the new entry, fresh.
+        let again = LinuxEntry {
+            entry: 0x4020_0000,
+            context_id: 0x4800_0000,
+        };
+        assert_eq!(c.step(look(Some(again), false), 6).next, Next::StartLinux);
+        // Stopped while the RTOS has the core: the RTOS goes on, and its
+        // YIELD no longer resumes the old Linux.
+        c.step(Event::Fiq { doorbell: false }, 7);
+        assert_eq!(c.step(Event::StopLinux, 8), Step::SAME);
+        assert_eq!(c.step(Event::Yield, 9).next, Next::Look);
+        // A CPU_ON taken but not started is dropped too.
+        c.step(look(Some(again), true), 10);
+        assert_eq!(c.step(Event::StopLinux, 11), Step::SAME);
+        assert_eq!(c.step(Event::Yield, 12).next, Next::Look);
     }
 
     #[test]
@@ -627,6 +666,16 @@ mod tests {
                     self.world = None;
                     (None, None)
                 }
+                Event::StopLinux => {
+                    self.linux_on = false;
+                    self.linux_entry = None;
+                    if world == Some(World::NonSecure) {
+                        self.world = None;
+                        (None, None)
+                    } else {
+                        (world, None)
+                    }
+                }
                 Event::Look {
                     pending,
                     secure_pending,
@@ -664,8 +713,9 @@ mod tests {
         let any = r & 0xF00 == 0;
         match (running, any) {
             (Running::Rtos, false) => Event::Yield,
-            (Running::Linux, false) => match r % 8 {
+            (Running::Linux, false) => match r % 16 {
                 0 => Event::CpuOff,
+                8 => Event::StopLinux,
                 1 | 2 => Event::LinuxWfi {
                     secure_pending: bit(13),
                 },
@@ -683,6 +733,7 @@ mod tests {
                 4 => Event::LinuxWfi {
                     secure_pending: bit(13),
                 },
+                5 => Event::StopLinux,
                 _ => Event::Look {
                     pending,
                     secure_pending: bit(14),

@@ -1,5 +1,6 @@
-//! Reset entry, EL3 exception vectors and the world resume path: the only
-//! assembly in the monitor. Everything else is Rust.
+//! Reset entry, EL3 exception vectors, the world resume path and the stub
+//! Linux's cores start through: the only assembly in the monitor.
+//! Everything else is Rust.
 //!
 //! While a world runs, SP_EL3 points at that world's `WorldContext`
 //! (`context.rs`), so a trap saves registers straight into it; the handler
@@ -241,4 +242,37 @@ lower_serror:
     ctx_elr = const CTX_ELR,
     ctx_scr = const CTX_SCR,
     ctx_monitor_sp = const CTX_MONITOR_SP,
+);
+
+// Linux's way in on every start of a core. Copied at cold boot to the last
+// page of the shared region (`linux.rs`), it runs at NS-EL1 with x19 = the
+// entry, x20 = the context ID. A Linux stopped by the monitor in the middle
+// of an interrupt handler (its reboot parks the other cores inside their
+// stop IPI) leaves that interrupt's priority active in the core's Group 1
+// CPU interface; only a Non-secure EOI drops it (EL3 cannot: its EOIs are
+// Secure, and QEMU, like the architecture's intent, ignores Non-secure
+// writes of the active-priority registers), and a new Linux never would,
+// so it would take no interrupt on that core. The stub ends every active
+// priority, then enters Linux as the boot protocol asks.
+core::arch::global_asm!(
+    r#"
+    .section .rodata.linux_stub, "a"
+    .balign 8
+    .global linux_stub_start
+linux_stub_start:
+    mov     x3, #32                 /* at most one EOI per priority level */
+1:  mrs     x2, S3_0_C12_C9_0       /* ICC_AP1R0_EL1: active priorities */
+    cbz     x2, 2f
+    msr     S3_0_C12_C12_1, xzr     /* ICC_EOIR1_EL1: drop the highest */
+    isb
+    subs    x3, x3, #1
+    b.ne    1b
+2:  mov     x0, x20
+    mov     x1, xzr
+    mov     x2, xzr
+    mov     x3, xzr
+    br      x19
+    .global linux_stub_end
+linux_stub_end:
+"#
 );

@@ -77,6 +77,12 @@ pub fn init_this_core(core: usize) {
     GicCpuInterface::enable_group1_non_secure(true);
 }
 
+/// Whether this core's CPU interface signals Linux's interrupts (Non-secure
+/// Group 1).
+pub fn normal_world_interrupts(on: bool) {
+    GicCpuInterface::enable_group1_non_secure(on);
+}
+
 /// Rings the doorbell of `core` so that it leaves its idle loop.
 pub fn wake(core: usize) {
     let target = SgiTarget::List {

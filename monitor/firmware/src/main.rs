@@ -9,6 +9,7 @@ mod console;
 mod context;
 mod entry;
 mod gic;
+mod linux;
 mod plat;
 mod power;
 mod shm;
@@ -25,11 +26,6 @@ use tandem_abi::image::{ImageError, RtosImageHeader};
 use tandem_board::BOARD;
 use tandem_monitor_core::psci::CheckIn;
 
-/// Arm64 Image header magic ("ARM\x64") at offset 0x38.
-const IMAGE_MAGIC: u32 = 0x644D_5241;
-/// Flattened device tree magic (big-endian 0xd00dfeed).
-const FDT_MAGIC_BE: u32 = 0xEDFE_0DD0;
-
 /// Settings every core needs in EL3 before anything else runs.
 fn init_el3() {
     // Lower ELs own FP/SIMD and the other traps: nothing is trapped to EL3.
@@ -42,21 +38,16 @@ fn init_el3() {
     write_cntfrq_el0(CntfrqEl0::from_bits_retain(BOARD.counter_hz));
 }
 
-fn read_u32(addr: u64) -> u32 {
-    // SAFETY: only called on normal-world RAM addresses from the board
-    // description, which are mapped and 4-byte aligned.
-    unsafe { (addr as *const u32).read_volatile() }
-}
-
-/// Reads and checks the boot configuration the harness left in normal RAM:
-/// the policies, whether stolen-time accounting is on, and the RPC server cores.
-fn read_boot_config() -> Result<(Policies, bool, u8), BootConfigError> {
-    // SAFETY: the board reserves this page of normal RAM for the blob; Linux
-    // has not run yet, so nothing else touches it. Any bit pattern is a valid
-    // BootConfig (plain integers), and it is checked before use.
+/// Reads and checks the boot configuration the harness wrote into secure
+/// flash (where Linux can neither read nor change it): the policies, and the
+/// blob for its feature bits and RPC server cores.
+fn read_boot_config() -> Result<(Policies, BootConfig), BootConfigError> {
+    // SAFETY: the board places the blob in secure flash, readable with the
+    // MMU off and aligned. Any bit pattern is a valid BootConfig (plain
+    // integers), and it is checked before use.
     let blob = unsafe { (BOARD.boot_config as *const BootConfig).read_volatile() };
     let policies = blob.validate()?;
-    Ok((policies, blob.steal_time(), blob.rpc_cores()))
+    Ok((policies, blob))
 }
 
 /// Copies the RTOS image from secure flash to its RAM, after checking it.
@@ -90,17 +81,17 @@ fn refuse(why: core::fmt::Arguments) -> ! {
     power::system_off()
 }
 
-fn check_in(core: usize, is_boot_core: bool) {
+fn check_in(core: usize, linux: Option<linux::Start>) {
     let policy = trap::POLICIES
         .get()
         .expect("set before secondaries run")
         .of(core);
     let role = if !policy.has_linux() {
         CheckIn::NotForLinux
-    } else if is_boot_core {
+    } else if let Some(start) = linux {
         CheckIn::BootCore {
-            entry: BOARD.kernel_entry,
-            context_id: BOARD.dtb,
+            entry: start.entry,
+            context_id: start.dtb,
         }
     } else {
         CheckIn::Secondary
@@ -118,25 +109,28 @@ extern "C" fn primary_main(core: usize) -> ! {
         BOARD.name,
         BOARD.max_cores
     );
-    let (policies, steal_time, rpc_cores) = match read_boot_config() {
+    let (policies, blob) = match read_boot_config() {
         Ok(c) => c,
         Err(e) => refuse(format_args!(
             "no valid boot configuration at {:#x} ({e:?}); boot with ./tandem, which writes it",
             BOARD.boot_config
         )),
     };
-    if policies.of(0) != Policy::Shared && policies.of(0) != Policy::Linux {
+    let steal_time = blob.steal_time();
+    if !policies.of(linux::BOOT_CORE).has_linux() {
         refuse(format_args!(
-            "core 0 must run Linux (policy shared or linux), not {:?}",
-            policies.of(0)
+            "core {} must run Linux (policy shared or linux), not {:?}",
+            linux::BOOT_CORE,
+            policies.of(linux::BOOT_CORE)
         ));
     }
-    if read_u32(BOARD.kernel_entry + 0x38) != IMAGE_MAGIC || read_u32(BOARD.dtb) != FDT_MAGIC_BE {
-        refuse(format_args!(
-            "no Linux Image at {:#x} or no device tree at {:#x} (load them with QEMU -device loader)",
-            BOARD.kernel_entry, BOARD.dtb
-        ));
-    }
+    let start = match linux::load() {
+        Ok(start) => start,
+        Err(e) => refuse(format_args!(
+            "Linux's images in secure flash at {:#x} unusable: {e}; boot with ./tandem, which writes them",
+            BOARD.linux_images
+        )),
+    };
     if policies.any_rtos()
         && let Err(e) = load_rtos()
     {
@@ -147,11 +141,13 @@ extern "C" fn primary_main(core: usize) -> ! {
     }
     trap::POLICIES.call_once(|| policies);
     trap::MONITOR.set_steal_time(steal_time);
-    trap::MONITOR.set_rpc_cores(rpc_cores);
+    trap::MONITOR.set_rpc_cores(blob.rpc_cores());
+    linux::set_off_stops_machine(blob.linux_off_stops_machine());
     gic::init_distributor();
     gic::init_this_core(core);
     shm::init(policies.cores() as u32, &policies);
-    check_in(core, true);
+    linux::install_stub();
+    check_in(core, Some(start));
     // Logged before the secondaries start: the RTOS prints on the same
     // secure UART from every core, and the two images share no lock.
     let each: [Policy; MAX_CORES] = core::array::from_fn(|c| policies.of(c));
@@ -160,9 +156,14 @@ extern "C" fn primary_main(core: usize) -> ! {
         log!("PV time on: stolen time accounted, Linux's WFI trapped");
     }
     log!(
-        "Linux at {:#x}, device tree at {:#x}",
-        BOARD.kernel_entry,
-        BOARD.dtb
+        "Linux at {:#x}, device tree at {:#x}; its SYSTEM_OFF {}",
+        start.entry,
+        start.dtb,
+        if linux::off_stops_machine() {
+            "powers the machine off"
+        } else {
+            "leaves the RTOS running"
+        }
     );
     power::BOOT_READY.store(power::BOOT_READY_MAGIC, Ordering::SeqCst);
     // SAFETY: barrier and event signal only; secondaries wait for BOOT_READY.
@@ -176,7 +177,7 @@ extern "C" fn primary_main(core: usize) -> ! {
 extern "C" fn secondary_main(core: usize) -> ! {
     init_el3();
     gic::init_this_core(core);
-    check_in(core, false);
+    check_in(core, None);
     trap::start_core(core)
 }
 

@@ -5,6 +5,8 @@
 
 use crate::context::SCR_SECURE_WORLD;
 use crate::{gic, power};
+use arm_sysregs::el0::accessors::{write_cntp_ctl_el0, write_cntv_ctl_el0};
+use arm_sysregs::el0::registers::{CntpCtlEl0, CntvCtlEl0};
 use arm_sysregs::el3::accessors::write_scr_el3;
 use arm_sysregs::el3::registers::ScrEl3;
 use tandem_monitor_core::platform::Platform;
@@ -48,6 +50,14 @@ impl Platform for QemuVirt {
 
     fn ring_rpc(core: usize) {
         gic::ring_rpc(core);
+    }
+
+    fn linux_stopped_here() {
+        // Linux's EL1 timers off, and its interrupt group no longer
+        // signalled here; a new Linux sets up both again.
+        write_cntv_ctl_el0(CntvCtlEl0::empty());
+        write_cntp_ctl_el0(CntpCtlEl0::empty());
+        gic::normal_world_interrupts(false);
     }
 
     fn system_off() -> ! {

@@ -54,6 +54,28 @@ pub fn init(core_count: u32, policies: &Policies) {
     }
 }
 
+/// Publishes which Linux runs (`Header::linux_generation`): the monitor
+/// counts restarts in its own memory and only writes the number here.
+pub fn publish_linux_generation(generation: u32) {
+    let header = base() as *mut Header;
+    // SAFETY: the header lies at the start of the shared region (`init`
+    // wrote it); one aligned u32 store.
+    unsafe { addr_of_mut!((*header).linux_generation).write_volatile(generation) };
+}
+
+/// Linux stopped on `core` without leaving its locks: the lock-state words
+/// it wrote there describe nothing now, and a count left behind would keep
+/// the RTOS's `migrate` dispatch away from the core for good.
+pub fn linux_stopped(core: usize) {
+    // SAFETY: the offset comes from the ABI's constants for a core index the
+    // board has, inside the region (`init` checked its size), aligned u32s.
+    unsafe {
+        let record = base().add(core_record_offset(core)) as *mut CoreRecord;
+        addr_of_mut!((*record).linux_lock_held).write_volatile(0);
+        addr_of_mut!((*record).linux_lock_waiting).write_volatile(0);
+    }
+}
+
 /// Publishes `core`'s stolen time (ns) in its PV time record. The record's
 /// revision and attributes stay 0 from [`init`], as DEN0057A's revision 0
 /// asks; Linux reads `stolen_time` with one 64-bit load, so one 64-bit

@@ -8,7 +8,7 @@ use crate::context::{
     CORES, CoreState, SCR_NORMAL_WORLD, SCR_SECURE_WORLD, SCR_TWI, SPSR_EL1H_MASKED, WorldContext,
     resume_world, resume_yielded, stack_top,
 };
-use crate::{log, shm};
+use crate::{linux, log, shm};
 use arm_sysregs::el3::accessors::read_esr_el3;
 use spin::Once;
 use tandem_abi::boot::Policies;
@@ -144,10 +144,80 @@ fn smc(ctx: *mut WorldContext, esr: u64, from: World) -> *mut WorldContext {
             log!("off");
             Event::CpuOff
         }
-        Outcome::SystemOff => Plat::system_off(),
-        Outcome::SystemReset => Plat::system_reset(),
+        // The RTOS's STOP (it cannot run as configured) ends the machine;
+        // so does Linux's SYSTEM_OFF when the boot configuration says so.
+        Outcome::SystemOff if from == World::Secure || linux::off_stops_machine() => {
+            Plat::system_off()
+        }
+        Outcome::SystemReset if from == World::Secure => Plat::system_reset(),
+        // Linux's reboot, panic or power-off: Linux alone stops, on every
+        // core, and starts again after a reset; the RTOS runs on.
+        Outcome::SystemOff => stop_linux(core, false),
+        Outcome::SystemReset => stop_linux(core, true),
     };
     resume(switch(core, Some(from), event), core)
+}
+
+/// Linux on `core` asked to stop (SYSTEM_OFF) or to restart
+/// (SYSTEM_RESET): every core running Linux is asked to stop it, this one
+/// first. The boot core starts Linux again once it is off everywhere.
+#[cold]
+#[inline(never)]
+fn stop_linux(core: usize, restart: bool) -> ! {
+    let linux_cores = (0..BOARD.max_cores)
+        .filter(|&c| {
+            POLICIES
+                .get()
+                .is_some_and(|p| c < p.cores() && p.of(c).has_linux())
+        })
+        .fold(0u64, |m, c| m | 1 << c);
+    if linux::request_stop(linux_cores, restart) {
+        log!(
+            "Linux asked to {} (core {core}): stopping it on cores {linux_cores:#x}",
+            if restart { "restart" } else { "power off" }
+        );
+        for c in (0..BOARD.max_cores).filter(|&c| c != core && linux_cores >> c & 1 != 0) {
+            Plat::wake(c);
+        }
+    }
+    stop_here(core, Some(World::NonSecure));
+    look(core)
+}
+
+/// Linux stops on this core (it was asked to): its state is dropped, its
+/// lock-state words cleared, and the boot core told, which may be waiting
+/// for this to restart Linux.
+#[cold]
+#[inline(never)]
+fn stop_here(core: usize, from: Option<World>) {
+    let _ = switch(core, from, Event::StopLinux);
+    Plat::linux_stopped_here();
+    shm::linux_stopped(core);
+    linux::stopped(core);
+    if core != linux::BOOT_CORE {
+        Plat::wake(linux::BOOT_CORE);
+    }
+}
+
+/// On the boot core, with Linux off everywhere: one step of copying Linux's
+/// images from flash again; after the last, Linux starts here as at cold
+/// boot. Between steps the look loop lets the RTOS run.
+#[cold]
+#[inline(never)]
+fn restart_linux(core: usize) {
+    match linux::copy_step() {
+        None => {}
+        Some(Ok(start)) => {
+            MONITOR.psci.lock().restart(core, start.entry, start.dtb);
+            let generation = linux::restarted();
+            shm::publish_linux_generation(generation);
+            log!("Linux restarts (generation {generation}); the RTOS ran on");
+        }
+        Some(Err(e)) => {
+            linux::restart_refused();
+            log!("Linux not restarted: its images in secure flash are unusable: {e}");
+        }
+    }
 }
 
 /// IRQs stay with the lower ELs (SCR_EL3.IRQ = 0), so none should reach EL3.
@@ -163,6 +233,10 @@ pub extern "C" fn lower_fiq(ctx: *mut WorldContext) -> *mut WorldContext {
     // SAFETY: the vector code's argument.
     let core = unsafe { saved(ctx) }.core as usize;
     let doorbell = Plat::take_doorbell();
+    if doorbell && linux::stop_requested(core) {
+        stop_here(core, Some(World::NonSecure));
+        look(core);
+    }
     resume(
         switch(core, Some(World::NonSecure), Event::Fiq { doorbell }),
         core,
@@ -265,6 +339,12 @@ fn record(core: usize, state: &mut CoreState, step: &Step, now: u64) {
 fn look(core: usize) -> ! {
     loop {
         Plat::take_doorbell();
+        if linux::stop_requested(core) {
+            stop_here(core, None);
+        }
+        if linux::restart_due(core) {
+            restart_linux(core);
+        }
         let pending = MONITOR
             .psci
             .lock()
@@ -279,25 +359,31 @@ fn look(core: usize) -> ! {
             // SAFETY: a context of this core's, just made.
             unsafe { resume_world(ctx) }
         }
-        Plat::wait_for_interrupt();
+        // While a restart's copy goes on, the next step follows at once.
+        if !linux::restart_due(core) {
+            Plat::wait_for_interrupt();
+        }
     }
 }
 
 /// Linux's context for a fresh start on this core at NS-EL1, at the entry
-/// the state machine kept, with x0 = its context ID, MMU off, interrupts
-/// masked, as the arm64 boot protocol asks.
+/// the state machine kept, with x0 = its context ID (set by the stub), MMU
+/// off, interrupts masked, as the arm64 boot protocol asks.
 fn fresh_normal(core: usize, state: &mut CoreState) -> *mut WorldContext {
     let e = state.switch.linux_entry();
     let twi = if MONITOR.steal_time() { SCR_TWI } else { 0 };
+    // Through the stub (entry.rs), which ends what a stopped Linux left
+    // active in the core's interrupt controller, then enters `e.entry`.
     state.normal = WorldContext {
-        elr_el3: e.entry,
+        elr_el3: linux::stub(),
         spsr_el3: SPSR_EL1H_MASKED,
         scr_el3: SCR_NORMAL_WORLD | twi,
         monitor_sp: stack_top(core),
         core: core as u64,
         ..WorldContext::ZERO
     };
-    state.normal.x[0] = e.context_id;
+    state.normal.x[19] = e.entry;
+    state.normal.x[20] = e.context_id;
     // SAFETY: reset values for an EL1 that starts from scratch.
     unsafe { state.linux_el1.reset() };
     &mut state.normal

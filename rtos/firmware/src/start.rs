@@ -53,12 +53,12 @@ pub(crate) extern "C" fn rtos_main(core: usize, _shared: u64, mask: u64, first: 
 }
 
 /// The RPC server cores the boot configuration names (where the monitor
-/// sends RPC doorbells). Read before Linux starts (this runs first on the
-/// boot core), and checked again although the monitor checked it: the RTOS
-/// trusts nothing in normal RAM.
+/// sends RPC doorbells). Read from secure flash, where Linux can neither
+/// read nor write it, and checked again although the monitor checked it.
 fn read_boot_config(core: usize) -> u8 {
-    // SAFETY: the board reserves this page of normal RAM for the blob; Linux
-    // has not run yet; any bit pattern is a valid BootConfig (plain integers).
+    // SAFETY: the board places the blob in secure flash, readable before the
+    // RTOS's MMU is on; any bit pattern is a valid BootConfig (plain
+    // integers).
     let blob = unsafe { (BOARD.boot_config as *const BootConfig).read_volatile() };
     if let Err(e) = blob.validate() {
         refuse(core, format_args!("boot configuration refused: {e:?}"));
@@ -74,8 +74,8 @@ fn refuse(core: usize, why: core::fmt::Arguments) -> ! {
     hw::stop()
 }
 
-/// The workload blob, copied into RTOS memory before anything reads it
-/// (Linux has not run yet, and a copy cannot change under the checks).
+/// The workload blob, copied from secure flash into RTOS memory before
+/// anything reads it.
 /// Word by word in a loop: a volatile read of the whole struct would copy
 /// its name fields byte by byte, unrolled.
 fn read_workload() -> Blob {
@@ -85,7 +85,7 @@ fn read_workload() -> Blob {
     let mut blob = core::mem::MaybeUninit::<Blob>::uninit();
     let to = blob.as_mut_ptr() as *mut u64;
     for i in 0..WORDS {
-        // SAFETY: the blob lies in the same reserved page as the boot
+        // SAFETY: the blob lies in the same page of secure flash as the boot
         // configuration (`workload::OFFSET` + `SIZE` stay inside it, and it
         // is 8-byte aligned); `to` is a local Blob's storage, written once
         // per word.
