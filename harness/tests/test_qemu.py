@@ -13,6 +13,7 @@ import pytest
 
 from tandem.errors import TandemError
 from tandem.instruments import bench
+from tandem.platform import rtos_status
 from tandem.platform.abi import constants
 from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, ExecResult, run_exec
@@ -203,28 +204,13 @@ def test_interactive_console_reboot_and_poweroff() -> None:
         assert time.monotonic() - start <= 5.0
 
 
-STATUS = re.compile(r"rtos/\d+: (\d+) s \|(.*)")
-CORE = re.compile(r"core(\d+): (\d+) jobs, (\d+) missed")
-
-
-def rtos_status(secure_log: str) -> list[tuple[int, dict[int, tuple[int, int]]]]:
-    """Every RTOS status line: (second, {core: (jobs, missed)})."""
-    out = []
-    for line in secure_log.splitlines():
-        m = STATUS.search(line)
-        if m:
-            cores = {int(c): (int(j), int(x)) for c, j, x in CORE.findall(m.group(2))}
-            out.append((int(m.group(1)), cores))
-    assert out, "no RTOS status line in the secure log"
-    return out
-
-
 def test_rtos_runs_first_on_every_core_beside_linux() -> None:
     r = run("sleep 2; nproc", timing="virtual")
     assert r.output == "4"
     secure = r.secure_log.read_text()
     assert "core policies: [Shared, Shared, Shared, Shared]" in secure
-    second, cores = rtos_status(secure)[-1]
+    status = rtos_status.last(secure)
+    second, cores = status.seconds, status.cores
     assert sorted(cores) == [0, 1, 2, 3]
     for jobs, missed in cores.values():
         assert jobs >= 1000 * second - 5 and missed == 0, cores
@@ -234,7 +220,8 @@ def test_rtos_runs_first_on_every_core_beside_linux() -> None:
 def test_rtos_meets_every_deadline_while_linux_runs_hackbench() -> None:
     r = run("hackbench -g 8 -l 200; sleep 1", timing="virtual")
     assert r.status == 0 and "Time:" in r.output
-    second, cores = rtos_status(r.secure_log.read_text())[-1]
+    status = rtos_status.last(r.secure_log.read_text())
+    second, cores = status.seconds, status.cores
     assert second >= 2 and sorted(cores) == [0, 1, 2, 3]
     assert all(missed == 0 and jobs >= 1000 * second - 5 for jobs, missed in cores.values()), cores
 
@@ -243,16 +230,16 @@ def test_rtos_keeps_its_deadlines_after_linux_panics() -> None:
     with Console(BootOptions(timing="virtual")) as console:
         console.expect(PROMPT, 120)
         console.command("sleep 1")
-        before = rtos_status(console.secure_log.read_text())[-1][0]
+        before = rtos_status.last(console.secure_log.read_text()).seconds
         console.send("echo c > /proc/sysrq-trigger")
         console.expect("Kernel panic", 60)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            status = rtos_status(console.secure_log.read_text())
-            if status[-1][0] >= before + 3:
+            status = rtos_status.last(console.secure_log.read_text())
+            if status.seconds >= before + 3:
                 break
             time.sleep(0.5)
-        second, cores = status[-1]
+        second, cores = status.seconds, status.cores
         assert second >= before + 3, "RTOS status stopped after the panic"
         assert sorted(cores) == [0, 1, 2, 3]
         assert all(missed == 0 for _, missed in cores.values()), cores
@@ -271,7 +258,7 @@ cat policy switches_to_linux rtos_releases
     assert int(r.lines[4]) >= 900
     secure = r.secure_log.read_text()
     assert "core policies: [Linux, Linux, Linux, Rtos]" in secure
-    assert list(rtos_status(secure)[-1][1]) == [3]
+    assert list(rtos_status.last(secure).cores) == [3]
 
 
 def test_linux_only_runs_no_rtos() -> None:

@@ -9,12 +9,11 @@ import re
 
 import pytest
 
+from tandem.platform import rtos_status
 from tandem.platform.boot import BootOptions, ExecResult, run_exec
 
 pytestmark = pytest.mark.qemu
 
-STATUS = re.compile(r"rtos/\d+: (\d+) s \|(.*)")
-CORE = re.compile(r"core(\d+): (\d+) jobs, (\d+) missed")
 SYSFS = "/sys/bus/platform/devices/tandem"
 
 
@@ -35,10 +34,8 @@ def tagged(r: ExecResult) -> dict[str, str]:
 
 
 def no_misses(r: ExecResult) -> None:
-    lines = [STATUS.search(line) for line in r.secure_log.read_text().splitlines()]
-    last = [m for m in lines if m][-1]
-    cores = {int(c): (int(j), int(x)) for c, j, x in CORE.findall(last.group(2))}
-    assert cores and all(missed == 0 for _, missed in cores.values()), cores
+    last = rtos_status.last(r.secure_log.read_text())
+    assert last.cores and last.missed == 0, last
 
 
 # Channels 0 and 2 are served on core 2, 1 and 3 on core 3.

@@ -125,6 +125,38 @@ def run_boot(boot: Boot, raw_dir: Path, progress: Progress) -> dict[str, Latency
     return parse_results(lines, where)
 
 
+def phase_latencies(
+    results: Mapping[str, Latency], label: str, phase_ids: Sequence[str], progress: Progress
+) -> list[Latency]:
+    """The measurements of `phase_ids` from one boot, in that order, each
+    noted on the progress line; a phase the boot did not report is an error."""
+    out = []
+    for pid in phase_ids:
+        if pid not in results:
+            raise TandemError(f"{label}: no result for phase {pid}")
+        lat = results[pid]
+        progress.note(
+            f"{pid}: {lat.samples} samples, min {fmt_us(lat.min_us)} avg "
+            f"{fmt_us(lat.avg_us)} max {fmt_us(lat.max_us)} µs"
+        )
+        out.append(lat)
+    return out
+
+
+def latency_columns(cell: Latency, reps: Sequence[Latency]) -> dict[str, object]:
+    """A summary row's measurement columns: the repetitions merged into
+    `cell`, and each repetition's worst case."""
+    return {
+        "samples": cell.samples,
+        "min_us": round(cell.min_us, 3),
+        "avg_us": round(cell.avg_us, 3),
+        "p99_us": round(cell.percentile(99), 3),
+        "max_us": round(cell.max_us, 3),
+        "beyond_histogram": cell.overflow,
+        "rep_max_us": [round(x.max_us, 3) for x in reps],
+    }
+
+
 def write_histograms(
     path: Path, header: Sequence[str], rows: list[tuple[list[object], Latency]]
 ) -> None:

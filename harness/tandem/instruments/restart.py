@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from tandem.errors import TandemError
+from tandem.platform import rtos_status
 from tandem.platform.boot import BootOptions, describe_timing, run_exec
 from tandem.platform.paths import RESULTS
 from tandem.results import mark_latest, new_run_dir
@@ -39,26 +40,11 @@ fi
 MARK = re.compile(r"^@@(GEN|REQUEST) (\d+)@@$")
 # The monitor's lines, with their counter-time stamps.
 SECURE = re.compile(r"^\[\s*(\d+\.\d+)\] monitor/\d+: (Linux asked to restart|Linux restarts)")
-STATUS = re.compile(r"rtos/\d+: (\d+) s \|(.*)")
-CORE = re.compile(r"core(\d+): (\d+) jobs, (\d+) missed")
 
 
 def script(count: int, load_s: float) -> str:
     """The guest script: restart `count` times, then end."""
     return SCRIPT.format(count=count, load_s=load_s, m0=METHODS[0], m1=METHODS[1], m2=METHODS[2])
-
-
-def rtos_totals(secure_log: str) -> tuple[int, dict[int, tuple[int, int]]]:
-    """The RTOS's last status line: (seconds, {core: (jobs, missed)})."""
-    last: tuple[int, dict[int, tuple[int, int]]] | None = None
-    for line in secure_log.splitlines():
-        m = STATUS.search(line)
-        if m:
-            cores = {int(c): (int(j), int(x)) for c, j, x in CORE.findall(m.group(2))}
-            last = (int(m.group(1)), cores)
-    if last is None:
-        raise TandemError("bench restart: no RTOS status line on the secure console")
-    return last
 
 
 def monitor_gaps_ms(secure_log: str) -> list[float]:
@@ -119,7 +105,8 @@ def restart(
     ]
     secure = result.secure_log.read_text(errors="replace")
     gaps = monitor_gaps_ms(secure)
-    seconds, cores = rtos_totals(secure)
+    status = rtos_status.last(secure)
+    seconds, cores = status.seconds, status.cores
     host = [float(str(r["host_s"])) for r in restarts]
     summary: dict[str, object] = {
         "benchmark": "restart",
@@ -148,7 +135,7 @@ def restart(
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "secure.log").write_text(secure)
     mark_latest(out)
-    missed = sum(x for _, x in cores.values())
+    missed = status.missed
     print(
         f"restart: median {summary['restart_median_s']} s, max {summary['restart_max_s']} s "
         f"(host wall time); monitor {summary['monitor_median_ms']} ms median; RTOS: "

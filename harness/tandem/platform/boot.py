@@ -290,14 +290,17 @@ def run_interactive(options: BootOptions) -> int:
 LINUX_STOPPED = "Linux asked to power off"
 
 
-def _wait_for_secure(secure_log: Path, text: str, timeout_s: float) -> None:
-    """Waits until the secure console shows `text`."""
+def wait_for_secure(secure_log: Path, text: str, timeout_s: float) -> str:
+    """Waits until the secure console (monitor, RTOS) shows `text`; returns
+    the secure log so far."""
     deadline = time.monotonic() + timeout_s
-    while text not in secure_log.read_text(errors="replace"):
+    while True:
+        log = secure_log.read_text(errors="replace")
+        if text in log:
+            return log
         if time.monotonic() > deadline:
             raise TandemError(
-                f"the monitor did not report {text!r} within {timeout_s:.0f} s "
-                f"(secure: {secure_log})"
+                f"secure console: no {text!r} within {timeout_s:.0f} s (log: {secure_log})"
             )
         time.sleep(0.1)
 
@@ -412,7 +415,7 @@ def run_exec(
         if options.linux_off == "rtos-runs-on" and status is not None:
             # Linux's power-off leaves the machine running (the RTOS runs
             # on): wait for the monitor to say Linux stopped, then end QEMU.
-            _wait_for_secure(prepared.secure_log, LINUX_STOPPED, POWEROFF_GRACE_S)
+            wait_for_secure(prepared.secure_log, LINUX_STOPPED, POWEROFF_GRACE_S)
             proc.kill()
         try:
             qemu_status = proc.wait(timeout=POWEROFF_GRACE_S)

@@ -12,7 +12,7 @@ from types import TracebackType
 
 from tandem.errors import TandemError
 from tandem.platform import qemu_command
-from tandem.platform.boot import FLASH_NAME, BootOptions, prepare
+from tandem.platform.boot import FLASH_NAME, BootOptions, prepare, wait_for_secure
 
 PROMPT = re.compile(r"tandem:[^\n#]*# ")
 # busybox's line editor asks the "terminal" where its cursor is.
@@ -101,14 +101,7 @@ class Console:
     def secure_expect(self, text: str, timeout_s: float = 30.0) -> str:
         """Waits until the secure console (monitor, RTOS) shows `text`;
         returns the secure log so far."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            log = self.secure_log.read_text(errors="replace")
-            if text in log:
-                return log
-            if time.monotonic() > deadline:
-                raise TandemError(f"secure console: no {text!r} within {timeout_s} s")
-            time.sleep(0.2)
+        return wait_for_secure(self.secure_log, text, timeout_s)
 
     def __enter__(self) -> Console:
         return self

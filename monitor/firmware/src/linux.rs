@@ -12,6 +12,7 @@
 //! keeps the flags the cores share.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use spin::Once;
 use tandem_abi::MAX_CORES;
 use tandem_abi::image::{LinuxImages, LinuxImagesError, Span};
 use tandem_board::BOARD;
@@ -39,6 +40,8 @@ pub enum LoadError {
     NotAnImage,
     /// What was copied as the device tree is none.
     NotADeviceTree,
+    /// A restart without Linux's images loaded at cold boot.
+    NotLoaded,
 }
 
 impl core::fmt::Display for LoadError {
@@ -47,6 +50,7 @@ impl core::fmt::Display for LoadError {
             Self::Header(e) => write!(f, "header: {e:?}"),
             Self::NotAnImage => f.write_str("the kernel is no arm64 Image"),
             Self::NotADeviceTree => f.write_str("the device tree has no FDT magic"),
+            Self::NotLoaded => f.write_str("no images were loaded at cold boot"),
         }
     }
 }
@@ -80,6 +84,11 @@ pub fn install_stub() {
         core::ptr::copy_nonoverlapping(from, stub() as *mut u8, len);
     }
 }
+
+/// The header as checked at cold boot: flash does not change while the
+/// machine runs (Linux cannot write it, nor does the monitor), so every
+/// restart copies by this header without reading or checking it again.
+static IMAGES: Once<LinuxImages> = Once::new();
 
 /// The header in flash, checked.
 fn header() -> Result<LinuxImages, LoadError> {
@@ -141,15 +150,16 @@ static COPY_DONE: AtomicU64 = AtomicU64::new(0);
 /// One step of a restart's copy (boot core only): `None` while there is
 /// more to copy, then the images checked.
 pub fn copy_step() -> Option<Result<Start, LoadError>> {
-    let header = match header() {
-        Ok(h) => h,
-        Err(e) => return Some(Err(e)),
+    // Restarts follow a cold boot whose `load` succeeded, which kept the
+    // header; without one Linux never ran and cannot ask to restart.
+    let Some(header) = IMAGES.get() else {
+        return Some(Err(LoadError::NotLoaded));
     };
     let parts = header.parts();
     let index = COPY_PART.load(Ordering::Relaxed);
     let Some((_, part)) = parts.get(index) else {
         COPY_PART.store(0, Ordering::Relaxed);
-        return Some(check(&header));
+        return Some(check(header));
     };
     let done = COPY_DONE.load(Ordering::Relaxed);
     let len = STEP.min(part.size - done);
@@ -166,11 +176,11 @@ pub fn copy_step() -> Option<Result<Start, LoadError>> {
 /// Checks Linux's images in secure flash and copies them to normal RAM in
 /// one go (cold boot: nothing else runs yet).
 pub fn load() -> Result<Start, LoadError> {
-    let header = header()?;
+    let header = IMAGES.try_call_once(header)?;
     for (_, part) in header.parts() {
         copy(part, 0, part.size);
     }
-    check(&header)
+    check(header)
 }
 
 /// Per core: Linux must stop here (set by the core that asked, cleared by

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tandem.errors import TandemError
 from tandem.exp.common import (
     Boot,
     Progress,
     boot_options,
-    fmt_us,
+    phase_latencies,
     rep_phase_us,
     run_boot,
     write_histograms,
@@ -59,21 +58,17 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
                 script=guest_script(env, s),
             )
             results = run_boot(boot, out / "raw", progress)
-            for load, k in phases(s):
-                pid = phase_id(load, k)
-                if pid not in results:
-                    raise TandemError(f"{boot.label}: no result for phase {pid}")
-                lat = results[pid]
-                progress.note(
-                    f"{pid}: {lat.samples} samples, min {fmt_us(lat.min_us)} avg "
-                    f"{fmt_us(lat.avg_us)} max {fmt_us(lat.max_us)} µs"
-                )
+            cell_keys = phases(s)
+            pids = [phase_id(load, k) for load, k in cell_keys]
+            for (load, k), lat in zip(
+                cell_keys, phase_latencies(results, boot.label, pids, progress), strict=True
+            ):
                 cells.setdefault((env.name, load, k), []).append(lat)
     rows: list[dict[str, object]] = []
     hist_rows: list[tuple[list[object], Latency]] = []
     for (env_name, load, k), lats in cells.items():
         cell = merged(lats)
-        rows.append(summary_row(env_name, load, k, cell, [x.max_us for x in lats]))
+        rows.append(summary_row(env_name, load, k, cell, lats))
         hist_rows.append(([env_name, load, k], cell))
     write_histograms(out / "histograms.csv", ["env", "load", "loaded_cores"], hist_rows)
     summary: dict[str, object] = {

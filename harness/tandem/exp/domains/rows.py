@@ -3,11 +3,14 @@ made from the merged measurements and found again by cell."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from tandem.exp.common import latency_columns
 from tandem.instruments.measure import Latency
 
 
 def summary_row(
-    env: str, load: str, k: int, lat: Latency, rep_max: list[float]
+    env: str, load: str, k: int, lat: Latency, reps: Sequence[Latency]
 ) -> dict[str, object]:
     """One cell's row: its measurements merged over the repetitions, and
     each repetition's worst case."""
@@ -15,15 +18,9 @@ def summary_row(
         "env": env,
         "load": load,
         "loaded_cores": k,
-        "samples": lat.samples,
-        "min_us": round(lat.min_us, 3),
-        "avg_us": round(lat.avg_us, 3),
-        "max_us": round(lat.max_us, 3),
-        "p99_us": round(lat.percentile(99), 3),
+        **latency_columns(lat, reps),
         "instrument": lat.instrument,
         "resolution_us": lat.resolution_us,
-        "beyond_histogram": lat.overflow,
-        "rep_max_us": [round(x, 3) for x in rep_max],
     }
 
 

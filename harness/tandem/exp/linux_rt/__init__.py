@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tandem.errors import TandemError
 from tandem.exp.common import (
     Boot,
     Progress,
     boot_options,
-    fmt_us,
+    latency_columns,
+    phase_latencies,
     rep_phase_us,
     run_boot,
     write_histograms,
@@ -60,34 +60,17 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
                 script=guest_script(s, cores),
             )
             results = run_boot(boot, out / "raw", progress)
-            for aff, io in cells(s, cores):
-                pid = phase_id(aff, io)
-                if pid not in results:
-                    raise TandemError(f"{boot.label}: no result for {pid}")
-                lat = results[pid]
-                progress.note(
-                    f"{pid}: {lat.samples} samples, min {fmt_us(lat.min_us)} avg "
-                    f"{fmt_us(lat.avg_us)} max {fmt_us(lat.max_us)} µs"
-                )
+            cell_keys = cells(s, cores)
+            pids = [phase_id(aff, io) for aff, io in cell_keys]
+            for (aff, io), lat in zip(
+                cell_keys, phase_latencies(results, boot.label, pids, progress), strict=True
+            ):
                 measured.setdefault((cores, aff, io), []).append(lat)
     rows: list[dict[str, object]] = []
     hist_rows: list[tuple[list[object], Latency]] = []
     for (cores, aff, io), lats in sorted(measured.items()):
         cell = merged(lats)
-        rows.append(
-            {
-                "cores": cores,
-                "affinity": aff,
-                "io_load": io,
-                "samples": cell.samples,
-                "min_us": round(cell.min_us, 3),
-                "avg_us": round(cell.avg_us, 3),
-                "p99_us": round(cell.percentile(99), 3),
-                "max_us": round(cell.max_us, 3),
-                "beyond_histogram": cell.overflow,
-                "rep_max_us": [round(x.max_us, 3) for x in lats],
-            }
-        )
+        rows.append({"cores": cores, "affinity": aff, "io_load": io, **latency_columns(cell, lats)})
         hist_rows.append(([cores, aff, io], cell))
     write_histograms(out / "histograms.csv", ["cores", "affinity", "io_load"], hist_rows)
     summary: dict[str, object] = {
