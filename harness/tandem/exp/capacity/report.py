@@ -16,6 +16,7 @@ from tandem.exp.common import (
     read_summary,
     summary_list,
 )
+from tandem.platform.boot import DETERMINISTIC
 
 
 def cell(summary: dict[str, object], load: object, mode: str, bench: str) -> dict[str, object]:
@@ -45,6 +46,21 @@ def paired(
     """Per repetition, `base`'s time minus `mode`'s (the two ran back to back
     in that repetition; runs_s lists them in repetition order)."""
     return paired_gains(cell(summary, load, base, bench), cell(summary, load, mode, bench))
+
+
+# What each timing mode lets this experiment show, beyond QEMU_CAVEATS.
+QEMU_LIMITS = {
+    "percore": (
+        "In per-core timing the RTOS's load takes exactly its share of its core's clock "
+        "and Linux's tasks on the other cores run beside it within the quantum, so the "
+        "differences between modes are the scheduler's placement decisions, repeated "
+        "exactly for the same inputs; repetitions differ by the start phase of the RTOS's "
+        "period. What QEMU leaves out weighs against moving tasks: a migrated task finds "
+        "no cold cache on its new core, so on hardware every move the capacity-aware modes "
+        "make costs more than here.",
+        "",
+    ),
+}
 
 
 def report(run_dir: Path, command: str) -> str:
@@ -153,8 +169,14 @@ def report(run_dir: Path, command: str) -> str:
         "",
         QEMU_CAVEATS[str(summary["timing"])],
         "",
+        *QEMU_LIMITS.get(str(summary["timing"]), ()),
         f"Host load average before each boot: {min(loads_before):.2f} to "
-        f"{max(loads_before):.2f} (a busy host widens the spread).",
+        f"{max(loads_before):.2f}"
+        + (
+            " (guest time does not depend on it)."
+            if summary["timing"] in DETERMINISTIC
+            else " (a busy host widens the spread)."
+        ),
         "",
         "Files: `summary.json` (rows and every boot), `summary.csv`, `raw/` (every boot's "
         "script and console log), `capacity.png`.",

@@ -23,6 +23,38 @@ def _max(rows: list[dict[str, object]], cores: int, aff: bool, io: bool) -> floa
     return _value(rows, cores, aff, io, "max_us")
 
 
+# What each timing mode lets this experiment show, beyond QEMU_CAVEATS.
+QEMU_LIMITS = {
+    "virtual": (
+        "- In virtual timing, more vCPUs means longer round-robin turns before the "
+        "measuring vCPU runs again, so the worst case grows with cores for a reason the "
+        "paper's hardware did not have; the paper's causes (lock contention in the 2.6 "
+        "kernel, cache and bus sharing) are only partly present.",
+        "- Disk I/O is emulated by QEMU's block layer on a host file; completion "
+        "interrupts arrive when QEMU's main loop gets to them, not when a disk would.",
+        "- With affinity on, the measuring core idles until its timer fires; in virtual "
+        "timing an idle vCPU then waits for the busy vCPUs' turns, which penalises "
+        "affinity: the opposite of what the paper's hardware shows.",
+    ),
+    "percore": (
+        "- In per-core timing the measuring core's timer interrupt arrives at its deadline "
+        "and no vCPU waits for another's turn longer than the quantum, so the latency is "
+        "Linux's own wake-up path under load: what the core itself runs with interrupts or "
+        "preemption off, and what the cores share in the kernel (locks, IPIs, the "
+        "scheduler's balancing). That part of the paper's cause grows with cores here as "
+        "on hardware; cache and bus sharing, the other part, QEMU does not model.",
+        "- Disk I/O is emulated by QEMU's block layer on a host file; a completion "
+        "interrupt reaches the guest when QEMU's main loop has finished the host's I/O, "
+        "at a virtual time that depends on the host, so the I/O cells are the only ones "
+        "a rerun does not repeat exactly; interrupt and block-layer work in the guest are "
+        "counted as on hardware, a disk's own timing is not modelled.",
+        "- With affinity on, the measuring core idles until its timer fires; in per-core "
+        "timing an idle vCPU's clock jumps to its next timer, so the isolated core "
+        "measures its own path, as on hardware.",
+    ),
+}
+
+
 def report(run_dir: Path, command: str) -> str:
     summary = read_summary(run_dir, NAME)
     rows = summary_list(summary)
@@ -103,15 +135,7 @@ def report(run_dir: Path, command: str) -> str:
         "",
         QEMU_CAVEATS[timing],
         "",
-        "- In virtual timing, more vCPUs means longer round-robin turns before the "
-        "measuring vCPU runs again, so the worst case grows with cores for a reason the "
-        "paper's hardware did not have; the paper's causes (lock contention in the 2.6 "
-        "kernel, cache and bus sharing) are only partly present.",
-        "- Disk I/O is emulated by QEMU's block layer on a host file; completion "
-        "interrupts arrive when QEMU's main loop gets to them, not when a disk would.",
-        "- With affinity on, the measuring core idles until its timer fires; in virtual "
-        "timing an idle vCPU then waits for the busy vCPUs' turns, which penalises "
-        "affinity: the opposite of what the paper's hardware shows.",
+        *QEMU_LIMITS.get(timing, QEMU_LIMITS["virtual"]),
         "- One core with affinity on is not measured: the only core cannot be set apart.",
         "",
         "Files: `summary.json`, `summary.csv`, `histograms.csv` (1 µs buckets), `raw/` "
