@@ -5,6 +5,11 @@
  *   tandem-smc call FID [ARG1 .. ARG7]   print x0..x3 of one call
  *   tandem-smc fuzz COUNT [SEED]         random calls; every one must return,
  *                                        unknown IDs with NOT_SUPPORTED (-1)
+ *   tandem-smc repeat SECONDS FID [ARG1 .. ARG7]
+ *                                        the same call as fast as it goes for
+ *                                        SECONDS (a flood, or a storm of SMCs
+ *                                        against the RTOS's time); every
+ *                                        answer must equal the first
  *
  * The fuzzer never issues the calls that change power state (CPU_ON, CPU_OFF,
  * SYSTEM_OFF, SYSTEM_RESET): with random arguments they would start a core on
@@ -16,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tandem_abi.h"
@@ -114,12 +120,59 @@ static int run_fuzz(int fd, long count, uint64_t seed)
 	return failures ? 1 : 0;
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static int run_repeat(int fd, double seconds, const uint64_t *a, int n)
+{
+	double end = now_s() + seconds;
+	uint64_t first[4], r[4];
+	long calls = 1, differ = 0;
+
+	if (issue_smc(fd, a, n, first))
+		return 2;
+	while (now_s() < end) {
+		if (issue_smc(fd, a, n, r))
+			return 2;
+		calls++;
+		if (memcmp(r, first, sizeof(r)))
+			differ++;
+	}
+	printf("repeat: %ld calls in %.1f s, x0 %" PRId64 ", %ld answers differed\n",
+	       calls, seconds, (int64_t)first[0], differ);
+	return differ ? 1 : 0;
+}
+
 static void print_usage(void)
 {
 	fprintf(stderr,
 		"usage: tandem-smc call FID [ARG1 .. ARG7]\n"
-		"       tandem-smc fuzz COUNT [SEED]\n");
+		"       tandem-smc fuzz COUNT [SEED]\n"
+		"       tandem-smc repeat SECONDS FID [ARG1 .. ARG7]\n");
 	exit(2);
+}
+
+/* FID and its arguments from argv into a; returns how many, or -1. */
+static int parse_call(int argc, char **argv, uint64_t a[8])
+{
+	if (argc < 1 || argc > 8)
+		print_usage();
+	for (int i = 0; i < argc; i++) {
+		char *end;
+
+		errno = 0;
+		a[i] = strtoull(argv[i], &end, 0);
+		if (errno || *end) {
+			fprintf(stderr, "tandem-smc: bad number '%s'\n", argv[i]);
+			return -1;
+		}
+	}
+	return argc;
 }
 
 int main(int argc, char **argv)
@@ -136,21 +189,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(argv[1], "call")) {
-		int n = argc - 2;
+		int n = parse_call(argc - 2, argv + 2, a);
 
-		if (n > 8)
-			print_usage();
-		for (int i = 0; i < n; i++) {
-			char *end;
-
-			errno = 0;
-			a[i] = strtoull(argv[2 + i], &end, 0);
-			if (errno || *end) {
-				fprintf(stderr, "tandem-smc: bad number '%s'\n", argv[2 + i]);
-				return 2;
-			}
-		}
-		if (issue_smc(fd, a, n, r))
+		if (n < 0 || issue_smc(fd, a, n, r))
 			return 2;
 		printf("%" PRId64 " %#" PRIx64 " %#" PRIx64 " %#" PRIx64 "\n",
 		       (int64_t)r[0], r[1], r[2], r[3]);
@@ -163,6 +204,16 @@ int main(int argc, char **argv)
 		if (count <= 0)
 			print_usage();
 		return run_fuzz(fd, count, seed ? seed : 1);
+	}
+	if (!strcmp(argv[1], "repeat")) {
+		char *end;
+		double seconds = strtod(argv[2], &end);
+		int n;
+
+		if (*end || !(seconds > 0) || argc < 4)
+			print_usage();
+		n = parse_call(argc - 3, argv + 3, a);
+		return n < 0 ? 2 : run_repeat(fd, seconds, a, n);
 	}
 	print_usage();
 	return 2;

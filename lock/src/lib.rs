@@ -1,4 +1,10 @@
-//! Spin locks for the monitor and the RTOS whose waiters execute `yield`.
+//! Spin locks for the monitor and the RTOS: fair (tickets, first come first
+//! served) and their waiters execute `yield`.
+//!
+//! Fair because Linux shares the monitor's locks: with a test-and-set lock
+//! three Linux cores calling the monitor in a loop can keep taking a lock
+//! an RTOS core waits for, for as long as they like; with tickets the RTOS
+//! core waits for at most one holder per other core.
 //!
 //! On hardware `yield` is a hint; under QEMU's single-threaded TCG (the
 //! `virtual` timing mode) it ends the waiting vCPU's time slice, so the core
@@ -23,5 +29,5 @@ impl spin::relax::RelaxStrategy for Yield {
     }
 }
 
-/// A spin lock whose waiters yield.
-pub type SpinLock<T> = spin::mutex::SpinMutex<T, Yield>;
+/// A fair spin lock whose waiters yield.
+pub type SpinLock<T> = spin::mutex::TicketMutex<T, Yield>;

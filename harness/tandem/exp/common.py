@@ -37,11 +37,13 @@ QEMU_CAVEATS = {
         "Per-core timing (Tandem's QEMU, `-icount shift=0,sleep=off,quantum=Q`): each "
         "vCPU has its own clock (its own instructions, one per nanosecond); the vCPU with "
         "the lowest clock runs next for at most the quantum Q, so the cores advance "
-        "together within Q, a timer interrupt reaches its core exactly at its deadline, "
-        "an event between cores (an interrupt, a store another core waits for) is seen "
-        "within Q, and a rerun with the same inputs is the same run. QEMU models no "
-        "caches, no TLB cost, no memory bus and no GIC latency: a memory load costs no "
-        "more than any other instruction, and loaded cores do not slow each other down."
+        "together within Q, a timer interrupt reaches a waiting (WFI) core exactly at its "
+        "deadline (a core that other cores keep interrupting may take it up to about 2 Q "
+        "late: docs/security.md), an event between cores (an interrupt, a store another "
+        "core waits for) is seen within Q, and a rerun with the same inputs is the same "
+        "run. QEMU models no caches, no TLB cost, no memory bus and no GIC latency: a "
+        "memory load costs no more than any other instruction, and loaded cores do not "
+        "slow each other down."
     ),
     "host": (
         "Host timing (multi-threaded TCG, real time): each vCPU is a host thread. On a "

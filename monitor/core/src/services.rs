@@ -8,7 +8,7 @@
 
 use crate::psci::PsciState;
 use crate::smc::{Args, Function, Outcome, Service, Signal, SmcCall, Table, World, owner};
-use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use tandem_abi::smc::*;
 use tandem_board::Board;
 use tandem_lock::SpinLock;
@@ -28,6 +28,10 @@ pub struct Monitor {
     /// Cores running an RPC server (boot configuration; 0: no RPC; set
     /// like `steal_time`).
     rpc_cores: AtomicU8,
+    /// Cores that may have a Linux entry waiting (CPU_ON, a restart): a
+    /// hint that lets an idle core's look loop pass the PSCI lock by, which
+    /// Linux's cores can keep busy with calls (`Monitor::take_pending`).
+    maybe_pending: AtomicU64,
 }
 
 impl Monitor {
@@ -38,7 +42,30 @@ impl Monitor {
             board,
             steal_time: AtomicBool::new(false),
             rpc_cores: AtomicU8::new(0),
+            // The boot core starts pending: every core looks once.
+            maybe_pending: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// The Linux entry waiting for `core`, if any (then the core is `On`).
+    /// Takes the PSCI lock only when a CPU_ON or a restart since the last
+    /// look may have left one, so an idle core waiting for its RTOS's
+    /// interrupt never queues behind Linux's PSCI calls.
+    pub fn take_pending(&self, core: usize) -> Option<(u64, u64)> {
+        let bit = 1u64 << core;
+        // Cleared before the lock: a CPU_ON accepted after this sets the bit
+        // again once its state is in, and the next look finds it.
+        if self.maybe_pending.fetch_and(!bit, Ordering::AcqRel) & bit == 0 {
+            return None;
+        }
+        self.psci.lock().take_pending(core)
+    }
+
+    /// Linux starts again from `entry` on `boot_core` (`PsciState::restart`).
+    pub fn restart_linux(&self, boot_core: usize, entry: u64, context_id: u64) {
+        self.psci.lock().restart(boot_core, entry, context_id);
+        self.maybe_pending
+            .fetch_or(1 << boot_core, Ordering::Release);
     }
 
     /// Turns PV time (stolen-time accounting) on or off. Boot core only,
@@ -188,7 +215,14 @@ fn psci_features(_: &Monitor, call: &Args<'_>) -> Outcome {
 fn cpu_on(m: &Monitor, call: &Args<'_>) -> Outcome {
     let accepted = m.psci.lock().cpu_on(call.arg(1), call.arg(2), call.arg(3));
     match accepted {
-        Ok(()) => Outcome::ReturnAndSignal([0; 4], Signal::wake(call.arg(1) as usize & 0xFF)),
+        // Accepted: the target is a present core.
+        Ok(()) => match m.board.core_index(call.arg(1)) {
+            Some(target) => {
+                m.maybe_pending.fetch_or(1 << target, Ordering::Release);
+                Outcome::ReturnAndSignal([0; 4], Signal::wake(target))
+            }
+            None => Outcome::value(ret::INTERNAL_FAILURE),
+        },
         Err(e) => Outcome::value(e),
     }
 }
@@ -272,6 +306,32 @@ mod tests {
             m.psci.lock().check_in(c, CheckIn::Secondary);
         }
         m
+    }
+
+    #[test]
+    fn an_idle_core_looks_past_the_psci_lock_until_a_cpu_on() {
+        let m = std::sync::Arc::new(booted());
+        // Every core's first look may find the boot entry; then none.
+        assert_eq!(m.take_pending(2), None);
+        // Linux's cores hold the lock (a storm of PSCI calls): an idle
+        // core's look must not wait for it.
+        let held = m.psci.lock();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let looker = std::sync::Arc::clone(&m);
+        std::thread::spawn(move || tx.send(looker.take_pending(2)).unwrap());
+        let looked = rx.recv_timeout(std::time::Duration::from_secs(2));
+        drop(held);
+        assert_eq!(looked, Ok(None), "the look waited for the PSCI lock");
+        // After a CPU_ON the look takes the lock and finds the entry, once.
+        assert!(matches!(
+            smc(&m, PSCI_CPU_ON_64, &[2, 0x4030_0000, 9]),
+            Outcome::ReturnAndSignal(..)
+        ));
+        assert_eq!(m.take_pending(2), Some((0x4030_0000, 9)));
+        assert_eq!(m.take_pending(2), None);
+        // A restart leaves the boot core's entry to its look.
+        m.restart_linux(0, 0x4020_0000, 0x4800_0000);
+        assert_eq!(m.take_pending(0), Some((0x4020_0000, 0x4800_0000)));
     }
 
     #[test]

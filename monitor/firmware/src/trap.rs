@@ -208,7 +208,7 @@ fn restart_linux(core: usize) {
     match linux::copy_step() {
         None => {}
         Some(Ok(start)) => {
-            MONITOR.psci.lock().restart(core, start.entry, start.dtb);
+            MONITOR.restart_linux(core, start.entry, start.dtb);
             let generation = linux::restarted();
             shm::publish_linux_generation(generation);
             log!("Linux restarts (generation {generation}); the RTOS ran on");
@@ -346,8 +346,6 @@ fn look(core: usize) -> ! {
             restart_linux(core);
         }
         let pending = MONITOR
-            .psci
-            .lock()
             .take_pending(core)
             .map(|(entry, context_id)| LinuxEntry { entry, context_id });
         let secure_pending = state(core).switch.rtos() && Plat::secure_interrupt_pending();

@@ -17,8 +17,14 @@ pub const TIMER: IntId = IntId::ppi(BOARD.secure_timer_intid - 16);
 pub const RESCHEDULE: IntId = IntId::sgi(BOARD.sgi.reschedule);
 /// GICD_ISPENDR<n>: set-pending registers of the distributor.
 const GICD_ISPENDR: usize = 0x200;
-/// Priority of RTOS interrupts: in the secure half, above anything of Linux's.
+/// Priority of the kernel's interrupts (its timer, the reschedule SGI): in
+/// the secure half, above anything of Linux's.
 const PRIORITY: u8 = 0x20;
+/// Priority of the applications' interrupts: still above anything of
+/// Linux's, but below the kernel's, so that when both are pending the timer
+/// is taken first, however often Linux makes an application's interrupt
+/// fire (the RPC doorbell rings for every RPC_NOTIFY).
+const APP_PRIORITY: u8 = 0x30;
 
 static GIC: SpinLock<Option<GicV3<'static>>> = SpinLock::new(None);
 
@@ -66,8 +72,12 @@ pub(crate) fn init_core(core: usize, apps: impl Iterator<Item = u32>) {
     GicCpuInterface::enable_system_register_el1();
     let mut guard = GIC.lock();
     let gic = guard.as_mut().expect("global setup done first");
-    for intid in [TIMER, RESCHEDULE].into_iter().chain(apps.map(private)) {
-        gic.set_interrupt_priority(intid, Some(core), PRIORITY)
+    let kernel = [TIMER, RESCHEDULE].map(|i| (i, PRIORITY));
+    for (intid, priority) in kernel
+        .into_iter()
+        .chain(apps.map(|i| (private(i), APP_PRIORITY)))
+    {
+        gic.set_interrupt_priority(intid, Some(core), priority)
             .expect("a private interrupt");
         gic.enable_interrupt(intid, Some(core), true)
             .expect("a private interrupt");
