@@ -100,10 +100,10 @@ def test_capacities_get_a_topology_map_when_cores_are_removed(tmp_path: Path) ->
 # --- QEMU -----------------------------------------------------------------------
 
 # Seconds of CPU-bound Linux load on core 1 while steal is measured.
-LOAD_S = 4
+LOAD_S = 2
 
 # /proc/stat cpu lines (jiffies: USER_HZ 100) and the RTOS's busy time over
-# 2 s of Linux idle, then over a CPU-bound loop pinned on core 1. Virtual
+# 1 s of Linux idle, then over a CPU-bound loop pinned on core 1. Virtual
 # timing: 1 instruction = 1 ns, so the RTOS meets every release and nothing
 # but the RTOS steals.
 STEAL_SCRIPT = f"""
@@ -114,7 +114,7 @@ snap() {{
 }}
 sleep 1
 echo @@idle; snap
-sleep 2
+sleep 1
 echo @@idle-end; snap
 taskset -c 1 sh -c 'while :; do :; done' &
 LOOP=$!

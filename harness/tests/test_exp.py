@@ -223,7 +223,7 @@ def test_domains_report_checks_the_papers_ordering(tmp_path: Path) -> None:
     for env, worst in (("smp", 300.0), ("affinity", 200.0), ("heteroos", 20.0), ("tandem", 60.0)):
         for load, k in (("none", 0), ("memory", 3), ("scheduling", 3)):
             lat = _latency(worst if load != "none" else 1.0)
-            rows.append(domains_rows.summary_row(env, load, k, lat, [lat.max_us]))
+            rows.append(domains_rows.summary_row(env, load, k, lat, [lat]))
     summary: dict[str, object] = {
         "experiment": "domains",
         "timing": "virtual",
@@ -265,7 +265,7 @@ def test_report_refuses_unfinished_runs(tmp_path: Path) -> None:
         ),
         (
             "linux-rt",
-            {"samples": 64, "cores": [1, 2]},
+            {"samples": 64, "cores": [2]},
             LINUX_RT_ROW,
             ("distributions.png", "worst_vs_cores.png"),
         ),
@@ -467,6 +467,7 @@ def test_lhp_e3_verdict_uses_the_per_core_counts_when_the_run_has_them() -> None
 def test_lhp_runs_tiny(tmp_path: Path) -> None:
     overrides: dict[str, object] = {
         "reps": 1,
+        "sweep_reps": 1,
         "periods_us": [1000],
         "benches": ["hackbench", "sysbench"],
         "hackbench_groups": 2,
@@ -482,7 +483,7 @@ def test_lhp_runs_tiny(tmp_path: Path) -> None:
     for row in summary["period_sweep"]:
         assert set(row) >= {"period_us", "load_us", "policy", "long_spin_waits"}
         assert row["spin_waits"] > 0, "hackbench contends for locks"
-        assert len(row["long_spin_waits_runs"]) == 2, "quick E1 runs two phases"
+        assert len(row["long_spin_waits_runs"]) == 1, "one E1 repetition"
     modes = {(r["bench"], r["policy"]) for r in summary["bench"]}
     assert ("hackbench", "migrate") in modes and ("sysbench", "linux-alone") in modes
     for row in summary["bench"]:
@@ -521,7 +522,7 @@ def test_compare_two_runs(tmp_path: Path) -> None:
     def run(run_id: str, worst: float) -> None:
         d = tmp_path / "domains" / run_id
         d.mkdir(parents=True)
-        rows = [domains_rows.summary_row("heteroos", "none", 0, _latency(worst), [worst])]
+        rows = [domains_rows.summary_row("heteroos", "none", 0, _latency(worst), [_latency(worst)])]
         summary = {"experiment": "domains", "timing": "virtual", "rows": rows}
         (d / "summary.json").write_text(json.dumps(summary))
 
