@@ -1,10 +1,12 @@
-//! Spin locks for the monitor and the RTOS: fair (tickets, first come first
-//! served) and their waiters execute `yield`.
+//! Spin locks for the monitor and the RTOS whose waiters execute `yield`.
 //!
-//! Fair because Linux shares the monitor's locks: with a test-and-set lock
-//! three Linux cores calling the monitor in a loop can keep taking a lock
-//! an RTOS core waits for, for as long as they like; with tickets the RTOS
-//! core waits for at most one holder per other core.
+//! Test-and-set, not tickets: with tickets a waiter whose turn has come but
+//! whose vCPU the host has descheduled holds up every waiter behind it (in
+//! host timing, with more vCPUs than host cores, the RTOS then missed
+//! hundreds of thousands of releases). Unfairness is kept away from the RTOS
+//! instead: an idle RTOS core does not take the monitor's PSCI lock unless
+//! a CPU_ON may be waiting for it (`Monitor::take_pending`), and the world
+//! switch takes no lock at all.
 //!
 //! On hardware `yield` is a hint; under QEMU's single-threaded TCG (the
 //! `virtual` timing mode) it ends the waiting vCPU's time slice, so the core
@@ -29,5 +31,5 @@ impl spin::relax::RelaxStrategy for Yield {
     }
 }
 
-/// A fair spin lock whose waiters yield.
-pub type SpinLock<T> = spin::mutex::TicketMutex<T, Yield>;
+/// A spin lock whose waiters yield.
+pub type SpinLock<T> = spin::mutex::SpinMutex<T, Yield>;
