@@ -1,14 +1,16 @@
 //! Tandem's EL3 monitor logic, kept free of hardware access so it is unit-tested
 //! on the host: SMC function-ID decoding, the service table dispatched by owner
 //! range, the PSCI per-core state machine, the world-switch state machine of
-//! each core, stolen-time accounting, and the small interface a board
-//! implements (`platform`). `monitor/firmware` is the thin hardware layer
+//! each core, stolen-time accounting, the small interface a board
+//! implements (`platform`), and the monitor's own address space
+//! (`memory_map`). `monitor/firmware` is the thin hardware layer
 //! around it.
 #![no_std]
 
 #[cfg(test)]
 extern crate std;
 
+pub mod memory_map;
 pub mod platform;
 pub mod psci;
 pub mod services;

@@ -30,7 +30,8 @@ const BAUD: u32 = 115_200;
 pub fn init() {
     let regs = NonNull::new(BOARD.secure_uart as *mut PL011Registers).unwrap();
     // SAFETY: the board description says a PL011 lives here, it is reachable
-    // with the MMU off, and this is the only pointer to it in the monitor.
+    // at its own address (MMU off, or on with the 2 MiB around it mapped as
+    // Device memory, `mmu.rs`), and this is the only pointer to it in the monitor.
     let mut uart = Uart::new(unsafe { UniqueMmioPointer::new(regs) });
     // A UART we cannot configure leaves us without a log, but the machine can
     // still boot: carry on silently rather than stop.

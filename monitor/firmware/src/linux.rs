@@ -83,6 +83,8 @@ pub fn install_stub() {
         assert!(len <= 0x1000, "the stub fits its page");
         core::ptr::copy_nonoverlapping(from, stub() as *mut u8, len);
     }
+    crate::mmu::clean_to_poc(stub(), 0x1000);
+    crate::mmu::invalidate_instruction_caches();
 }
 
 /// The header as checked at cold boot: flash does not change while the
@@ -92,8 +94,8 @@ static IMAGES: Once<LinuxImages> = Once::new();
 
 /// The header in flash, checked.
 fn header() -> Result<LinuxImages, LoadError> {
-    // SAFETY: the board places the header in secure flash, readable with the
-    // MMU off and 8-byte aligned; it is plain integers, checked before use.
+    // SAFETY: the board places the header in secure flash, mapped readable
+    // (`mmu.rs`) and 8-byte aligned; it is plain integers, checked before use.
     let header = unsafe { (BOARD.linux_images as *const LinuxImages).read_volatile() };
     let room = BOARD.secure_flash.end() - BOARD.linux_images;
     let ram = Span {
@@ -110,8 +112,12 @@ fn header() -> Result<LinuxImages, LoadError> {
     Ok(header)
 }
 
-/// Copies `len` bytes at `at` of `part` (checked by `header`).
-fn copy(part: tandem_abi::image::Part, at: u64, len: u64) {
+/// Copies `len` bytes at `at` of `part` (checked by `header`); `kernel`:
+/// cleaned to the point of coherency too, as the arm64 boot protocol asks
+/// of the kernel image, which Linux's boot core reads with its MMU off (the
+/// device tree and initramfs it reads with its MMU on, as the monitor wrote
+/// them: cached, non-secure).
+fn copy(part: tandem_abi::image::Part, at: u64, len: u64, kernel: bool) {
     // SAFETY: `header` kept the source inside the flash after the header and
     // the destination inside normal RAM, clear of the shared region and of
     // the other images; `at + len` stays within the part (callers); no
@@ -123,6 +129,9 @@ fn copy(part: tandem_abi::image::Part, at: u64, len: u64) {
             len as usize,
         )
     };
+    if kernel {
+        crate::mmu::clean_to_poc(part.load + at, len);
+    }
 }
 
 /// After the copy: the images must be what they say.
@@ -133,6 +142,8 @@ fn check(header: &LinuxImages) -> Result<Start, LoadError> {
     if read_u32(header.dtb.load) != FDT_MAGIC_BE {
         return Err(LoadError::NotADeviceTree);
     }
+    // No core may run the last Linux's code from its instruction cache.
+    crate::mmu::invalidate_instruction_caches();
     Ok(Start {
         entry: header.kernel.load,
         dtb: header.dtb.load,
@@ -163,7 +174,7 @@ pub fn copy_step() -> Option<Result<Start, LoadError>> {
     };
     let done = COPY_DONE.load(Ordering::Relaxed);
     let len = STEP.min(part.size - done);
-    copy(*part, done, len);
+    copy(*part, done, len, part.load == header.kernel.load);
     if done + len == part.size {
         COPY_PART.store(index + 1, Ordering::Relaxed);
         COPY_DONE.store(0, Ordering::Relaxed);
@@ -178,7 +189,7 @@ pub fn copy_step() -> Option<Result<Start, LoadError>> {
 pub fn load() -> Result<Start, LoadError> {
     let header = IMAGES.try_call_once(header)?;
     for (_, part) in header.parts() {
-        copy(part, 0, part.size);
+        copy(part, 0, part.size, part.load == header.kernel.load);
     }
     check(header)
 }

@@ -10,6 +10,7 @@ mod context;
 mod entry;
 mod gic;
 mod linux;
+mod mmu;
 mod plat;
 mod power;
 mod shm;
@@ -42,8 +43,8 @@ fn init_el3() {
 /// flash (where Linux can neither read nor change it): the policies, and the
 /// blob for its feature bits and RPC server cores.
 fn read_boot_config() -> Result<(Policies, BootConfig), BootConfigError> {
-    // SAFETY: the board places the blob in secure flash, readable with the
-    // MMU off and aligned. Any bit pattern is a valid BootConfig (plain
+    // SAFETY: the board places the blob in secure flash, mapped readable
+    // (`mmu.rs`) and aligned. Any bit pattern is a valid BootConfig (plain
     // integers), and it is checked before use.
     let blob = unsafe { (BOARD.boot_config as *const BootConfig).read_volatile() };
     let policies = blob.validate()?;
@@ -52,8 +53,8 @@ fn read_boot_config() -> Result<(Policies, BootConfig), BootConfigError> {
 
 /// Copies the RTOS image from secure flash to its RAM, after checking it.
 fn load_rtos() -> Result<(), ImageError> {
-    // SAFETY: the board places the RTOS image in secure flash here, readable
-    // with the MMU off; the header is plain integers, checked before use.
+    // SAFETY: the board places the RTOS image in secure flash here, mapped
+    // readable (`mmu.rs`); the header is plain integers, checked before use.
     let header = unsafe { (BOARD.rtos_image as *const RtosImageHeader).read_volatile() };
     header.validate(BOARD.rtos_ram.size)?;
     // SAFETY: source and destination are distinct, the sizes were checked
@@ -65,6 +66,9 @@ fn load_rtos() -> Result<(), ImageError> {
             header.image_size as usize,
         )
     };
+    // The RTOS starts with its MMU off.
+    mmu::clean_to_poc(BOARD.rtos_ram.base, header.image_size);
+    mmu::invalidate_instruction_caches();
     log!(
         "RTOS image: {} bytes, {} KiB of RAM",
         header.image_size,
@@ -103,11 +107,19 @@ fn check_in(core: usize, linux: Option<linux::Start>) {
 extern "C" fn primary_main(core: usize) -> ! {
     console::init();
     init_el3();
+    if let Err(e) = mmu::build() {
+        refuse(format_args!("the board cannot be mapped at EL3: {e}"));
+    }
+    mmu::enable();
     log!(
         "Tandem monitor {} on {} (up to {} cores)",
         env!("CARGO_PKG_VERSION"),
         BOARD.name,
         BOARD.max_cores
+    );
+    log!(
+        "EL3 MMU {}: the board's identity map, RAM write-back cached",
+        if mmu::enabled() { "on" } else { "OFF" }
     );
     let (policies, blob) = match read_boot_config() {
         Ok(c) => c,
@@ -166,6 +178,8 @@ extern "C" fn primary_main(core: usize) -> ! {
         }
     );
     power::BOOT_READY.store(power::BOOT_READY_MAGIC, Ordering::SeqCst);
+    // The others read it with their MMU off.
+    mmu::clean_to_poc(power::BOOT_READY.as_ptr() as u64, 4);
     // SAFETY: barrier and event signal only; secondaries wait for BOOT_READY.
     unsafe { core::arch::asm!("dsb sy", "sev", options(nostack)) };
 
@@ -175,6 +189,7 @@ extern "C" fn primary_main(core: usize) -> ! {
 
 /// Every other core, once the boot core has set up memory.
 extern "C" fn secondary_main(core: usize) -> ! {
+    mmu::enable();
     init_el3();
     gic::init_this_core(core);
     check_in(core, None);

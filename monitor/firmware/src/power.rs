@@ -48,5 +48,6 @@ pub fn system_reset() -> ! {
     crate::log!("system reset");
     // RAM survives a reset: make the other cores wait for the boot core again.
     BOOT_READY.store(0, Ordering::SeqCst);
+    crate::mmu::clean_to_poc(BOOT_READY.as_ptr() as u64, 4);
     pulse(BOARD.reset_gpio_line)
 }
