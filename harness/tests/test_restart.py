@@ -6,6 +6,7 @@ not the host's."""
 
 from __future__ import annotations
 
+import json
 import struct
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tandem.errors import TandemError
+from tandem.instruments import restart as restart_bench
 from tandem.platform import abi_generated as abi
 from tandem.platform import flash, rtos_status
 from tandem.platform.board import load_board
@@ -34,6 +36,59 @@ def assert_rtos_ran_on(secure_log: str) -> None:
 
 
 # --- on the host -------------------------------------------------------------
+
+
+def test_restart_bench_splits_each_restart_into_stop_and_boot(tmp_path: Path) -> None:
+    clock = restart_bench.Clock()
+    console = [
+        (0.0, "@@GEN 1 0.05@@"),
+        (1.0, "@@REQUEST 1@@"),
+        (1.2, "[    0.4] reboot: Restarting system"),
+        (2.0, "[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x410fd034]"),
+        (3.5, "@@GEN 2 0.06@@"),
+        (4.0, "@@REQUEST 2@@"),
+        (4.9, "[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x410fd034]"),
+        (5.9, "@@GEN 3 0.04@@"),
+    ]
+    seen = [clock.line(text, t) for t, text in console]
+    assert [g for g in seen if g is not None] == [1, 2, 3]
+    rows = restart_bench.restarts(clock, 2, [20.0, 21.0])
+    assert rows[0] == {
+        "generation": 2,
+        "method": "reboot -f",
+        "host_s": 2.5,
+        "host_stop_s": 1.0,
+        "host_boot_s": 1.5,
+        "monitor_ms": 20.0,
+        "linux_uptime_s": 0.06,
+    }
+    assert rows[1]["method"] == "echo b > /proc/sysrq-trigger" and rows[1]["host_s"] == 1.9
+    stats = restart_bench.phase_stats(rows)
+    assert stats["host_s"] == {"median": 2.2, "max": 2.5}
+    summary: dict[str, object] = {
+        "count": 2,
+        "timing": "percore",
+        "timing_described": "per-core timing, Q = 1 us",
+        "config": "tandem",
+        "smp": 4,
+        "load": "hackbench",
+        "target_host_s": 1.5,
+        "restart_median_s": 2.2,
+        "restart_max_s": 2.5,
+        "phases": stats,
+        "rtos_missed_total": 0,
+        "rtos_jobs": {"0": 6000},
+        "rtos_seconds": 6,
+        "rtos_jobs_expected_per_core": 6000,
+        "restarts": rows,
+    }
+    text = restart_bench.report(summary)
+    assert "**2 of 2**" in text and "**not met**" in text and "| `reboot -f` | 1 | 2.5 |" in text
+    restart_bench.plot(rows, tmp_path / "restart.png")
+    assert (tmp_path / "restart.png").stat().st_size > 0
+    # A restart whose new Linux printed no boot line cannot be split.
+    with pytest.raises(TandemError, match="no boot line seen for Linux 4"):
+        restart_bench.restarts(clock, 3, [])
 
 
 def test_flash_holds_the_firmware_config_and_linux_images(tmp_path: Path) -> None:
@@ -161,3 +216,17 @@ def test_poweroff_can_end_the_machine() -> None:
     assert r.qemu_status == 0 and "system off" in r.secure_log.read_text()
     r = run_exec(percore(linux_off="rtos-runs-on"), "true", timeout_s=600)
     assert "Linux asked to power off" in r.secure_log.read_text()
+
+
+@pytest.mark.qemu
+def test_restart_bench_reports_every_restart(tmp_path: Path) -> None:
+    out = restart_bench.restart(percore(), 2, out_root=tmp_path)
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["method"] for r in summary["restarts"]] == list(restart_bench.METHODS[:2])
+    assert summary["rtos_missed_total"] == 0
+    for r in summary["restarts"]:
+        assert 0 < r["host_stop_s"] < r["host_s"] and r["host_boot_s"] > 0
+        assert r["monitor_ms"] > 0 and 0 < r["linux_uptime_s"] < 5
+    assert summary["provenance"]["timing"] == {"timing": "percore", "quantum_ns": 1000}
+    for name in ("report.md", "restarts.csv", "restart.png", "secure.log"):
+        assert (out / name).stat().st_size > 0, name
