@@ -113,11 +113,13 @@ def test_malformed_and_invalid_smcs() -> None:
 {SMC} 0x84010000
 {SMC} 0x04000000
 {SMC} 0xc2000001
+{SMC} 0xc4000001 0
+{SMC} 0xc4000001 0x10000
 echo junk > /sys/kernel/debug/tandem/smc; echo "junk status $?"
 echo 1 2 3 4 5 6 7 8 9 > /sys/kernel/debug/tandem/smc; echo "nine status $?"
 """
     r = run(script)
-    codes = [x0(line) for line in r.lines[:12]]
+    codes = [x0(line) for line in r.lines[:14]]
     assert codes == [
         INVALID_ADDRESS,  # CPU_ON to entry 0 (flash)
         INVALID_PARAMETERS,  # CPU_ON to core 7 (absent with -smp 4)
@@ -125,12 +127,14 @@ echo 1 2 3 4 5 6 7 8 9 > /sys/kernel/debug/tandem/smc; echo "nine status $?"
         INVALID_PARAMETERS,  # AFFINITY_INFO of an absent core
         INVALID_PARAMETERS,  # AFFINITY_INFO level 1
         0,  # AFFINITY_INFO: core 3 is on
-        NOT_SUPPORTED,  # PSCI_FEATURES(CPU_SUSPEND)
+        0,  # PSCI_FEATURES(CPU_SUSPEND): original power_state format
         0,  # PSCI_FEATURES(SMCCC_VERSION)
         NOT_SUPPORTED,  # PSCI_VERSION with the SMC64 bit
         NOT_SUPPORTED,  # reserved bits set
         NOT_SUPPORTED,  # yielding call
         0,  # SHM_INFO
+        0,  # CPU_SUSPEND to standby: back after Linux's next interrupt
+        INVALID_PARAMETERS,  # CPU_SUSPEND to a power-down state: none offered
     ]
     board = load_board()
     assert r.lines[11].split()[1:3] == [hex(board.shared.base), hex(board.shared.size)]

@@ -171,6 +171,8 @@ fn arch_features(m: &Monitor, call: &Args<'_>) -> Outcome {
 const PSCI: &[Function<Monitor>] = &[
     function(PSCI_VERSION, |_, _| Outcome::value(PSCI_VERSION_1_1.into())),
     function(PSCI_FEATURES, psci_features),
+    function(PSCI_CPU_SUSPEND_32, cpu_suspend),
+    function(PSCI_CPU_SUSPEND_64, cpu_suspend),
     function(PSCI_CPU_ON_32, cpu_on),
     function(PSCI_CPU_ON_64, cpu_on),
     function(PSCI_CPU_OFF, |m, call| {
@@ -209,6 +211,25 @@ fn psci_features(_: &Monitor, call: &Args<'_>) -> Outcome {
         Outcome::value(ret::SUCCESS)
     } else {
         Outcome::NOT_SUPPORTED
+    }
+}
+
+/// CPU_SUSPEND (mandatory since PSCI 0.2), original power_state format
+/// (PSCI_FEATURES says so: flags 0): StateID in bits 15:0, StateType in
+/// bit 16 (0 standby, 1 power down), PowerLevel in bits 25:24, the rest
+/// zero. The platform has one state, the core's standby (StateID 0, level
+/// 0): it returns once an interrupt is pending, the RTOS running meanwhile
+/// if it shares the core. Power-down states, which would lose the core's
+/// context, are not offered (a device tree names the states a platform
+/// has; Tandem's lists none, so Linux's cpuidle keeps to WFI).
+fn cpu_suspend(_: &Monitor, call: &Args<'_>) -> Outcome {
+    const STANDBY_CORE: u32 = 0;
+    // Only the 32-bit power_state counts; junk above it is ignored like
+    // every other 32-bit argument.
+    if call.arg(1) as u32 == STANDBY_CORE {
+        Outcome::Standby
+    } else {
+        Outcome::INVALID_PARAMETERS
     }
 }
 
@@ -361,7 +382,7 @@ mod tests {
             }
         }
         // What Linux can call: PSCI, SMCCC, Tandem's SiP calls and PV time.
-        assert_eq!(SERVICES.implemented(World::NonSecure).count(), 19);
+        assert_eq!(SERVICES.implemented(World::NonSecure).count(), 21);
         assert!(
             SERVICES
                 .implemented(World::NonSecure)
@@ -418,8 +439,15 @@ mod tests {
             smc(&m, PSCI_FEATURES, &[SMCCC_VERSION.into()]),
             Outcome::value(0)
         );
+        // PSCI 1.1's SYSTEM_SUSPEND (SMC64), not offered.
+        const SYSTEM_SUSPEND_64: u32 = 0xC400_000E;
+        // CPU_SUSPEND: original power_state format, no OS-initiated mode.
         assert_eq!(
             smc(&m, PSCI_FEATURES, &[PSCI_CPU_SUSPEND_64.into()]),
+            Outcome::value(0)
+        );
+        assert_eq!(
+            smc(&m, PSCI_FEATURES, &[SYSTEM_SUSPEND_64.into()]),
             Outcome::NOT_SUPPORTED
         );
         // The queried ID is a 32-bit argument: junk above bit 31 is ignored.
@@ -429,6 +457,28 @@ mod tests {
         );
         assert_eq!(
             smc(&m, SMCCC_ARCH_FEATURES, &[SMCCC_ARCH_WORKAROUND_1.into()]),
+            Outcome::NOT_SUPPORTED
+        );
+    }
+
+    #[test]
+    fn cpu_suspend_offers_the_core_standby_state_only() {
+        let m = booted();
+        for fid in [PSCI_CPU_SUSPEND_32, PSCI_CPU_SUSPEND_64] {
+            assert_eq!(smc(&m, fid, &[0, 0x4020_0000, 7]), Outcome::Standby);
+            // Junk above the 32-bit power_state is ignored.
+            assert_eq!(smc(&m, fid, &[1 << 40]), Outcome::Standby);
+            for power_state in [1 << 16, 1 << 24, 1, 0xFFFF, 1 << 30, u64::from(u32::MAX)] {
+                assert_eq!(
+                    smc(&m, fid, &[power_state]),
+                    Outcome::INVALID_PARAMETERS,
+                    "{power_state:#x}"
+                );
+            }
+        }
+        // The RTOS has no PSCI.
+        assert_eq!(
+            call_from(&m, World::Secure, 0, PSCI_CPU_SUSPEND_64, &[0]),
             Outcome::NOT_SUPPORTED
         );
     }

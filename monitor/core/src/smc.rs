@@ -165,6 +165,10 @@ pub enum Outcome {
     ReturnAndSignal([u64; 4], Signal),
     /// The secure world is idle on this core: run the normal world.
     YieldToNormal,
+    /// Return SUCCESS to the caller once an interrupt is pending for the
+    /// core (PSCI CPU_SUSPEND to a standby state): the caller has nothing to
+    /// run until then, so the other world may.
+    Standby,
     /// Power the calling core down; it never returns to the caller.
     CpuOff,
     /// Power the machine off.

@@ -72,18 +72,23 @@ pub extern "C" fn normal_sync(ctx: *mut WorldContext) -> *mut WorldContext {
     trapped.elr_el3 += 4;
     // ISS bit 0 (TI) tells WFE from WFI.
     if esr >> 26 == EC_WFX && esr & 1 == 0 {
-        // Linux has nothing to run here. The monitor waits in its place, so
-        // that an RTOS interrupt ending the wait finds Linux idle (no
-        // stolen time); anything else resumes Linux after its WFI, where a
-        // pending FIQ traps again as usual.
         let core = trapped.core as usize;
-        Plat::wait_for_interrupt();
-        let secure_pending = state(core).switch.rtos() && Plat::secure_interrupt_pending();
-        let event = Event::LinuxWfi { secure_pending };
+        let event = linux_waits(core);
         return resume(switch(core, Some(World::NonSecure), event), core);
     }
     unexpected_normal_trap(esr, trapped.elr_el3 - 4);
     ctx
+}
+
+/// Linux has nothing to run on `core` (its WFI, or CPU_SUSPEND to standby).
+/// The monitor waits in its place, so that an RTOS interrupt ending the
+/// wait finds Linux idle (no stolen time); anything else resumes Linux
+/// after its WFI or its call, where a pending FIQ traps again as usual.
+#[inline(always)]
+fn linux_waits(core: usize) -> Event {
+    Plat::wait_for_interrupt();
+    let secure_pending = state(core).switch.rtos() && Plat::secure_interrupt_pending();
+    Event::LinuxWfi { secure_pending }
 }
 
 /// Out of line, so Linux's SMC path keeps nothing for the message.
@@ -136,6 +141,11 @@ fn smc(ctx: *mut WorldContext, esr: u64, from: World) -> *mut WorldContext {
                 Plat::wake(target.core());
             }
             return ctx;
+        }
+        // PSCI CPU_SUSPEND to standby: SUCCESS once Linux has an interrupt.
+        Outcome::Standby => {
+            caller.x[..4].copy_from_slice(&[0; 4]);
+            linux_waits(core)
         }
         // The RTOS keeps only x18-x29 across YIELD (`tos::YIELD`): no result
         // is written for it.
