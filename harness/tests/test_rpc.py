@@ -161,3 +161,42 @@ dmesg | grep -c 'RPC: calibration failed' || true
         # The server's copy speed: about 1 byte/ns on QEMU, not noise.
         assert 100_000 < params[3] < 100_000_000, f"{tag}: {out[tag]}"
     assert r.lines[-1] == "0"
+
+
+UNBIND = f"""
+drv=/sys/bus/platform/drivers/tandem
+t() {{ tag=$1; shift; echo "$tag: $(tandem-rpc "$@" 2>&1)"; }}
+# Two calls asleep in the server (a 1 s stall), one busy, a fourth waiting
+# for the first's channel; the driver is unbound under all of them.
+t sleeping call -m block -t 5000 -a 1000 stall 0 > /tmp/sleeping &
+t spinning call -m busy -c 1 -t 5000 -a 1000 stall 0 > /tmp/spinning &
+t queued call -m block -t 5000 send 64 > /tmp/queued &
+sleep 0.1
+echo tandem > $drv/unbind; echo "unbind: $?"
+wait
+cat /tmp/sleeping /tmp/spinning /tmp/queued
+t after_unbind call send 64
+echo "x_opt_after: $(cat {SYSFS}/rpc_x_opt 2>&1)"
+sleep 1.2
+echo tandem > $drv/bind; echo "bind: $?"
+t rebound call -m block -t 3000 echo 4096
+echo "oops: $(dmesg | grep -c -e 'Unable to handle' -e 'Oops' -e 'BUG:' -e 'WARNING:')"
+"""
+
+
+def test_unbinding_under_sleeping_calls_fails_them_without_an_oops() -> None:
+    r = run(UNBIND, rpc_cores=(2, 3))
+    out = tagged(r)
+    assert out["unbind"] == "0", r.console_log
+    # Every call in flight returns an error at once (not after its 5 s).
+    for tag in ("sleeping", "spinning"):
+        assert out[tag].startswith("error ENODEV"), f"{tag}: {out[tag]}"
+    assert out["queued"].startswith("error ENODEV") or out["queued"].startswith("error EBUSY"), out[
+        "queued"
+    ]
+    # The device is gone, then back.
+    assert "No such file" in out["after_unbind"] or "ENOENT" in out["after_unbind"], out
+    assert "No such file" in out["x_opt_after"], out
+    assert out["bind"] == "0", r.console_log
+    assert out["rebound"].startswith("ok mode block"), out["rebound"]
+    assert out["oops"] == "0", r.console_log

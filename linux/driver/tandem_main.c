@@ -51,6 +51,7 @@ struct tandem {
 	struct dentry *debugfs;
 	u32 counter_hz;
 	unsigned int core_count;
+	unsigned int records_offset;	/* validated at probe, never re-read */
 	struct tandem_core *cores[TANDEM_SHM_MAX_CORES];
 	bool lockstate_started;
 	struct tandem_rpc *rpc;
@@ -96,6 +97,7 @@ static int tandem_check_header(struct tandem *t)
 		return -EINVAL;
 	}
 	t->core_count = count;
+	t->records_offset = rec_off;
 	return 0;
 }
 
@@ -153,12 +155,15 @@ static struct attribute *tandem_attrs[] = {
 };
 ATTRIBUTE_GROUPS(tandem);
 
-/* Offset of a field of core's record (the header was validated at probe). */
+/*
+ * Offset of a field of core's record, from the layout validated at probe:
+ * the header in the region may change since (anything in Linux that can
+ * write the region can scribble on it), the bounds checked then may not.
+ */
 static unsigned int core_field(struct tandem *t, unsigned int core,
 			       unsigned int field)
 {
-	return shm_read32(t, TANDEM_SHM_OFF_CORE_RECORDS_OFFSET) +
-	       core * TANDEM_SHM_CORE_RECORD_SIZE + field;
+	return t->records_offset + core * TANDEM_SHM_CORE_RECORD_SIZE + field;
 }
 
 static u64 core_read64(struct tandem_core *c, unsigned int field)

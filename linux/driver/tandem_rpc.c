@@ -15,17 +15,29 @@
  * (timeout, signal) may still be in the server: the next call on that
  * channel first waits for its answer, so an echo can never overwrite the
  * next call's data.
+ *
+ * Unbinding the driver while calls are in flight: the instance is
+ * reference-counted (the device's reference, one per open file, one per
+ * sysfs access), so it outlives the device as long as anyone holds it.
+ * Calls run inside `users` (read); unbinding marks the instance dead, wakes
+ * every sleeper, and takes `users` for writing, so it returns only when no
+ * call touches the shared region any more, before that region is unmapped.
+ * A call that finds the instance dead, at its start or after a wait, fails
+ * with -ENODEV.
  */
 
 #include <linux/arm-smccc.h>
 #include <linux/delay.h>
 #include <linux/interrupt.h>
 #include <linux/jiffies.h>
+#include <linux/kref.h>
 #include <linux/math64.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
+#include <linux/rwsem.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/tandem_lockstate.h>
 #include <linux/uaccess.h>
 #include <linux/workqueue.h>
@@ -70,10 +82,54 @@ struct tandem_rpc {
 	u64 t_ctx_ns, t_c_hdr_ns, t_s2_ns, v_server;
 	u32 x_opt;
 	atomic64_t calls[3];	/* by the mode used */
+	int irq;		/* the completion interrupt */
+	struct kref ref;
+	struct rw_semaphore users;	/* calls (read), unbinding (write) */
+	bool dead;		/* unbound: calls fail with -ENODEV */
 };
 
-/* One device: the sysfs attributes find it here. */
+/* One device: the sysfs attributes find it here (NULL once unbound). */
 static struct tandem_rpc *rpc_instance;
+static DEFINE_SPINLOCK(rpc_instance_lock);
+
+static void rpc_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct tandem_rpc, ref));
+}
+
+/* The instance with a reference, for a sysfs access; NULL once unbound. */
+static struct tandem_rpc *rpc_get(void)
+{
+	struct tandem_rpc *r;
+
+	spin_lock(&rpc_instance_lock);
+	r = rpc_instance;
+	if (r)
+		kref_get(&r->ref);
+	spin_unlock(&rpc_instance_lock);
+	return r;
+}
+
+static void rpc_put(struct tandem_rpc *r)
+{
+	kref_put(&r->ref, rpc_release);
+}
+
+/* Starts a use of the shared region; false once the device is unbound. */
+static bool rpc_enter(struct tandem_rpc *r)
+{
+	down_read(&r->users);
+	if (READ_ONCE(r->dead)) {
+		up_read(&r->users);
+		return false;
+	}
+	return true;
+}
+
+static void rpc_leave(struct tandem_rpc *r)
+{
+	up_read(&r->users);
+}
 
 /* Where a call's data comes from, and what it measured. */
 struct rpc_req {
@@ -128,10 +184,12 @@ static irqreturn_t rpc_irq(int irq, void *arg)
 }
 
 /* Spin on the answer, giving the CPU away whenever the scheduler wants it. */
-static int rpc_wait_busy(struct tandem_rpc_chan *ch, u32 seq,
-			 unsigned long deadline)
+static int rpc_wait_busy(struct tandem_rpc *r, struct tandem_rpc_chan *ch,
+			 u32 seq, unsigned long deadline)
 {
 	while (!rpc_answered(ch, seq)) {
+		if (READ_ONCE(r->dead))
+			return -ENODEV;
 		if (signal_pending(current))
 			return -EINTR;
 		if (time_after(jiffies, deadline))
@@ -142,28 +200,34 @@ static int rpc_wait_busy(struct tandem_rpc_chan *ch, u32 seq,
 	return 0;
 }
 
-/* Sleep until the completion interrupt shows the answer. */
-static int rpc_wait_block(struct tandem_rpc_chan *ch, u32 seq,
-			  unsigned long deadline)
+/* Sleep until the completion interrupt shows the answer, or an unbind. */
+static int rpc_wait_block(struct tandem_rpc *r, struct tandem_rpc_chan *ch,
+			  u32 seq, unsigned long deadline)
 {
 	long left = (long)(deadline - jiffies);
 	long ret;
 
 	if (left <= 0)
 		return rpc_answered(ch, seq) ? 0 : -ETIMEDOUT;
-	ret = wait_event_interruptible_timeout(ch->wq, rpc_answered(ch, seq), left);
+	ret = wait_event_interruptible_timeout(ch->wq,
+					       rpc_answered(ch, seq) || READ_ONCE(r->dead),
+					       left);
 	if (ret < 0)
 		return -EINTR;
+	if (READ_ONCE(r->dead))
+		return -ENODEV;
 	if (ret == 0 && !rpc_answered(ch, seq))
 		return -ETIMEDOUT;
 	return 0;
 }
 
 /* The previous call's answer (it may not ask for an interrupt): poll. */
-static int rpc_wait_previous(struct tandem_rpc_chan *ch,
+static int rpc_wait_previous(struct tandem_rpc *r, struct tandem_rpc_chan *ch,
 			     unsigned long deadline)
 {
 	while (!rpc_answered(ch, ch->seq)) {
+		if (READ_ONCE(r->dead))
+			return -ENODEV;
 		if (signal_pending(current))
 			return -EINTR;
 		if (time_after(jiffies, deadline))
@@ -200,8 +264,12 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 
 	if (mutex_lock_interruptible(&ch->lock))
 		return -EINTR;
+	if (READ_ONCE(r->dead)) {
+		ret = -ENODEV;
+		goto out;
+	}
 	if (ch->outstanding) {
-		ret = rpc_wait_previous(ch, q->deadline);
+		ret = rpc_wait_previous(r, ch, q->deadline);
 		if (ret)
 			goto out;
 	}
@@ -231,9 +299,9 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 		goto out;
 	}
 	if (q->mode == TANDEM_RPC_MODE_BLOCK)
-		ret = rpc_wait_block(ch, seq, q->deadline);
+		ret = rpc_wait_block(r, ch, seq, q->deadline);
 	else
-		ret = rpc_wait_busy(ch, seq, q->deadline);
+		ret = rpc_wait_busy(r, ch, seq, q->deadline);
 	q->seen = rpc_counter();
 	if (ret)
 		goto out;
@@ -480,7 +548,10 @@ static long rpc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if (q.mode == TANDEM_RPC_MODE_AUTO)
 		q.mode = q.len < READ_ONCE(r->x_opt) ? TANDEM_RPC_MODE_BUSY :
 			 TANDEM_RPC_MODE_BLOCK;
+	if (!rpc_enter(r))
+		return -ENODEV;
 	ret = rpc_call(r, &q);
+	rpc_leave(r);
 	c.mode = q.mode;
 	c.status = q.status;
 	c.checksum = q.checksum;
@@ -495,8 +566,25 @@ static long rpc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	return ret ? ret : rpc_status_errno(q.status);
 }
 
+/* An open file keeps the instance (not the device) alive. */
+static int rpc_open(struct inode *inode, struct file *file)
+{
+	struct tandem_rpc *r = container_of(file->private_data, struct tandem_rpc, misc);
+
+	kref_get(&r->ref);
+	return 0;
+}
+
+static int rpc_release_file(struct inode *inode, struct file *file)
+{
+	rpc_put(container_of(file->private_data, struct tandem_rpc, misc));
+	return 0;
+}
+
 static const struct file_operations rpc_fops = {
 	.owner = THIS_MODULE,
+	.open = rpc_open,
+	.release = rpc_release_file,
 	.unlocked_ioctl = rpc_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = no_llseek,
@@ -506,7 +594,7 @@ static const struct file_operations rpc_fops = {
 static ssize_t name##_show(struct device *dev,				\
 			   struct device_attribute *attr, char *buf)	\
 {									\
-	struct tandem_rpc *r = rpc_instance;				\
+	struct tandem_rpc *r = rpc_get();				\
 	ssize_t n;							\
 									\
 	if (!r)								\
@@ -514,6 +602,7 @@ static ssize_t name##_show(struct device *dev,				\
 	mutex_lock(&r->model_lock);					\
 	n = sysfs_emit(buf, fmt "\n", r->field);			\
 	mutex_unlock(&r->model_lock);					\
+	rpc_put(r);							\
 	return n;							\
 }									\
 static DEVICE_ATTR_RO(name)
@@ -526,29 +615,34 @@ RPC_MODEL_ATTR(rpc_v_server_bytes_per_ms, v_server, "%llu");
 static ssize_t rpc_x_opt_show(struct device *dev, struct device_attribute *attr,
 			      char *buf)
 {
-	struct tandem_rpc *r = rpc_instance;
+	struct tandem_rpc *r = rpc_get();
+	ssize_t n;
 
 	if (!r)
 		return -ENODEV;
-	return sysfs_emit(buf, "%u\n", READ_ONCE(r->x_opt));
+	n = sysfs_emit(buf, "%u\n", READ_ONCE(r->x_opt));
+	rpc_put(r);
+	return n;
 }
 
 /* Root may set the threshold by hand (the model's answer is what it holds). */
 static ssize_t rpc_x_opt_store(struct device *dev, struct device_attribute *attr,
 			       const char *buf, size_t len)
 {
-	struct tandem_rpc *r = rpc_instance;
+	struct tandem_rpc *r;
 	u32 v;
 	int ret;
 
-	if (!r)
-		return -ENODEV;
 	ret = kstrtou32(buf, 0, &v);
 	if (ret)
 		return ret;
 	if (v > TANDEM_RPC_MAX_DATA + 1)
 		return -ERANGE;
+	r = rpc_get();
+	if (!r)
+		return -ENODEV;
 	WRITE_ONCE(r->x_opt, v);
+	rpc_put(r);
 	return len;
 }
 static DEVICE_ATTR_RW(rpc_x_opt);
@@ -558,14 +652,16 @@ static ssize_t rpc_calibrate_store(struct device *dev,
 				   struct device_attribute *attr,
 				   const char *buf, size_t len)
 {
-	struct tandem_rpc *r = rpc_instance;
-	int ret;
+	struct tandem_rpc *r = rpc_get();
+	int ret = -ENODEV;
 
 	if (!r)
 		return -ENODEV;
-	if (!r->available)
-		return -ENODEV;
-	ret = rpc_calibrate(r);
+	if (r->available && rpc_enter(r)) {
+		ret = rpc_calibrate(r);
+		rpc_leave(r);
+	}
+	rpc_put(r);
 	return ret ? ret : len;
 }
 static DEVICE_ATTR_WO(rpc_calibrate);
@@ -573,13 +669,16 @@ static DEVICE_ATTR_WO(rpc_calibrate);
 static ssize_t rpc_calls_show(struct device *dev, struct device_attribute *attr,
 			      char *buf)
 {
-	struct tandem_rpc *r = rpc_instance;
+	struct tandem_rpc *r = rpc_get();
+	ssize_t n;
 
 	if (!r)
 		return -ENODEV;
-	return sysfs_emit(buf, "busy %lld block %lld\n",
-			  atomic64_read(&r->calls[TANDEM_RPC_MODE_BUSY]),
-			  atomic64_read(&r->calls[TANDEM_RPC_MODE_BLOCK]));
+	n = sysfs_emit(buf, "busy %lld block %lld\n",
+		       atomic64_read(&r->calls[TANDEM_RPC_MODE_BUSY]),
+		       atomic64_read(&r->calls[TANDEM_RPC_MODE_BLOCK]));
+	rpc_put(r);
+	return n;
 }
 static DEVICE_ATTR_RO(rpc_calls);
 
@@ -611,10 +710,13 @@ struct tandem_rpc *tandem_rpc_probe(struct device *dev, void *shm,
 		dev_err(dev, "RPC: shared region too small for the channels\n");
 		return ERR_PTR(-EINVAL);
 	}
-	r = devm_kzalloc(dev, sizeof(*r), GFP_KERNEL);
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return ERR_PTR(-ENOMEM);
+	kref_init(&r->ref);
+	init_rwsem(&r->users);
 	r->dev = dev;
+	r->irq = irq;
 	r->counter_hz = counter_hz;
 	mutex_init(&r->model_lock);
 	for (i = 0; i < TANDEM_RPC_CHANNELS; i++) {
@@ -630,6 +732,7 @@ struct tandem_rpc *tandem_rpc_probe(struct device *dev, void *shm,
 	ret = devm_request_irq(dev, irq, rpc_irq, 0, "tandem-rpc", r);
 	if (ret) {
 		dev_err(dev, "RPC: cannot take the doorbell interrupt %d (%d)\n", irq, ret);
+		kfree(r);
 		return ERR_PTR(ret);
 	}
 	/* Channel 0 exists if there is any server: ask the firmware. */
@@ -642,9 +745,13 @@ struct tandem_rpc *tandem_rpc_probe(struct device *dev, void *shm,
 	ret = misc_register(&r->misc);
 	if (ret) {
 		dev_err(dev, "RPC: cannot register /dev/tandem-rpc (%d)\n", ret);
+		devm_free_irq(dev, irq, r);
+		kfree(r);
 		return ERR_PTR(ret);
 	}
+	spin_lock(&rpc_instance_lock);
 	rpc_instance = r;
+	spin_unlock(&rpc_instance_lock);
 	if (!r->available) {
 		dev_info(dev, "RPC: no server in this configuration (%ld)\n", (long)res.a0);
 		return r;
@@ -655,8 +762,25 @@ struct tandem_rpc *tandem_rpc_probe(struct device *dev, void *shm,
 	return r;
 }
 
+/*
+ * Unbinding: no new users, every sleeper woken, and back only when no call
+ * touches the shared region any more; the instance itself goes when its
+ * last open file does.
+ */
 void tandem_rpc_remove(struct tandem_rpc *r)
 {
+	unsigned int i;
+
+	spin_lock(&rpc_instance_lock);
 	rpc_instance = NULL;
+	spin_unlock(&rpc_instance_lock);
 	misc_deregister(&r->misc);
+	WRITE_ONCE(r->dead, true);
+	for (i = 0; i < TANDEM_RPC_CHANNELS; i++)
+		wake_up_all(&r->chan[i].wq);
+	down_write(&r->users);
+	up_write(&r->users);
+	/* The handler uses the instance: it goes first. */
+	devm_free_irq(r->dev, r->irq, r);
+	rpc_put(r);
 }
