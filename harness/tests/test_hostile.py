@@ -16,6 +16,7 @@ import pytest
 
 from tandem.platform import rtos_status
 from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.configs import Workload
 
 # The RTOS core under attack: the RTOS alone runs there (config heteroos,
 # Linux on cores 0-2), so between its jobs the core waits in the monitor;
@@ -130,3 +131,54 @@ def test_concurrent_fuzz_with_hotplug_answers_every_call_and_costs_the_rtos_noth
     assert f"online: 0-{FUZZ_CORES - 1}" in r.lines
     rtos_status.check_ran_on(rtos_status.last(r.secure_log.read_text()))
     print(f"{FUZZ_CALLS} calls on {FUZZ_CORES} cores, {rounds} hotplug rounds of cores 1-3")
+
+
+def hotplug_under_load_script() -> str:
+    """RPC stress clients, hackbench and the hotplug loop at once."""
+    online = "/sys/devices/system/cpu/cpu$c/online"
+    return f"""\
+tandem-rpc stress -j 8 -n 60 -k 4 -s 8192 > /tmp/stress 2>&1 & stress=$!
+hackbench -g 2 -l 150 > /dev/null 2>&1 & bench=$!
+rounds=0
+while kill -0 $stress 2>/dev/null || kill -0 $bench 2>/dev/null; do
+    for c in 1 2 3; do echo 0 > {online} && echo 1 > {online} || echo "hotplug of $c failed"; done
+    rounds=$((rounds + 1))
+done
+wait $stress; echo "stress: status $? $(tail -n 1 /tmp/stress)"
+wait $bench; echo "hackbench: status $?"
+echo "hotplug: $rounds rounds"
+echo "steal: $(grep '^cpu ' /proc/stat | cut -d ' ' -f 10)"
+echo "oops: $(dmesg | grep -c -e 'Unable to handle' -e 'Oops' -e 'BUG:' -e 'WARNING:')"
+echo "online: $(cat /sys/devices/system/cpu/online)"
+sleep 1.2
+"""
+
+
+@pytest.mark.qemu
+def test_hotplug_under_rpc_steal_time_and_migrate_dispatch() -> None:
+    """CPU_OFF / CPU_ON of cores 1-3 again and again while RPC clients
+    stress four channels, Linux accounts stolen time and the RTOS's
+    periodic task (300 us of every ms, released on core 1) is dispatched
+    `migrate`, away from Linux's lock holders."""
+    options = BootOptions(
+        timing="percore",
+        config="tandem",
+        capacity="steal",
+        workload=Workload(core=1, period_us=1000, work_us=300, dispatch="migrate"),
+        extra_bootargs="tandem_lockstate=on",
+    )
+    r = run_exec(options, hotplug_under_load_script(), timeout_s=900)
+    assert r.status == 0, r.console_log
+    tagged = dict(line.split(": ", 1) for line in r.lines if ": " in line)
+    assert not any("hotplug of" in line for line in r.lines), r.console_log
+    assert tagged["stress"].startswith("status 0"), tagged["stress"]
+    assert tagged["hackbench"] == "status 0"
+    assert int(tagged["hotplug"].split()[0]) >= 1
+    assert int(tagged["steal"]) > 0, "Linux accounted stolen time"
+    assert tagged["oops"] == "0", r.console_log
+    assert tagged["online"] == "0-3"
+    # The one periodic task: released every ms, never missed, none lost.
+    status = rtos_status.last(r.secure_log.read_text())
+    jobs = sum(j for j, _ in status.cores.values())
+    assert status.missed == 0 and abs(jobs - 1000 * status.seconds) <= 3, status
+    print(f"hotplug rounds {tagged['hotplug']}; stress: {tagged['stress']}; {jobs} jobs")

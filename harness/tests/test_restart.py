@@ -220,7 +220,7 @@ def test_poweroff_can_end_the_machine() -> None:
 
 @pytest.mark.qemu
 def test_restart_bench_reports_every_restart(tmp_path: Path) -> None:
-    out = restart_bench.restart(percore(), 2, out_root=tmp_path)
+    out = restart_bench.restart(percore(), 2, load_s=0.05, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
     assert [r["method"] for r in summary["restarts"]] == list(restart_bench.METHODS[:2])
     assert summary["rtos_missed_total"] == 0
