@@ -3,11 +3,15 @@
 //! stopped, not the RTOS, when they touch memory that is not theirs. What
 //! they do, and what is measured of them, is their application's.
 //!
-//! Off unless an application's start step asks for it
-//! (`tandem_rtos_kernel::app::Start::protect`): then every RTOS core turns
-//! its S-EL1 MMU on with the kernel's identity map (tables built by
-//! `tandem-rtos-mm`), and switching to an S-EL0 task writes TTBR0 with its
-//! tables and ASID, or with ASID 0 and a whole-TLB invalidation (`flush`).
+//! Every RTOS core runs with its S-EL1 MMU on, with the kernel's identity
+//! map (tables built by `tandem-rtos-mm`: its RAM Normal write-back, the
+//! shared region Normal write-back and non-secure as Linux and the monitor
+//! map it, its devices Device memory), so that its exclusives and its view
+//! of the shared region are architecturally defined. Protected tasks are
+//! off unless an application's start step asks for them
+//! (`tandem_rtos_kernel::app::Start::protect`): then switching to an S-EL0
+//! task writes TTBR0 with its tables and ASID, or with ASID 0 and a
+//! whole-TLB invalidation (`flush`).
 
 use crate::frame::Frame;
 use crate::log;
@@ -55,6 +59,9 @@ unsafe extern "C" {
     static __user_text_end: u8;
 }
 
+/// The kernel's address space is built: every core turns its MMU on.
+static MMU: AtomicBool = AtomicBool::new(false);
+/// Protected tasks are on.
 static ON: AtomicBool = AtomicBool::new(false);
 static FLUSH: AtomicBool = AtomicBool::new(false);
 static PAGES: AtomicU32 = AtomicU32::new(0);
@@ -63,7 +70,7 @@ static ARGS: spin::Once<[[u64; 2]; MAX_TASKS]> = spin::Once::new();
 /// Address space index (0: kernel) each core runs with now.
 static SPACE_OF_CORE: [AtomicU8; MAX_CORES] = [const { AtomicU8::new(0) }; MAX_CORES];
 
-/// Whether protected tasks (and the MMU) are on.
+/// Whether protected tasks are on.
 pub fn on() -> bool {
     ON.load(Ordering::Relaxed)
 }
@@ -90,15 +97,11 @@ fn block_of(address: u64, kind: Kind) -> Mapping {
     }
 }
 
-/// Builds every address space, once, by the first core, before any core
-/// turns its MMU on. Does nothing unless an application asked for
-/// protection.
+/// Builds the kernel's address space, and the protected tasks' if an
+/// application asked for protection: once, by the first core, before any
+/// core turns its MMU on.
 pub fn init(started: &Started) {
     ARGS.call_once(|| started.user_args);
-    let Some(protection) = started.protection else {
-        return;
-    };
-    let pages = protection.pages.min(MAX_PAGES as u32);
     let ram_start = BOARD.rtos_ram.base & !(BLOCK - 1);
     let ram_end = BOARD.rtos_ram.end().next_multiple_of(BLOCK);
     let mut kernel = [
@@ -129,6 +132,16 @@ pub fn init(started: &Started) {
         }
     }
     let kernel = &kernel[..n];
+    // SAFETY: no core uses the tables yet (MMUs are off) and only this core
+    // builds them.
+    if let Err(e) = unsafe { (*space_ptr(0)).build(space_pa(0), kernel, &[]) } {
+        panic!("the kernel's address space: {e:?}");
+    }
+    MMU.store(true, Ordering::Release);
+    let Some(protection) = started.protection else {
+        return;
+    };
+    let pages = protection.pages.min(MAX_PAGES as u32);
     let (text, text_end) = (
         core::ptr::addr_of!(__user_text_start) as u64,
         core::ptr::addr_of!(__user_text_end) as u64,
@@ -138,21 +151,16 @@ pub fn init(started: &Started) {
         size: text_end - text,
         kind: Kind::UserCode,
     };
-    for space in 0..=PROTECTED {
+    for space in 1..=PROTECTED {
         let pa = space_pa(space);
-        let result = if space == 0 {
-            // SAFETY: no core uses the tables yet (MMUs are off) and only
-            // this core builds them.
-            unsafe { (*space_ptr(0)).build(pa, kernel, &[]) }
-        } else {
-            let data = Mapping {
-                base: area(space - 1),
-                size: PAGE * (1 + pages as u64),
-                kind: Kind::UserData,
-            };
-            // SAFETY: as above.
-            unsafe { (*space_ptr(space)).build(pa, kernel, &[code, data]) }
+        let data = Mapping {
+            base: area(space - 1),
+            size: PAGE * (1 + pages as u64),
+            kind: Kind::UserData,
         };
+        // SAFETY: no core uses these tables yet (MMUs are off) and only this
+        // core builds them.
+        let result = unsafe { (*space_ptr(space)).build(pa, kernel, &[code, data]) };
         if let Err(e) = result {
             panic!("address space {space}: {e:?}");
         }
@@ -162,10 +170,9 @@ pub fn init(started: &Started) {
     ON.store(true, Ordering::Release);
 }
 
-/// Turns this core's MMU on with the kernel's address space (ASID 0), if
-/// an application wants protected tasks.
+/// Turns this core's MMU on with the kernel's address space (ASID 0).
 pub fn enable_mmu() {
-    if !on() {
+    if !MMU.load(Ordering::Acquire) {
         return;
     }
     let ttbr = tandem_rtos_mm::ttbr0(space_pa(0), 0);
