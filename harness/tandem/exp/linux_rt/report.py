@@ -41,8 +41,9 @@ QEMU_LIMITS = {
         "and no vCPU waits for another's turn longer than the quantum, so the latency is "
         "Linux's own wake-up path under load: what the core itself runs with interrupts or "
         "preemption off, and what the cores share in the kernel (locks, IPIs, the "
-        "scheduler's balancing). That part of the paper's cause grows with cores here as "
-        "on hardware; cache and bus sharing, the other part, QEMU does not model.",
+        "scheduler's balancing). That is the only part of the paper's cause QEMU can "
+        "show; whether it grows with cores here is what the table above says. Cache and "
+        "bus sharing, the other part, QEMU does not model.",
         "- Disk I/O is emulated by QEMU's block layer on a host file; a completion "
         "interrupt reaches the guest when QEMU's main loop has finished the host's I/O, "
         "at a virtual time that depends on the host, so the I/O cells are the only ones "
