@@ -90,12 +90,18 @@ def test_floods_and_storms_from_three_cores_do_not_cost_the_rtos_a_release() -> 
 # test`; the issue's acceptance runs 1 000 000).
 FUZZ_CALLS = int(os.environ.get("TANDEM_FUZZ_CALLS", "40000"))
 FUZZ_CORES = 4
+# One round of hotplug: cores 1-3 offline and online again (PSCI CPU_OFF,
+# CPU_ON), a line naming any core that failed.
+_ONLINE = "/sys/devices/system/cpu/cpu$c/online"
+HOTPLUG_ROUND = (
+    f"for c in 1 2 3; do echo 0 > {_ONLINE} && echo 1 > {_ONLINE} "
+    '|| echo "hotplug of $c failed"; done'
+)
 
 
 def fuzz_script(calls_per_core: int) -> str:
     """Fuzzers on every core and a hotplug loop, all at once; the hotplug
     loop runs for as long as any fuzzer does."""
-    online = "/sys/devices/system/cpu/cpu$c/online"
     return f"""\
 for c in $(seq 0 {FUZZ_CORES - 1}); do
     taskset -c $c tandem-smc fuzz {calls_per_core} $((0x5eed + c)) > /tmp/fuzz$c 2>/dev/null &
@@ -104,7 +110,7 @@ done
 running() {{ for p in $pids; do kill -0 $p 2>/dev/null && return 0; done; return 1; }}
 rounds=0
 while running; do
-    for c in 1 2 3; do echo 0 > {online} && echo 1 > {online} || echo "hotplug of $c failed"; done
+    {HOTPLUG_ROUND}
     rounds=$((rounds + 1))
 done
 wait
@@ -135,13 +141,12 @@ def test_concurrent_fuzz_with_hotplug_answers_every_call_and_costs_the_rtos_noth
 
 def hotplug_under_load_script() -> str:
     """RPC stress clients, hackbench and the hotplug loop at once."""
-    online = "/sys/devices/system/cpu/cpu$c/online"
     return f"""\
 tandem-rpc stress -j 8 -n 60 -k 4 -s 8192 > /tmp/stress 2>&1 & stress=$!
 hackbench -g 2 -l 150 > /dev/null 2>&1 & bench=$!
 rounds=0
 while kill -0 $stress 2>/dev/null || kill -0 $bench 2>/dev/null; do
-    for c in 1 2 3; do echo 0 > {online} && echo 1 > {online} || echo "hotplug of $c failed"; done
+    {HOTPLUG_ROUND}
     rounds=$((rounds + 1))
 done
 wait $stress; echo "stress: status $? $(tail -n 1 /tmp/stress)"
