@@ -112,23 +112,39 @@ fn header() -> Result<LinuxImages, LoadError> {
     Ok(header)
 }
 
+/// Bytes compared, and written if they differ, at a time: a cache line.
+const BLOCK: usize = 64;
+
 /// Copies `len` bytes at `at` of `part` (checked by `header`); `kernel`:
 /// cleaned to the point of coherency too, as the arm64 boot protocol asks
 /// of the kernel image, which Linux's boot core reads with its MMU off (the
 /// device tree and initramfs it reads with its MMU on, as the monitor wrote
 /// them: cached, non-secure).
+///
+/// Only the blocks that differ from the image are written: after a restart
+/// most of the kernel's code is still what the image holds, and leaving it
+/// unwritten keeps an emulator's translations of it (QEMU drops those of
+/// any code it sees written, so the next Linux's boot translated the whole
+/// kernel again); the result is the same image either way.
 fn copy(part: tandem_abi::image::Part, at: u64, len: u64, kernel: bool) {
     // SAFETY: `header` kept the source inside the flash after the header and
     // the destination inside normal RAM, clear of the shared region and of
     // the other images; `at + len` stays within the part (callers); no
-    // Linux runs to see a half copy.
-    unsafe {
-        core::ptr::copy_nonoverlapping(
-            (BOARD.linux_images + part.offset + at) as *const u8,
-            (part.load + at) as *mut u8,
-            len as usize,
+    // Linux runs to see a half copy, nothing else holds these bytes.
+    let (from, to) = unsafe {
+        (
+            core::slice::from_raw_parts(
+                (BOARD.linux_images + part.offset + at) as *const u8,
+                len as usize,
+            ),
+            core::slice::from_raw_parts_mut((part.load + at) as *mut u8, len as usize),
         )
     };
+    for (from, to) in from.chunks(BLOCK).zip(to.chunks_mut(BLOCK)) {
+        if from != to {
+            to.copy_from_slice(from);
+        }
+    }
     if kernel {
         crate::mmu::clean_to_poc(part.load + at, len);
     }
