@@ -187,3 +187,39 @@ def test_hotplug_under_rpc_steal_time_and_migrate_dispatch() -> None:
     jobs = sum(j for j, _ in status.cores.values())
     assert status.missed == 0 and abs(jobs - 1000 * status.seconds) <= 3, status
     print(f"hotplug rounds {tagged['hotplug']}; stress: {tagged['stress']}; {jobs} jobs")
+
+
+# Linux rewriting RPC requests while the RTOS's server reads them:
+# `TANDEM_SCRIBBLE_S` seconds per scribbler (default 3).
+SCRIBBLE_S = int(os.environ.get("TANDEM_SCRIBBLE_S", "3"))
+
+
+@pytest.mark.qemu
+def test_requests_rewritten_while_the_server_reads_them_get_only_answers_it_can_give() -> None:
+    # Two Linux cores each rewrite one channel's request (operation, length
+    # up to 0xffffffff, argument, data) through /dev/mem while the server on
+    # core 3 reads it: had the server read a field twice (checked one
+    # value, used another), a length it refused would reach its copy. Then
+    # the driver's own calls on both channels must still be answered right.
+    script = (
+        f"for c in 0 1; do taskset -c $c tandem-smc scribble-rpc {SCRIBBLE_S} $c"
+        " > /tmp/scribble$c & done\n"
+        "wait\n"
+        'for c in 0 1; do echo "scribble$c: $(cat /tmp/scribble$c)"; done\n'
+        'for c in 0 1; do echo "after$c: $(tandem-rpc call -c $c echo 4096)"; done\n'
+        "sleep 1.2  # the RTOS's next status line covers all of it\n"
+    )
+    options = BootOptions(timing="percore", config="heteroos", rpc_cores=(TARGET,))
+    r = run_exec(options, script, timeout_s=300 + 60 * SCRIBBLE_S)
+    assert r.status == 0, r.console_log
+    tagged = dict(line.split(": ", 1) for line in r.lines if ": " in line)
+    for c in (0, 1):
+        report = tagged[f"scribble{c}"]
+        print(report)
+        assert report.endswith(" 0 failures"), report
+        served = int(report.split(" served")[0].rsplit(" ", 1)[1])
+        refused = int(report.split(" refused")[0].rsplit(" ", 1)[1])
+        # Both kinds of answer happened: the race reached the server's checks.
+        assert served > 0 and refused > 0, report
+        assert tagged[f"after{c}"].startswith("ok ") and "checksum match" in tagged[f"after{c}"]
+    rtos_status.check_ran_on(rtos_status.last(r.secure_log.read_text()))

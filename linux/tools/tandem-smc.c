@@ -10,6 +10,10 @@
  *                                        SECONDS (a flood, or a storm of SMCs
  *                                        against the RTOS's time); every
  *                                        answer must equal the first
+ *   tandem-smc scribble-rpc SECONDS CH   rewrite channel CH's request (via
+ *                                        /dev/mem) while the RTOS's server
+ *                                        reads it; every answer must be one
+ *                                        the server can give
  *
  * The fuzzer never issues the calls that change power state (CPU_ON, CPU_OFF,
  * SYSTEM_OFF, SYSTEM_RESET): with random arguments they would start a core on
@@ -21,12 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "tandem_abi.h"
 
 #define SMC_FILE "/sys/kernel/debug/tandem/smc"
+#define REGION_BASE_FILE "/sys/bus/platform/devices/tandem/region_base"
 
 static const uint32_t implemented[] = { TANDEM_SMC_IMPLEMENTED_IDS };
 static const uint32_t power_changing[] = {
@@ -148,12 +154,139 @@ static int run_repeat(int fd, double seconds, const uint64_t *a, int n)
 	return differ ? 1 : 0;
 }
 
+/* The shared region's physical base, as the driver found it. */
+static int region_base(uint64_t *base)
+{
+	FILE *f = fopen(REGION_BASE_FILE, "r");
+	int ok;
+
+	if (!f) {
+		fprintf(stderr, "tandem-smc: open %s: %s\n", REGION_BASE_FILE, strerror(errno));
+		return -1;
+	}
+	ok = fscanf(f, "%" SCNx64, base) == 1;
+	fclose(f);
+	if (!ok)
+		fprintf(stderr, "tandem-smc: %s: not an address\n", REGION_BASE_FILE);
+	return ok ? 0 : -1;
+}
+
+/* A field of the channel: read and written whole, once per access. */
+#define GET(ch, off, type) __atomic_load_n((type *)((ch) + (off)), __ATOMIC_RELAXED)
+#define PUT(ch, off, type, v) __atomic_store_n((type *)((ch) + (off)), (v), __ATOMIC_RELAXED)
+
+/*
+ * One value of each request field the race draws from: sizes the server
+ * accepts and sizes it must refuse, operations it knows and junk, stall
+ * arguments of at most a millisecond or far too long (a valid long stall
+ * would only make the server wait, by design).
+ */
+static void scribble_request(uint8_t *ch, uint64_t *seed)
+{
+	static const uint32_t ops[] = {
+		TANDEM_RPC_OP_SEND, TANDEM_RPC_OP_ECHO, TANDEM_RPC_OP_STALL, 0, 4, 0xffffffffu,
+	};
+	static const uint32_t lens[] = {
+		0, 1, 8, 63, 4096, TANDEM_RPC_MAX_DATA, TANDEM_RPC_MAX_DATA + 1, 0x7fffffffu,
+		0xffffffffu,
+	};
+	static const uint64_t args[] = { 0, 1, TANDEM_RPC_MAX_STALL_MS + 1, UINT64_MAX };
+	uint64_t r = xorshift(seed);
+
+	PUT(ch, TANDEM_RPC_REQ_OP, uint32_t, ops[r % ARRAY_SIZE(ops)]);
+	PUT(ch, TANDEM_RPC_REQ_LEN, uint32_t, lens[(r >> 8) % ARRAY_SIZE(lens)]);
+	PUT(ch, TANDEM_RPC_REQ_ARG, uint64_t, args[(r >> 16) % ARRAY_SIZE(args)]);
+	PUT(ch, TANDEM_RPC_CONTROL_SIZE + 8 * ((r >> 24) % (TANDEM_RPC_MAX_DATA / 8)),
+	    uint64_t, r);
+}
+
+/*
+ * A Linux that rewrites its RPC requests while the RTOS reads them: each
+ * round writes a new sequence number, rings the channel's server and, until
+ * the answer for that number comes, keeps rewriting the operation, length,
+ * argument and data. The server reads each field once and uses only its
+ * copy, so every answer must be one it can give (OK with at most
+ * RPC_MAX_DATA bytes, or a refusal), and each must come within a second.
+ * The sequence numbers used are far from the driver's, whose next call on
+ * the channel then still differs from the last one answered.
+ */
+static int run_scribble(int fd, double seconds, long channel)
+{
+	long rounds = 0, ok = 0, refused = 0, failures = 0;
+	double end = now_s() + seconds;
+	uint64_t base, seed = 0x5c81bb1e, a[2] = { TANDEM_SMC_RPC_NOTIFY, channel }, r[4];
+	uint8_t *ch;
+	uint32_t seq;
+	void *map;
+	int mem;
+
+	if (channel < 0 || channel >= TANDEM_RPC_CHANNELS) {
+		fprintf(stderr, "tandem-smc: channel %ld: not 0..%d\n", channel,
+			TANDEM_RPC_CHANNELS - 1);
+		return 2;
+	}
+	if (region_base(&base))
+		return 2;
+	mem = open("/dev/mem", O_RDWR | O_SYNC);
+	if (mem < 0) {
+		fprintf(stderr, "tandem-smc: open /dev/mem: %s\n", strerror(errno));
+		return 2;
+	}
+	map = mmap(NULL, TANDEM_RPC_CHANNEL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, mem,
+		   base + TANDEM_RPC_OFFSET + channel * TANDEM_RPC_CHANNEL_SIZE);
+	close(mem);
+	if (map == MAP_FAILED) {
+		fprintf(stderr, "tandem-smc: mmap of channel %ld: %s\n", channel, strerror(errno));
+		return 2;
+	}
+	ch = map;
+	seq = GET(ch, TANDEM_RPC_REQ_SEQ, uint32_t) + 0x40000000u;
+	while (now_s() < end) {
+		double deadline = now_s() + 1.0;
+		uint32_t status, len;
+
+		seq++;
+		scribble_request(ch, &seed);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		PUT(ch, TANDEM_RPC_REQ_SEQ, uint32_t, seq);
+		if (issue_smc(fd, a, 2, r))
+			return 2;
+		while (GET(ch, TANDEM_RPC_RESP_SEQ, uint32_t) != seq && now_s() < deadline)
+			scribble_request(ch, &seed);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		rounds++;
+		if (GET(ch, TANDEM_RPC_RESP_SEQ, uint32_t) != seq) {
+			failures++;
+			fprintf(stderr, "scribble: request %#x not answered within 1 s\n", seq);
+			continue;
+		}
+		status = GET(ch, TANDEM_RPC_RESP_STATUS, uint32_t);
+		len = GET(ch, TANDEM_RPC_RESP_LEN, uint32_t);
+		if (status == TANDEM_RPC_STATUS_OK && len <= TANDEM_RPC_MAX_DATA) {
+			ok++;
+		} else if ((int32_t)status == TANDEM_RPC_STATUS_BAD_LENGTH ||
+			   (int32_t)status == TANDEM_RPC_STATUS_BAD_OP ||
+			   (int32_t)status == TANDEM_RPC_STATUS_BAD_ARG) {
+			refused++;
+		} else {
+			failures++;
+			fprintf(stderr, "scribble: request %#x answered status %d, %u bytes\n",
+				seq, (int32_t)status, len);
+		}
+	}
+	munmap(map, TANDEM_RPC_CHANNEL_SIZE);
+	printf("scribble: %ld requests rewritten while read in %.1f s, %ld served, %ld refused, %ld failures\n",
+	       rounds, seconds, ok, refused, failures);
+	return failures ? 1 : 0;
+}
+
 static void print_usage(void)
 {
 	fprintf(stderr,
 		"usage: tandem-smc call FID [ARG1 .. ARG7]\n"
 		"       tandem-smc fuzz COUNT [SEED]\n"
-		"       tandem-smc repeat SECONDS FID [ARG1 .. ARG7]\n");
+		"       tandem-smc repeat SECONDS FID [ARG1 .. ARG7]\n"
+		"       tandem-smc scribble-rpc SECONDS CH\n");
 	exit(2);
 }
 
@@ -214,6 +347,14 @@ int main(int argc, char **argv)
 			print_usage();
 		n = parse_call(argc - 3, argv + 3, a);
 		return n < 0 ? 2 : run_repeat(fd, seconds, a, n);
+	}
+	if (!strcmp(argv[1], "scribble-rpc")) {
+		char *end;
+		double seconds = strtod(argv[2], &end);
+
+		if (*end || !(seconds > 0) || argc != 4)
+			print_usage();
+		return run_scribble(fd, seconds, strtol(argv[3], NULL, 0));
 	}
 	print_usage();
 	return 2;
