@@ -32,7 +32,15 @@ pub(crate) extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
         } else if intid == hw::TIMER {
             // SAFETY: the vector code just saved this frame.
             let entered = unsafe { (*frame).entered };
-            stats::latency(core, entered.saturating_sub(hw::timer_compare()));
+            let deadline = hw::timer_compare();
+            // A timer that fired after this IRQ was entered (for another
+            // interrupt, still being handled) is handled only now.
+            let handled = if entered >= deadline {
+                entered
+            } else {
+                hw::now()
+            };
+            stats::latency(core, handled.saturating_sub(deadline));
             // Level-triggered: silence it before it ends; the scheduler
             // re-arms it for the next event.
             hw::set_timer(None);
