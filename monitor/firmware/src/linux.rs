@@ -112,8 +112,8 @@ fn header() -> Result<LinuxImages, LoadError> {
     Ok(header)
 }
 
-/// Bytes compared, and written if they differ, at a time: a cache line.
-const BLOCK: usize = 64;
+/// Words compared, and written if any differs, at a time: a cache line.
+const BLOCK_WORDS: usize = 8;
 
 /// Copies `len` bytes at `at` of `part` (checked by `header`); `kernel`:
 /// cleaned to the point of coherency too, as the arm64 boot protocol asks
@@ -121,30 +121,37 @@ const BLOCK: usize = 64;
 /// device tree and initramfs it reads with its MMU on, as the monitor wrote
 /// them: cached, non-secure).
 ///
-/// Only the blocks that differ from the image are written: after a restart
-/// most of the kernel's code is still what the image holds, and leaving it
-/// unwritten keeps an emulator's translations of it (QEMU drops those of
-/// any code it sees written, so the next Linux's boot translated the whole
-/// kernel again); the result is the same image either way.
+/// Only the cache lines that differ from the image are written: after a
+/// restart most of the kernel's code is still what the image holds, and
+/// leaving it unwritten keeps an emulator's translations of it (QEMU drops
+/// those of any code it sees written, so the next Linux's boot translated
+/// the whole kernel again); the result is the same image either way. Words
+/// are compared one by one: a slice comparison would be a bytewise memcmp.
 fn copy(part: tandem_abi::image::Part, at: u64, len: u64, kernel: bool) {
+    let (from, to) = (BOARD.linux_images + part.offset + at, part.load + at);
+    let words = (len / 8) as usize;
     // SAFETY: `header` kept the source inside the flash after the header and
     // the destination inside normal RAM, clear of the shared region and of
-    // the other images; `at + len` stays within the part (callers); no
-    // Linux runs to see a half copy, nothing else holds these bytes.
-    let (from, to) = unsafe {
+    // the other images, both 8-byte aligned (as is `at`, a multiple of
+    // `STEP`); `at + len` stays within the part (callers); no Linux runs to
+    // see a half copy, nothing else holds these bytes.
+    let (from_words, to_words, from_tail, to_tail) = unsafe {
         (
-            core::slice::from_raw_parts(
-                (BOARD.linux_images + part.offset + at) as *const u8,
-                len as usize,
-            ),
-            core::slice::from_raw_parts_mut((part.load + at) as *mut u8, len as usize),
+            core::slice::from_raw_parts(from as *const u64, words),
+            core::slice::from_raw_parts_mut(to as *mut u64, words),
+            core::slice::from_raw_parts((from + 8 * words as u64) as *const u8, len as usize % 8),
+            core::slice::from_raw_parts_mut((to + 8 * words as u64) as *mut u8, len as usize % 8),
         )
     };
-    for (from, to) in from.chunks(BLOCK).zip(to.chunks_mut(BLOCK)) {
-        if from != to {
+    for (from, to) in from_words
+        .chunks(BLOCK_WORDS)
+        .zip(to_words.chunks_mut(BLOCK_WORDS))
+    {
+        if from.iter().zip(to.iter()).any(|(a, b)| a != b) {
             to.copy_from_slice(from);
         }
     }
+    to_tail.copy_from_slice(from_tail);
     if kernel {
         crate::mmu::clean_to_poc(part.load + at, len);
     }
