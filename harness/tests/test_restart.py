@@ -175,6 +175,37 @@ def test_reboot_restarts_linux_alone_from_pristine_images() -> None:
 
 
 @pytest.mark.qemu
+def test_a_linux_that_scribbles_restarts_from_the_secure_copies() -> None:
+    # A hostile Linux writes over its device tree in normal RAM (where the
+    # monitor put it at cold boot) and tries the boot configuration's page
+    # in secure flash, then reboots. The restart must come from flash: with
+    # the RAM copy the new Linux would find no device tree; with a writable
+    # configuration it would find junk (and the monitor would refuse it).
+    board = load_board()
+    junk = " ".join(["0xdeadbeef"] * 4)
+    script = GENERATION + (
+        'if [ "$g" = 1 ]; then\n'
+        f"  i=0; for v in {junk}; do devmem $(({board.dtb:#x} + i)) 32 $v; i=$((i + 4)); done\n"
+        f'  echo "dtb now $(devmem {board.dtb:#x} 32)"\n'
+        f"  devmem {board.boot_config:#x} 32 0xdeadbeef\n"
+        '  echo "config write status $?"\n'
+        "  sleep 1; reboot -f\n"
+        "fi\n"
+        # The RTOS's next status line covers the restart.
+        "sleep 1.2\n"
+    )
+    r = run_exec(percore(), script, timeout_s=600)
+    assert "dtb now 0xDEADBEEF" in r.lines, r.lines
+    assert "config write status 135" in r.lines, "secure flash must not be reachable (SIGBUS)"
+    assert r.reboots == 1, r.console_log
+    assert r.lines[-1] == "generation 2 boot 1 cores 4"
+    secure = r.secure_log.read_text()
+    assert "Linux restarts (generation 2); the RTOS ran on" in secure
+    assert secure.count("Tandem monitor") == 1, "the machine was not reset"
+    assert_rtos_ran_on(secure)
+
+
+@pytest.mark.qemu
 def test_a_panic_restarts_linux_and_exec_fails_on_one_it_did_not_expect() -> None:
     script = GENERATION + 'if [ "$g" = 1 ]; then sleep 1; echo c > /proc/sysrq-trigger; fi\n'
     r: ExecResult = run_exec(percore(), script, timeout_s=600, panics=True)
