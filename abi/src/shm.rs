@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! 0x0000  Header (64 B)
-//! 0x0040  CoreRecord x 8 (64 B each: one cache line, one writer per field)
+//! 0x0040  CoreRecord x 8 (128 B each: two cache lines, one writer per field)
 //! 0x1000  TraceRing x 8 (64 B header + 1024 x 16 B entries each)
 //! 0x40000 latency histogram x 8 (16384 u32 buckets of one counter tick)
 //! 0xC0000 Linux spin-wait histogram x 8 (4096 u32 buckets of 64 ticks)
@@ -21,8 +21,8 @@ use crate::CConstant;
 /// `"TNDM"` read as a little-endian u32.
 pub const MAGIC: u32 = u32::from_le_bytes(*b"TNDM");
 
-/// Size of one per-core record: one cache line, so cores never share a line.
-pub const CORE_RECORD_SIZE: u32 = 64;
+/// Size of one per-core record: whole cache lines, so cores never share a line.
+pub const CORE_RECORD_SIZE: u32 = 128;
 
 /// The header at offset 0 of the shared region.
 #[repr(C)]
@@ -58,7 +58,7 @@ pub struct Header {
     pub linux_generation: u32,
 }
 
-/// Per-core record (one cache line). Written by the secure side, except the
+/// Per-core record (two cache lines). Written by the secure side, except the
 /// two Linux lock-state words, which Linux on that core writes (and the RTOS
 /// reads as untrusted input).
 #[repr(C)]
@@ -90,6 +90,17 @@ pub struct CoreRecord {
     pub dispatch_handoff_wait_max: u32,
     /// Sum of those waits, in counter ticks, wrapping (RTOS).
     pub dispatch_handoff_wait_sum: u32,
+    /// Jobs of the measured periodic task that started on this core
+    /// (RTOS; wrapping).
+    pub dispatch_starts: u32,
+    /// Of those, the jobs that preempted Linux here while it held a spin
+    /// lock or rwlock, as Linux had published (RTOS; wrapping).
+    pub dispatch_preempted_holding: u32,
+    /// Of those, the jobs that preempted Linux here while it held none but
+    /// was spinning for one (RTOS; wrapping).
+    pub dispatch_preempted_waiting: u32,
+    /// Reserved: the record's size stays whole cache lines.
+    pub reserved: [u32; 13],
 }
 
 /// One world switch in a trace ring.
@@ -412,6 +423,15 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     record!(
         "CORE_OFF_DISPATCH_HANDOFF_WAIT_SUM",
         dispatch_handoff_wait_sum
+    ),
+    record!("CORE_OFF_DISPATCH_STARTS", dispatch_starts),
+    record!(
+        "CORE_OFF_DISPATCH_PREEMPTED_HOLDING",
+        dispatch_preempted_holding
+    ),
+    record!(
+        "CORE_OFF_DISPATCH_PREEMPTED_WAITING",
+        dispatch_preempted_waiting
     ),
     CConstant {
         name: "LATENCY_OFFSET",

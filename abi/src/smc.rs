@@ -97,8 +97,9 @@ pub mod tos {
 /// histograms; 1.2 the stolen-time records and PV time; 1.3 the RPC channels
 /// and `sip::RPC_NOTIFY`; 1.4 the context-switch record; 1.5 the dispatch
 /// hand-off counts in the core record; 1.6 the Linux generation in the
-/// header.
-pub const ABI_VERSION: u32 = (1 << 16) | 6;
+/// header; 1.7 the core record's second cache line, with the periodic
+/// task's starts and what Linux held when they preempted it.
+pub const ABI_VERSION: u32 = (1 << 16) | 7;
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {

@@ -294,6 +294,15 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     assert lhp_parse.long_waits(hist, 3.072) == 2 and lhp_parse.long_waits(hist, 0.0) == 7
     with pytest.raises(TandemError, match="bad spin histogram"):
         lhp_parse.spin_histogram({"histogram": [[1.0]]}, "t")
+    assert lhp_parse.long_spin_us(hist, 3.072) == pytest.approx(1200.128)
+    # Two cores' counters (starts, holding, waiting); the second wrapped.
+    lines = ["@@A@@ 10 2 1 4294967290 0 0", "noise", "@@B@@ 30 5 2 4 1 3"]
+    got = lhp_parse.preemptions(lines, "@@A@@", "@@B@@", "t")
+    assert got == {"starts": 30, "holding": 4, "waiting": 4}
+    with pytest.raises(TandemError, match="malformed"):
+        lhp_parse.preemptions(["@@A@@ 1 2", "@@B@@ 1 2 3"], "@@A@@", "@@B@@", "t")
+    with pytest.raises(TandemError, match="different cores"):
+        lhp_parse.preemptions(["@@A@@ 1 2 3", "@@B@@ 1 2 3 4 5 6"], "@@A@@", "@@B@@", "t")
     summary: dict[str, object] = {
         "experiment": "lhp",
         "timing": "host",
@@ -312,6 +321,8 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
                 "policy": "static",
                 "long_spin_waits": 40,
                 "long_spin_waits_runs": [25, 15],
+                "long_spin_us_runs": [12000.0, 7000.0],
+                "preempted_runs": {"starts": [400, 400], "holding": [60, 40], "waiting": [4, 6]},
                 "spin_waits": 900,
                 "max_spin_us": 510.0,
             },
@@ -390,7 +401,8 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     exp.finish(exp.REGISTRY["lhp"], tmp_path, summary, "./tandem exp run lhp --quick")
     text = (tmp_path / "report.md").read_text()
     assert "- 1000 µs: static 40, migrate 10: 75 % fewer" in text
-    assert "migrate had fewer in 2 of 2 repetitions" in text
+    assert "fewer in 2 of 2 repetitions (same phase, paired; cut per pair 100 %, 33 %)" in text
+    assert "| 1000 | static | 800 | 100 (12.5 %) | 10 (1.2 %) | 12.0 |" in text
     assert "+25.0 % for migrate, beyond the run-to-run spread (0.100 s)" in text
     assert "Worst case grows by 5.00 µs with migrate (within the 10 µs limit" in text
     assert "| migrate | 12 | 40.5 | 120.0 | 1 |" in text, "the hand-off waits"

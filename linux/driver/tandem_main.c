@@ -209,6 +209,12 @@ TANDEM_CORE_ATTR32(dispatch_handoff_wait_max_ticks,
 		   TANDEM_CORE_OFF_DISPATCH_HANDOFF_WAIT_MAX);
 TANDEM_CORE_ATTR32(dispatch_handoff_wait_sum_ticks,
 		   TANDEM_CORE_OFF_DISPATCH_HANDOFF_WAIT_SUM);
+/* Jobs of that task started here, and what Linux held when they did. */
+TANDEM_CORE_ATTR32(dispatch_starts, TANDEM_CORE_OFF_DISPATCH_STARTS);
+TANDEM_CORE_ATTR32(dispatch_preempted_holding,
+		   TANDEM_CORE_OFF_DISPATCH_PREEMPTED_HOLDING);
+TANDEM_CORE_ATTR32(dispatch_preempted_waiting,
+		   TANDEM_CORE_OFF_DISPATCH_PREEMPTED_WAITING);
 
 /* RTOS busy time, converted from counter ticks to microseconds. */
 static ssize_t rtos_busy_us_show(struct kobject *kobj,
@@ -249,6 +255,9 @@ static struct attribute *tandem_core_attrs[] = {
 	&core_attr_dispatch_handoffs.attr,
 	&core_attr_dispatch_handoff_wait_max_ticks.attr,
 	&core_attr_dispatch_handoff_wait_sum_ticks.attr,
+	&core_attr_dispatch_starts.attr,
+	&core_attr_dispatch_preempted_holding.attr,
+	&core_attr_dispatch_preempted_waiting.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(tandem_core);

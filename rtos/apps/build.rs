@@ -68,7 +68,7 @@ fn rust(dir: &Path, name: &str) -> Result<String, String> {
                     return Err(bad("choices replace min and max, and are not empty"));
                 }
                 for (i, c) in choices.iter().enumerate() {
-                    let constant = format!("{key}_{c}").to_uppercase();
+                    let constant = format!("{key}_{c}").to_uppercase().replace('-', "_");
                     writeln!(consts, "/// `{key} = \"{c}\"` in the blob.").unwrap();
                     writeln!(consts, "#[allow(dead_code)]").unwrap();
                     writeln!(consts, "pub const {constant}: u32 = {i};").unwrap();

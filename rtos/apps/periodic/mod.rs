@@ -2,7 +2,10 @@
 //! selects it, one cyclic handler on a chosen core releases PERIODIC, which
 //! busy-waits a set time, optionally switching between two amounts of work
 //! every so many ms (a load that changes). With `dispatch = migrate` each
-//! job starts on a core where Linux holds no spin lock.
+//! job starts on a core where Linux holds no spin lock (paper 000's rule);
+//! with `migrate-strict`, where it neither holds one nor spins for one.
+//! Every job counts, on its core, whether it preempted Linux holding or
+//! spinning for a lock (the core record's `dispatch_preempted_*`).
 //!
 //! PERIODIC times its own dispatch: the release stamps the counter, the
 //! job's first instruction stamps it again, and the difference goes into
@@ -14,7 +17,8 @@ mod params {
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tandem_board::BOARD;
-use tandem_rtos_firmware::{hw, stats};
+use tandem_rtos_firmware::hw;
+use tandem_rtos_firmware::stats::{self, LinuxLocks};
 use tandem_rtos_kernel::app::{App, Cyclic, Entry, Me, Refusal, Start, Task};
 use tandem_rtos_kernel::placement::pick_core;
 use tandem_rtos_kernel::{CyclicConfig, Kernel, TaskConfig, TaskId, TaskState};
@@ -57,6 +61,8 @@ pub const APP: App = App {
 /// The workload, once chosen (read by the handler and the task).
 struct Periodic {
     migrate: AtomicBool,
+    /// With `migrate`: also keep off cores where Linux spins for a lock.
+    avoid_waiting: AtomicBool,
     /// Cores the task may start on (the RTOS's cores).
     candidates: AtomicU64,
     work: AtomicU64,
@@ -72,6 +78,7 @@ struct Periodic {
 
 static STATE: Periodic = Periodic {
     migrate: AtomicBool::new(false),
+    avoid_waiting: AtomicBool::new(false),
     candidates: AtomicU64::new(0),
     work: AtomicU64::new(0),
     alt_work: AtomicU64::new(0),
@@ -112,8 +119,13 @@ fn start(s: &mut Start<'_>) -> Result<(), Refusal> {
     let period = us_to_ticks(period_us);
     let now = s.platform.now;
     let p = &STATE;
+    let dispatch = s.param("dispatch");
     p.migrate.store(
-        s.param("dispatch") == params::DISPATCH_MIGRATE,
+        dispatch == params::DISPATCH_MIGRATE || dispatch == params::DISPATCH_MIGRATE_STRICT,
+        Ordering::Relaxed,
+    );
+    p.avoid_waiting.store(
+        dispatch == params::DISPATCH_MIGRATE_STRICT,
         Ordering::Relaxed,
     );
     p.candidates.store(s.platform.cores, Ordering::Relaxed);
@@ -152,9 +164,17 @@ fn before_release(k: &mut Kernel, task: TaskId) {
     }
     if p.migrate.load(Ordering::Relaxed) && dormant {
         let last = k.task_core(task).unwrap_or(0);
-        let target = pick_core(last, p.candidates.load(Ordering::Relaxed), |c| {
-            stats::linux_holds_lock(c as usize)
-        });
+        let avoid_waiting = p.avoid_waiting.load(Ordering::Relaxed);
+        let target =
+            pick_core(
+                last,
+                p.candidates.load(Ordering::Relaxed),
+                |c| match stats::linux_locks(c as usize) {
+                    LinuxLocks::Holding => true,
+                    LinuxLocks::Waiting => avoid_waiting,
+                    LinuxLocks::Free => false,
+                },
+            );
         if target != last {
             // A candidate core of the RTOS: migrate cannot fail.
             let _ = k.migrate(task, target);
@@ -177,6 +197,9 @@ fn run_periodic(_: Me) {
     let p = &STATE;
     // The core it runs on: no need to take the kernel lock to ask.
     let core = tandem_rtos_firmware::core_index();
+    // Linux cannot run here while this job does: its lock words still say
+    // what it was doing when the RTOS took the core.
+    stats::started(core, stats::linux_locks(core));
     let requested = p.requested.swap(0, Ordering::Relaxed);
     if requested != 0 {
         let wait = stats::handoff_wait(core, requested, start);

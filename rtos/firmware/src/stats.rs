@@ -3,6 +3,7 @@
 //! Linux publishes of its spin locks. [`crate::status`] adds the deadline
 //! misses and publishes them to the shared region.
 use core::fmt::Write;
+use core::mem::offset_of;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use tandem_abi::MAX_CORES;
@@ -110,19 +111,66 @@ pub fn handoff_wait(core: usize, requested: u64, start: u64) -> u64 {
     wait
 }
 
-/// Whether Linux on `core` holds a spin lock, as it last published. Linux is
-/// not trusted: the word is read once, and any value but 0 counts as held,
-/// so the worst a scribbled word can do is keep the task off that core.
-pub fn linux_holds_lock(core: usize) -> bool {
+/// What Linux on a core had published of its spin locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinuxLocks {
+    /// It holds at least one (whether or not it also spins for another).
+    Holding,
+    /// It holds none but spins for one.
+    Waiting,
+    /// Neither.
+    Free,
+}
+
+/// What Linux on `core` last published of its spin locks. Linux is not
+/// trusted: each word is read once, any value but 0 counts, so the worst a
+/// scribbled word can do is keep a task off that core; a core outside the
+/// board counts as holding.
+pub fn linux_locks(core: usize) -> LinuxLocks {
     if core >= MAX_CORES {
-        return true;
+        return LinuxLocks::Holding;
     }
     let record = (BOARD.shared.base as usize + core_record_offset(core)) as *const CoreRecord;
     // SAFETY: the record lies inside the reserved shared region at an ABI
-    // offset for a core below MAX_CORES; the field is an aligned u32 that
+    // offset for a core below MAX_CORES; the fields are aligned u32s that
     // any bit pattern is valid for.
-    let held = unsafe { core::ptr::addr_of!((*record).linux_lock_held).read_volatile() };
-    held != 0
+    let (held, waiting) = unsafe {
+        (
+            core::ptr::addr_of!((*record).linux_lock_held).read_volatile(),
+            core::ptr::addr_of!((*record).linux_lock_waiting).read_volatile(),
+        )
+    };
+    match (held, waiting) {
+        (0, 0) => LinuxLocks::Free,
+        (0, _) => LinuxLocks::Waiting,
+        _ => LinuxLocks::Holding,
+    }
+}
+
+/// A job of the measured periodic task started on `core`, the core this
+/// runs on, which Linux had left in state `linux` when the RTOS took it
+/// (Linux does not run here while the job does, so its words still say what
+/// it was doing). Counted straight into the core's record, so that Linux
+/// can read the counts around a run without waiting for [`publish`]; only
+/// this core's job writes them, and the RTOS never reads them back.
+pub fn started(core: usize, linux: LinuxLocks) {
+    if core >= MAX_CORES {
+        return;
+    }
+    let record = BOARD.shared.base as usize + core_record_offset(core);
+    let count = |offset: usize| {
+        let field = (record + offset) as *mut u32;
+        // SAFETY: `field` is an aligned u32 field of this core's record,
+        // inside the reserved shared region (ABI offset for a core below
+        // MAX_CORES); a value Linux scribbled there only spoils the count.
+        unsafe { field.write_volatile(field.read_volatile().wrapping_add(1)) }
+    };
+    count(offset_of!(CoreRecord, dispatch_starts));
+    match linux {
+        LinuxLocks::Holding => count(offset_of!(CoreRecord, dispatch_preempted_holding)),
+        LinuxLocks::Waiting => count(offset_of!(CoreRecord, dispatch_preempted_waiting)),
+        LinuxLocks::Free => {}
+    }
 }
 
 /// Writes every RTOS core's record in the shared region, with `misses(c)`

@@ -40,7 +40,9 @@ from tandem.exp.lhp.parse import (
     bench_times,
     handoff_waits,
     json_after,
+    long_spin_us,
     long_waits,
+    preemptions,
     slowest,
     spin_histogram,
 )
@@ -48,12 +50,14 @@ from tandem.exp.lhp.plot import plot
 from tandem.exp.lhp.report import report
 from tandem.exp.lhp.script import (
     DISPATCH_RESULT,
-    E2_MODES,
     LOCKSTATE,
+    PREEMPT_AFTER,
+    PREEMPT_BEFORE,
     SPIN_RESULT,
     SPINSTAT,
     bench_script,
     dispatch_script,
+    e2_modes,
     patch_script,
     periodic_task,
     spin_script,
@@ -110,6 +114,8 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
         for policy in s.texts("policies"):
             total_long = total = 0
             long_per_rep: list[int] = []
+            long_us_per_rep: list[float] = []
+            preempted: dict[str, list[int]] = {"starts": [], "holding": [], "waiting": []}
             longest = 0.0
             tail = dict.fromkeys(TAIL_US, 0)
             for rep in range(1, reps + 1):
@@ -131,6 +137,9 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
                 )
                 hist = spin_histogram(json_after(lines, SPIN_RESULT, label), label)
                 long_per_rep.append(long_waits(hist, baseline_max))
+                long_us_per_rep.append(round(long_spin_us(hist, baseline_max), 1))
+                for key, n in preemptions(lines, PREEMPT_BEFORE, PREEMPT_AFTER, label).items():
+                    preempted[key].append(n)
                 total_long += long_per_rep[-1]
                 total += sum(hist.values())
                 for t in TAIL_US:
@@ -144,6 +153,11 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
                     "policy": policy,
                     "long_spin_waits": total_long,
                     "long_spin_waits_runs": long_per_rep,
+                    # Time in those waits per repetition (bucket starts: a lower bound).
+                    "long_spin_us_runs": long_us_per_rep,
+                    # Per repetition: the task's jobs, and how many preempted
+                    # Linux holding a lock, or spinning for one.
+                    "preempted_runs": preempted,
                     "spin_waits": total,
                     "max_spin_us": longest,
                     "runs": reps,
@@ -161,9 +175,7 @@ def e2(s: Scenario, out: Path, progress: Progress) -> list[dict[str, object]]:
     runs: dict[tuple[str, str], list[float]] = {}
     script = bench_script(s)
     for rep in range(1, reps + 1):
-        for mode, config, lockstate, policy in E2_MODES:
-            if policy is not None and policy not in s.texts("policies"):
-                continue
+        for mode, config, lockstate, policy in e2_modes(s.texts("policies")):
             progress.next(f"E2 {mode}, rep {rep}/{reps}")
             label = f"e2-{mode}-rep{rep}"
             workload = (

@@ -58,6 +58,40 @@ def handoff_waits(lines: list[str], label: str) -> tuple[int, int, int, int]:
     raise TandemError(f"{label}: no (or a malformed) {HANDOFF_RESULT} line")
 
 
+def preemptions(lines: list[str], before: str, after: str, label: str) -> dict[str, int]:
+    """What the periodic task's jobs preempted between the two marker lines:
+    starts, and how many found Linux holding or spinning for a lock, over
+    all cores (the counters are u32s that wrap)."""
+
+    def counts(marker: str) -> list[int]:
+        for line in lines:
+            if line.startswith(marker + " "):
+                try:
+                    values = [int(x) for x in line.split()[1:]]
+                except ValueError:
+                    break
+                if values and len(values) % 3 == 0:
+                    return values
+                break
+        raise TandemError(f"{label}: no (or a malformed) {marker} line")
+
+    a, b = counts(before), counts(after)
+    if len(a) != len(b):
+        raise TandemError(f"{label}: {before} and {after} name different cores")
+    diff = [(y - x) % (1 << 32) for x, y in zip(a, b, strict=True)]
+    return {
+        "starts": sum(diff[0::3]),
+        "holding": sum(diff[1::3]),
+        "waiting": sum(diff[2::3]),
+    }
+
+
+def long_spin_us(hist: dict[float, int], threshold_us: float) -> float:
+    """Time spent in spin waits longer than the threshold (bucket starts,
+    so a lower bound), µs."""
+    return sum(us * n for us, n in hist.items() if us > threshold_us)
+
+
 def spin_histogram(obj: dict[str, object], label: str) -> dict[float, int]:
     """tandem-spin's report: bucket start (µs) -> contended acquires."""
     raw = obj.get("histogram")

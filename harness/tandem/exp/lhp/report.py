@@ -26,6 +26,8 @@ from tandem.exp.lhp.spec import (
 )
 from tandem.platform.boot import DETERMINISTIC
 
+# E2's modes that are not dispatch policies compared with static.
+E2_BASELINES = ("static", "linux-alone", "linux-alone+lockstate")
 # What E1 and E3 (run in the sweep's timing) can show, by timing mode.
 SWEEP_LIMITS = {
     "virtual": (
@@ -89,6 +91,77 @@ def qemu_limits(sweep_timing: str, timing: str) -> list[str]:
     return [*out, *BENCH_LIMITS.get(timing, ()), ""]
 
 
+def _e1_pair(sweep: list[dict[str, object]], period: int, policy: str) -> list[str]:
+    """One line: `policy` against static at `period`, summed and per pair."""
+    st = [r for r in sweep if r["period_us"] == period and r["policy"] == "static"]
+    mi = [r for r in sweep if r["period_us"] == period and r["policy"] == policy]
+    if not (st and mi):
+        return []
+    a, b = num(st[0], "long_spin_waits"), num(mi[0], "long_spin_waits")
+    if not a:
+        cut = "no long waits under static"
+    elif b <= a:
+        cut = f"{(a - b) / a * 100:.0f} % fewer with {policy}"
+    else:
+        cut = f"{(b - a) / a * 100:.0f} % MORE with {policy}"
+    pairs = ""
+    runs_a, runs_b = st[0].get("long_spin_waits_runs"), mi[0].get("long_spin_waits_runs")
+    if isinstance(runs_a, list) and isinstance(runs_b, list) and len(runs_a) > 1:
+        fewer = sum(y < x for x, y in zip(runs_a, runs_b, strict=False))
+        cuts = ", ".join(
+            f"{(x - y) / x * 100:.0f} %" if x else "-" for x, y in zip(runs_a, runs_b, strict=False)
+        )
+        pairs = (
+            f"; fewer in {fewer} of {len(runs_a)} repetitions (same phase, paired; "
+            f"cut per pair {cuts})"
+        )
+    return [f"- {period} µs: static {a:.0f}, {policy} {b:.0f}: {cut}{pairs}"]
+
+
+def _e1_causes(sweep: list[dict[str, object]]) -> list[str]:
+    """What the RTOS's jobs preempted (Linux holding a lock, spinning for one,
+    or neither), and the time in long waits, per period and policy; runs made
+    before the core records counted it have no such section."""
+    rows = [r for r in sweep if isinstance(r.get("preempted_runs"), dict)]
+    if not rows:
+        return []
+    out = [
+        "",
+        "### Where the long waits come from",
+        "",
+        "At each job's first instruction the RTOS reads the lock words Linux published on "
+        "that core (Linux cannot run there while the job does, so they say what it was doing "
+        "when the RTOS took the core): holding a spin lock or rwlock, spinning for one, or "
+        "neither. Counted over each hackbench run (each job counts in its core's record "
+        "as it starts). Long-wait time: the time Linux's cores "
+        "spent in waits above the threshold (a lower bound, from bucket starts), the "
+        "capacity lost to lock-holder and lock-waiter preemption.",
+        "",
+        "| period µs | policy | jobs | preempted holding | preempted spinning | "
+        "long-wait time per run, ms (median) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        pre = r["preempted_runs"]
+        assert isinstance(pre, dict)
+        jobs, holding, waiting = (sum(pre[k]) for k in ("starts", "holding", "waiting"))
+        times = r.get("long_spin_us_runs")
+        ms = (
+            f"{sorted(times)[len(times) // 2] / 1000:.1f}"
+            if isinstance(times, list) and times
+            else "-"
+        )
+
+        def share(n: int, jobs: int = jobs) -> str:
+            return f"{n} ({n / jobs * 100:.1f} %)" if jobs else str(n)
+
+        out.append(
+            f"| {r['period_us']} | {r['policy']} | {jobs} | {share(holding)} | "
+            f"{share(waiting)} | {ms} |"
+        )
+    return out
+
+
 def report(run_dir: Path, command: str) -> str:
     summary = read_summary(run_dir, NAME)
     timing = str(summary["timing"])
@@ -135,27 +208,12 @@ def report(run_dir: Path, command: str) -> str:
             f"| {r['period_us']} | {r['load_us']} | {r['policy']} | {r['long_spin_waits']} | "
             f"{per} | {r['spin_waits']} | {fmt_us(r['max_spin_us'])} | {tail} |"
         )
-    out += ["", "Migrate against static:", ""]
-    for period in sorted({int(num(r, "period_us")) for r in sweep}, reverse=True):
-        st = [r for r in sweep if r["period_us"] == period and r["policy"] == "static"]
-        mi = [r for r in sweep if r["period_us"] == period and r["policy"] == "migrate"]
-        if st and mi:
-            a, b = num(st[0], "long_spin_waits"), num(mi[0], "long_spin_waits")
-            if not a:
-                cut = "no long waits under static"
-            elif b <= a:
-                cut = f"{(a - b) / a * 100:.0f} % fewer with migrate"
-            else:
-                cut = f"{(b - a) / a * 100:.0f} % MORE with migrate"
-            pairs = ""
-            runs_a, runs_b = st[0].get("long_spin_waits_runs"), mi[0].get("long_spin_waits_runs")
-            if isinstance(runs_a, list) and isinstance(runs_b, list) and len(runs_a) > 1:
-                fewer = sum(y < x for x, y in zip(runs_a, runs_b, strict=False))
-                pairs = (
-                    f"; migrate had fewer in {fewer} of {len(runs_a)} repetitions "
-                    f"(same phase, paired)"
-                )
-            out.append(f"- {period} µs: static {a:.0f}, migrate {b:.0f}: {cut}{pairs}")
+    movers = [p for p in dict.fromkeys(str(r["policy"]) for r in sweep) if p != "static"]
+    for policy in movers:
+        out += ["", f"{policy.capitalize()} against static:", ""]
+        for period in sorted({int(num(r, "period_us")) for r in sweep}, reverse=True):
+            out += _e1_pair(sweep, period, policy)
+    out += _e1_causes(sweep)
     out += [
         "",
         "## E2: benchmark times",
@@ -179,19 +237,21 @@ def report(run_dir: Path, command: str) -> str:
         f"Linux alone with lock-state publishing against without, in E2 ({timing} timing): "
         f"{e2_pct} % on hackbench (see the patch cost below for the measurement that counts).",
     ]
+    movers = [p for p in dict.fromkeys(str(r["policy"]) for r in bench) if p not in E2_BASELINES]
     for name in sorted({str(r["bench"]) for r in bench}):
         st = [r for r in bench if r["bench"] == name and r["policy"] == "static"]
-        mi = [r for r in bench if r["bench"] == name and r["policy"] == "migrate"]
-        if st and mi:
-            a, b = num(st[0], "median_s"), num(mi[0], "median_s")
-            spread = max(num(st[0], "spread_s"), num(mi[0], "spread_s"))
-            beyond = "beyond" if a - b > spread else "within"
-            gains = paired_gains(st[0], mi[0])
-            out.append(
-                f"- {name}: static {a:.3f} s, migrate {b:.3f} s: {(a - b) / a * 100:+.1f} % "
-                f"for migrate, {beyond} the run-to-run spread ({spread:.3f} s); migrate "
-                f"{paired_words(gains)}"
-            )
+        for policy in movers:
+            mi = [r for r in bench if r["bench"] == name and r["policy"] == policy]
+            if st and mi:
+                a, b = num(st[0], "median_s"), num(mi[0], "median_s")
+                spread = max(num(st[0], "spread_s"), num(mi[0], "spread_s"))
+                beyond = "beyond" if a - b > spread else "within"
+                gains = paired_gains(st[0], mi[0])
+                out.append(
+                    f"- {name}: static {a:.3f} s, {policy} {b:.3f} s: "
+                    f"{(a - b) / a * 100:+.1f} % for {policy}, {beyond} the run-to-run "
+                    f"spread ({spread:.3f} s); {policy} {paired_words(gains)}"
+                )
     patch = summary.get("lock_patch_overhead")
     if isinstance(patch, dict):
         pct = num(patch, "pct")

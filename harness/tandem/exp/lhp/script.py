@@ -14,6 +14,10 @@ SPINSTAT = "tandem_spinstat=on"
 # before a JSON report (parse.json_after), HANDOFF_RESULT at the start of
 # the line of hand-off counts (parse.handoff_waits).
 SPIN_RESULT = "@@SPIN@@"
+# Before and after E1's hackbench: per core, the periodic task's starts and
+# how many preempted Linux holding or spinning for a lock (parse.preemptions).
+PREEMPT_BEFORE = "@@PREEMPT-A@@"
+PREEMPT_AFTER = "@@PREEMPT-B@@"
 DISPATCH_RESULT = "@@DISPATCH@@"
 HANDOFF_RESULT = "@@HANDOFF@@"
 CORES_SYSFS = "/sys/bus/platform/devices/tandem/core[0-9]*"
@@ -39,26 +43,40 @@ def periodic_task(s: Scenario, period_us: int, work_us: int, policy: str) -> Wor
     )
 
 
+def _preemptions(marker: str) -> str:
+    return (
+        f"echo {marker} $(for c in {CORES_SYSFS}; do cat $c/dispatch_starts "
+        "$c/dispatch_preempted_holding $c/dispatch_preempted_waiting; done)\n"
+    )
+
+
 def spin_script(s: Scenario, rep: int) -> str:
     """E1: Linux's spin-wait histogram around one hackbench run, repetition
-    `rep` starting at its own phase of the RTOS period."""
+    `rep` starting at its own phase of the RTOS period, and what the RTOS's
+    jobs preempted meanwhile (each job counts in its core's record as it
+    starts)."""
     phase_s = (rep - 1) * s.integer("sweep_phase_us") / 1e6
     return (
-        (f"sleep {phase_s:.6f}\n" if phase_s else "") + "tandem-spin save /tmp/spin.a || exit 1\n"
+        (f"sleep {phase_s:.6f}\n" if phase_s else "")
+        + _preemptions(PREEMPT_BEFORE)
+        + "tandem-spin save /tmp/spin.a || exit 1\n"
         f"{hackbench_command(s)} >/dev/null || exit 1\n"
         "tandem-spin save /tmp/spin.b || exit 1\n"
-        f"echo {SPIN_RESULT}\n"
+        + _preemptions(PREEMPT_AFTER)
+        + f"echo {SPIN_RESULT}\n"
         "tandem-spin report /tmp/spin.a /tmp/spin.b || exit 1\n"
     )
 
 
-# E2's modes: (name, platform config, lock state on, dispatch policy or None)
-E2_MODES = (
-    ("linux-alone", "linux-only", False, None),
-    ("linux-alone+lockstate", "linux-only", True, None),
-    ("static", "tandem", True, "static"),
-    ("migrate", "tandem", True, "migrate"),
-)
+def e2_modes(policies: list[str]) -> list[tuple[str, str, bool, str | None]]:
+    """E2's modes, (name, platform config, lock state on, dispatch policy or
+    None): Linux alone without and with the lock-state patch, then the RTOS
+    with each policy compared."""
+    return [
+        ("linux-alone", "linux-only", False, None),
+        ("linux-alone+lockstate", "linux-only", True, None),
+        *((policy, "tandem", True, policy) for policy in policies),
+    ]
 
 
 def bench_script(s: Scenario) -> str:

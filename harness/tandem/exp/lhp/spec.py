@@ -7,7 +7,9 @@ from tandem.exp.scenario import Key
 from tandem.platform.boot import TIMINGS
 
 NAME = "lhp"
-POLICIES = ("static", "migrate")
+# static: on the handler's core; migrate: paper 000's rule (a core where
+# Linux holds no spin lock); migrate-strict: also not where it spins for one.
+POLICIES = ("static", "migrate", "migrate-strict")
 BENCHES = ("hackbench", "sysbench")
 PARTS = ("e1", "e2", "e3", "patch")
 
