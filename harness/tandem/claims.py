@@ -117,6 +117,38 @@ def _sweep(summary: Summary, policy: str) -> dict[int, dict[str, object]]:
     }
 
 
+def _longest_words(longest: object) -> str:
+    """Linux alone's longest wait: its lock's waiter and whether it was
+    interrupted (runs that recorded it)."""
+    waits = [w for w in longest if isinstance(w, dict)] if isinstance(longest, list) else []
+    if not waits:
+        return ""
+    w = max(waits, key=lambda x: _f(x.get("us")))
+    stack = w.get("stack")
+    frames = [str(f).split("+")[0] for f in stack[1:3]] if isinstance(stack, list) else []
+    return (
+        f"; a waiter in {' <- '.join(frames) or '?'}, interrupted {w.get('irqs')} times; "
+        "per repetition " + ", ".join(f"{_f(x.get('us')):.0f}" for x in waits) + " µs"
+    )
+
+
+def _cause_words(static: dict[str, object], policy: dict[str, object]) -> str:
+    """What the RTOS's jobs preempted under static and `policy`: Linux
+    holding a lock or spinning for one (runs that counted it)."""
+    a, b = static.get("preempted_runs"), policy.get("preempted_runs")
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return ""
+
+    def share(d: dict[str, object], key: str) -> str:
+        jobs = sum(_floats(d.get("starts")))
+        return f"{sum(_floats(d.get(key))) / jobs:.1%}" if jobs else "-"
+
+    return (
+        f" (jobs that preempted a holder {share(a, 'holding')} -> {share(b, 'holding')}, "
+        f"a spinning waiter {share(a, 'waiting')} -> {share(b, 'waiting')})"
+    )
+
+
 def lhp_claims(root: Path = RESULTS) -> list[Claim]:
     runs = _runs("lhp", root)
     out: list[Claim] = []
@@ -133,7 +165,7 @@ def lhp_claims(root: Path = RESULTS) -> list[Claim]:
                 paper,
                 claim,
                 figure,
-                f"{t:.1f} µs ({_mode_of(s)})",
+                f"{t:.1f} µs ({_mode_of(s)}){_longest_words(s.get('baseline_longest'))}",
                 run_id,
                 REPRODUCED if t < 100 else NOT_REPRODUCED,
             )
@@ -177,6 +209,17 @@ def lhp_claims(root: Path = RESULTS) -> list[Claim]:
                 + ", ".join(f"{c:.0%}" for c in cuts)
             )
             ok = bool(cuts) and all(c >= 0.5 for c in cuts)
+            ours += _cause_words(static[1000], migrate[1000])
+            strict = _sweep(s, "migrate-strict").get(1000)
+            if strict:
+                c = _floats(strict.get("long_spin_waits_runs"))
+                strict_cuts = [(x - y) / x if x else 0.0 for x, y in zip(a, c, strict=False)]
+                ours += (
+                    "; migrate-strict (also off cores spinning for a lock, ours): "
+                    f"{_f(strict['long_spin_waits']):.0f}, cut per pair "
+                    + ", ".join(f"{x:.0%}" for x in strict_cuts)
+                    + _cause_words(static[1000], strict)
+                )
             out.append(
                 Claim(
                     paper,

@@ -301,6 +301,26 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     assert got == {"starts": 30, "holding": 4, "waiting": 4}
     with pytest.raises(TandemError, match="malformed"):
         lhp_parse.preemptions(["@@A@@ 1 2", "@@B@@ 1 2 3"], "@@A@@", "@@B@@", "t")
+    block = [
+        "@@L@@",
+        "cpu2 ticks 625 lock 0xffff000001234567 irqs 0",
+        "  _raw_spin_lock+0x4c/0x60",
+        "  try_to_wake_up+0x1f0/0x5a0",
+        "cpu0 ticks 12500 lock tasklist_lock+0x0/0x40 irqs 3",
+        "  _raw_write_lock+0x30/0x40",
+        "@@E@@",
+    ]
+    waits = lhp_parse.longest_waits(block, "@@L@@", "@@E@@", 0.016, "t")
+    assert [w["cpu"] for w in waits] == [0, 2] and waits[0]["us"] == 200.0
+    assert waits[0]["irqs"] == 3 and waits[1]["stack"] == [
+        "_raw_spin_lock+0x4c/0x60",
+        "try_to_wake_up+0x1f0/0x5a0",
+    ]
+    assert lhp_parse.longest_waits(["@@L@@", "@@E@@"], "@@L@@", "@@E@@", 0.016, "t") == []
+    with pytest.raises(TandemError, match="unexpected line"):
+        lhp_parse.longest_waits(["@@L@@", "junk", "@@E@@"], "@@L@@", "@@E@@", 0.016, "t")
+    with pytest.raises(TandemError, match="no @@L@@"):
+        lhp_parse.longest_waits(["@@E@@"], "@@L@@", "@@E@@", 0.016, "t")
     with pytest.raises(TandemError, match="different cores"):
         lhp_parse.preemptions(["@@A@@ 1 2 3", "@@B@@ 1 2 3 4 5 6"], "@@A@@", "@@B@@", "t")
     summary: dict[str, object] = {
@@ -314,6 +334,16 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
         "rtos_core": 1,
         "scenario": {"bench_period_us": 1000, "bench_work_us": 500},
         "long_spin_threshold_us": 3.072,
+        "baseline_longest": [
+            {
+                "cpu": 0,
+                "us": 3.0,
+                "lock": "tasklist_lock+0x0/0x40",
+                "irqs": 1,
+                "stack": ["a+0x1/0x2", "b+0x3/0x4"],
+            },
+            None,
+        ],
         "period_sweep": [
             {
                 "period_us": 1000,
@@ -332,6 +362,7 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
                 "policy": "migrate",
                 "long_spin_waits": 10,
                 "long_spin_waits_runs": [0, 10],
+                "long_spin_us_runs": [2000.0, 3000.0],
                 "spin_waits": 880,
                 "max_spin_us": 400.0,
             },
@@ -403,6 +434,12 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     assert "- 1000 µs: static 40, migrate 10: 75 % fewer" in text
     assert "fewer in 2 of 2 repetitions (same phase, paired; cut per pair 100 %, 33 %)" in text
     assert "| 1000 | static | 800 | 100 (12.5 %) | 10 (1.2 %) | 12.0 |" in text
+    assert "| 1 | 3.00 | 0 | `tasklist_lock+0x0/0x40` | 1 | a ← b |" in text
+    assert "| 2 | - | - | - | - | no contended wait |" in text
+    assert (
+        "- migrate: 7.0 ms of long waits saved per run (medians), 0.1 % of the cores' time, "
+        "against E2's spread of 5.0 %"
+    ) in text
     assert "+25.0 % for migrate, beyond the run-to-run spread (0.100 s)" in text
     assert "Worst case grows by 5.00 µs with migrate (within the 10 µs limit" in text
     assert "| migrate | 12 | 40.5 | 120.0 | 1 |" in text, "the hand-off waits"

@@ -42,6 +42,7 @@ from tandem.exp.lhp.parse import (
     json_after,
     long_spin_us,
     long_waits,
+    longest_waits,
     preemptions,
     slowest,
     spin_histogram,
@@ -51,6 +52,8 @@ from tandem.exp.lhp.report import report
 from tandem.exp.lhp.script import (
     DISPATCH_RESULT,
     LOCKSTATE,
+    LONGEST_BEGIN,
+    LONGEST_END,
     PREEMPT_AFTER,
     PREEMPT_BEFORE,
     SPIN_RESULT,
@@ -66,6 +69,7 @@ from tandem.exp.lhp.spec import NAME, SCHEMA
 from tandem.exp.scenario import Scenario
 from tandem.instruments import pathcount
 from tandem.instruments.measure import from_rtos
+from tandem.platform.board import load_board
 from tandem.platform.boot import DETERMINISTIC, BootOptions
 from tandem.results import write_atomic
 
@@ -83,12 +87,24 @@ def _boot(
 TAIL_US = (100, 300, 1000, 3000)
 
 
-def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str, object]]]:
-    """The baseline's longest spin wait, and long spin waits per period and policy."""
+def _longest(lines: list[str], label: str) -> dict[str, object] | None:
+    """The longest spin wait of any CPU in the run, with its lock, the
+    waiter's interrupts meanwhile and its stack (None if no wait)."""
+    tick_us = 1e6 / load_board().counter_hz
+    waits = longest_waits(lines, LONGEST_BEGIN, LONGEST_END, tick_us, label)
+    return waits[0] if waits else None
+
+
+def e1(
+    s: Scenario, out: Path, progress: Progress
+) -> tuple[float, list[dict[str, object] | None], list[dict[str, object]]]:
+    """The baseline's longest spin wait (and each repetition's longest, with
+    its lock and stack), and long spin waits per period and policy."""
     timing = s.text("sweep_timing")
     smp = s.integer("sweep_smp")
     reps = s.integer("sweep_reps")
     baseline_max = 0.0
+    baseline_longest: list[dict[str, object] | None] = []
     for rep in range(1, reps + 1):
         progress.next(f"E1 baseline: Linux alone, rep {rep}/{reps}")
         label = f"e1-alone-rep{rep}"
@@ -107,6 +123,7 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
         )
         hist = spin_histogram(json_after(lines, SPIN_RESULT, label), label)
         baseline_max = max([baseline_max, *(us for us, n in hist.items() if n)])
+        baseline_longest.append(_longest(lines, label))
     progress.note(f"longest spin wait with Linux alone: {fmt_us(baseline_max)} µs")
     rows: list[dict[str, object]] = []
     for period in s.integers("periods_us"):
@@ -115,6 +132,7 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
             total_long = total = 0
             long_per_rep: list[int] = []
             long_us_per_rep: list[float] = []
+            longest_per_rep: list[dict[str, object] | None] = []
             preempted: dict[str, list[int]] = {"starts": [], "holding": [], "waiting": []}
             longest = 0.0
             tail = dict.fromkeys(TAIL_US, 0)
@@ -140,6 +158,7 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
                 long_us_per_rep.append(round(long_spin_us(hist, baseline_max), 1))
                 for key, n in preemptions(lines, PREEMPT_BEFORE, PREEMPT_AFTER, label).items():
                     preempted[key].append(n)
+                longest_per_rep.append(_longest(lines, label))
                 total_long += long_per_rep[-1]
                 total += sum(hist.values())
                 for t in TAIL_US:
@@ -158,13 +177,16 @@ def e1(s: Scenario, out: Path, progress: Progress) -> tuple[float, list[dict[str
                     # Per repetition: the task's jobs, and how many preempted
                     # Linux holding a lock, or spinning for one.
                     "preempted_runs": preempted,
+                    # Per repetition: the longest wait, its lock, the waiter's
+                    # interrupts meanwhile and its stack.
+                    "longest_runs": longest_per_rep,
                     "spin_waits": total,
                     "max_spin_us": longest,
                     "runs": reps,
                     "waits_over_us": {str(t): n for t, n in tail.items()},
                 }
             )
-    return baseline_max, rows
+    return baseline_max, baseline_longest, rows
 
 
 def e2(s: Scenario, out: Path, progress: Progress) -> list[dict[str, object]]:
@@ -374,13 +396,14 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     }
     progress = Progress(NAME, sum(steps[p] for p in parts))
     baseline_max: float | None = None
+    baseline_longest: list[dict[str, object] | None] = []
     sweep: list[dict[str, object]] = []
     bench: list[dict[str, object]] = []
     overhead: list[dict[str, object]] = []
     hists: dict[str, dict[float, int]] = {}
     patch: dict[str, object] | None = None
     if "e1" in parts:
-        baseline_max, sweep = e1(s, out, progress)
+        baseline_max, baseline_longest, sweep = e1(s, out, progress)
     if "e2" in parts:
         bench = e2(s, out, progress)
     if "e3" in parts:
@@ -410,6 +433,9 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
         "scenario": s.values,
         "parts": parts,
         "long_spin_threshold_us": baseline_max,
+        # Linux alone, per repetition: the longest wait, which lock, the
+        # waiter's interrupts meanwhile, its stack.
+        "baseline_longest": baseline_longest,
         "period_sweep": sweep,
         "bench": bench,
         "overhead": overhead,

@@ -86,6 +86,41 @@ def preemptions(lines: list[str], before: str, after: str, label: str) -> dict[s
     }
 
 
+LONGEST_HEAD = re.compile(r"^cpu(\d+) ticks (\d+) lock (\S+) irqs (\d+)$")
+
+
+def longest_waits(
+    lines: list[str], begin: str, end: str, tick_us: float, label: str
+) -> list[dict[str, object]]:
+    """Each CPU's longest spin wait between the markers (debugfs
+    tandem_spin_longest): its CPU, µs, lock, the interrupts the CPU took
+    while it spun, and the waiter's stack; longest first."""
+    try:
+        first = lines.index(begin)
+        last = lines.index(end, first)
+    except ValueError:
+        raise TandemError(f"{label}: no {begin} ... {end} block") from None
+    out: list[dict[str, object]] = []
+    stack: list[str] = []
+    for line in lines[first + 1 : last]:
+        if m := LONGEST_HEAD.match(line.strip()):
+            stack = []
+            out.append(
+                {
+                    "cpu": int(m.group(1)),
+                    "us": round(int(m.group(2)) * tick_us, 3),
+                    "lock": m.group(3),
+                    "irqs": int(m.group(4)),
+                    "stack": stack,
+                }
+            )
+        elif line.startswith("  ") and out:
+            stack.append(line.strip())
+        elif line.strip():
+            raise TandemError(f"{label}: unexpected line in {begin} block: {line!r}")
+    return sorted(out, key=lambda w: -float(w["us"]))  # type: ignore[arg-type]
+
+
 def long_spin_us(hist: dict[float, int], threshold_us: float) -> float:
     """Time spent in spin waits longer than the threshold (bucket starts,
     so a lower bound), µs."""

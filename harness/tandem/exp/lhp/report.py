@@ -91,6 +91,89 @@ def qemu_limits(sweep_timing: str, timing: str) -> list[str]:
     return [*out, *BENCH_LIMITS.get(timing, ()), ""]
 
 
+def _e2_expected(
+    summary: dict[str, object], sweep: list[dict[str, object]], bench: list[dict[str, object]]
+) -> list[str]:
+    """What E1 lets E2 expect: the long-wait time each policy saves against
+    static at E2's period, as a share of the cores' time in a hackbench run
+    (E1 runs the same hackbench), beside E2's spread. Only when both parts
+    ran, E1 at E2's period, with long-wait times."""
+    scenario = summary.get("scenario")
+    if not isinstance(scenario, dict):
+        return []
+    period = scenario.get("bench_period_us")
+    rows = {
+        str(r["policy"]): r
+        for r in sweep
+        if r["period_us"] == period and isinstance(r.get("long_spin_us_runs"), list)
+    }
+    hack = {str(r["policy"]): r for r in bench if r["bench"] == "hackbench"}
+    if "static" not in rows or "static" not in hack:
+        return []
+
+    def median(values: object) -> float:
+        assert isinstance(values, list) and values
+        v = sorted(float(x) for x in values)
+        return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+
+    cores = int(num(summary, "sweep_smp"))
+    run_s = num(hack["static"], "median_s")
+    static_us = median(rows["static"]["long_spin_us_runs"])
+    out = [
+        "",
+        "What E1 lets E2 expect (hackbench): a core spinning in a long wait does no work, so "
+        "the long-wait time a policy saves against static, as a share of the cores' time in "
+        f"one run ({cores} cores x {run_s:.3f} s), is the CPU time it gives back: a first-order "
+        "estimate of its gain (a waiter on the benchmark's critical path may cost more):",
+        "",
+    ]
+    for policy, r in rows.items():
+        if policy == "static" or policy not in hack:
+            continue
+        saved_us = static_us - median(r["long_spin_us_runs"])
+        bound = saved_us / (cores * run_s * 1e6) * 100
+        spread = max(num(hack["static"], "spread_s"), num(hack[policy], "spread_s"))
+        out.append(
+            f"- {policy}: {saved_us / 1000:.1f} ms of long waits saved per run (medians), "
+            f"{bound:.1f} % of the cores' time, against E2's spread of "
+            f"{spread / run_s * 100:.1f} %"
+        )
+    return out
+
+
+def _frames(stack: object, n: int = 4) -> str:
+    """The first `n` frames of a waiter's stack, without offsets."""
+    if not isinstance(stack, list):
+        return "-"
+    return " ← ".join(str(f).split("+")[0] for f in stack[:n]) or "-"
+
+
+def _threshold(longest: object) -> list[str]:
+    """Linux alone's longest wait per repetition: which lock, whether the
+    waiter was interrupted, where it waited (runs from before the kernel
+    recorded it have none)."""
+    if not isinstance(longest, list) or not any(isinstance(w, dict) for w in longest):
+        return []
+    out = [
+        "",
+        "The threshold is the longest of Linux alone's repetitions; each one's longest wait "
+        "(`tandem_spin_longest`, linux/patches/0004: the lock, the interrupts the waiting "
+        "core took while it spun, and where it waited):",
+        "",
+        "| repetition | longest µs | core | lock | interrupts while spinning | waiter |",
+        "|---|---|---|---|---|---|",
+    ]
+    for rep, w in enumerate(longest, 1):
+        if isinstance(w, dict):
+            out.append(
+                f"| {rep} | {fmt_us(num(w, 'us'))} | {w['cpu']} | `{w['lock']}` | "
+                f"{w['irqs']} | {_frames(w.get('stack'))} |"
+            )
+        else:
+            out.append(f"| {rep} | - | - | - | - | no contended wait |")
+    return out
+
+
 def _e1_pair(sweep: list[dict[str, object]], period: int, policy: str) -> list[str]:
     """One line: `policy` against static at `period`, summed and per pair."""
     st = [r for r in sweep if r["period_us"] == period and r["policy"] == "static"]
@@ -194,6 +277,9 @@ def report(run_dir: Path, command: str) -> str:
         "over hackbench runs (sum over repetitions; repetition r starts "
         f"(r - 1) times {summary['scenario'].get('sweep_phase_us', 0)} µs later, "  # type: ignore[attr-defined]
         "at another phase of the RTOS period).",
+    ]
+    out += _threshold(summary.get("baseline_longest"))
+    out += [
         "",
         "| period µs | load µs | policy | long spin waits | per repetition | all contended | "
         "longest µs | over 100 / 300 / 1000 / 3000 µs |",
@@ -252,6 +338,7 @@ def report(run_dir: Path, command: str) -> str:
                     f"{(a - b) / a * 100:+.1f} % for {policy}, {beyond} the run-to-run "
                     f"spread ({spread:.3f} s); {policy} {paired_words(gains)}"
                 )
+    out += _e2_expected(summary, sweep, bench)
     patch = summary.get("lock_patch_overhead")
     if isinstance(patch, dict):
         pct = num(patch, "pct")

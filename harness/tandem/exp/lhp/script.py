@@ -18,6 +18,12 @@ SPIN_RESULT = "@@SPIN@@"
 # how many preempted Linux holding or spinning for a lock (parse.preemptions).
 PREEMPT_BEFORE = "@@PREEMPT-A@@"
 PREEMPT_AFTER = "@@PREEMPT-B@@"
+# Around E1's hackbench: each CPU's longest spin wait, which lock, the
+# interrupts it took while spinning and its stack (linux/patches/0004;
+# parse.longest_waits).
+LONGEST = "/sys/kernel/debug/tandem_spin_longest"
+LONGEST_BEGIN = "@@LONGEST@@"
+LONGEST_END = "@@LONGEST-END@@"
 DISPATCH_RESULT = "@@DISPATCH@@"
 HANDOFF_RESULT = "@@HANDOFF@@"
 CORES_SYSFS = "/sys/bus/platform/devices/tandem/core[0-9]*"
@@ -60,8 +66,10 @@ def spin_script(s: Scenario, rep: int) -> str:
         (f"sleep {phase_s:.6f}\n" if phase_s else "")
         + _preemptions(PREEMPT_BEFORE)
         + "tandem-spin save /tmp/spin.a || exit 1\n"
+        f"echo 1 > {LONGEST} || exit 1\n"
         f"{hackbench_command(s)} >/dev/null || exit 1\n"
         "tandem-spin save /tmp/spin.b || exit 1\n"
+        f"echo {LONGEST_BEGIN}; cat {LONGEST} || exit 1; echo {LONGEST_END}\n"
         + _preemptions(PREEMPT_AFTER)
         + f"echo {SPIN_RESULT}\n"
         "tandem-spin report /tmp/spin.a /tmp/spin.b || exit 1\n"
