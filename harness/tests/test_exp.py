@@ -298,7 +298,7 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     # Two cores' counters (starts, holding, waiting); the second wrapped.
     lines = ["@@A@@ 10 2 1 4294967290 0 0", "noise", "@@B@@ 30 5 2 4 1 3"]
     got = lhp_parse.preemptions(lines, "@@A@@", "@@B@@", "t")
-    assert got == {"starts": 30, "holding": 4, "waiting": 4}
+    assert got == {"starts": 30, "holding": 4, "waiting": 4, "starts_per_core": [20, 10]}
     with pytest.raises(TandemError, match="malformed"):
         lhp_parse.preemptions(["@@A@@ 1 2", "@@B@@ 1 2 3"], "@@A@@", "@@B@@", "t")
     block = [
@@ -352,7 +352,12 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
                 "long_spin_waits": 40,
                 "long_spin_waits_runs": [25, 15],
                 "long_spin_us_runs": [12000.0, 7000.0],
-                "preempted_runs": {"starts": [400, 400], "holding": [60, 40], "waiting": [4, 6]},
+                "preempted_runs": {
+                    "starts": [400, 400],
+                    "holding": [60, 40],
+                    "waiting": [4, 6],
+                    "starts_per_core": [[100, 300], [200, 200]],
+                },
                 "spin_waits": 900,
                 "max_spin_us": 510.0,
             },
@@ -433,14 +438,17 @@ def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
     text = (tmp_path / "report.md").read_text()
     assert "- 1000 µs: static 40, migrate 10: 75 % fewer" in text
     assert "fewer in 2 of 2 repetitions (same phase, paired; cut per pair 100 %, 33 %)" in text
-    assert "| 1000 | static | 800 | 100 (12.5 %) | 10 (1.2 %) | 12.0 |" in text
+    assert "| 1000 | static | 800 | 100 (12.5 %) | 10 (1.2 %) | 12.0 | 38 % / 62 % |" in text
     assert "| 1 | 3.00 | 0 | `tasklist_lock+0x0/0x40` | 1 | a ← b |" in text
     assert "| 2 | - | - | - | - | no contended wait |" in text
     assert (
         "- migrate: 7.0 ms of long waits saved per run (medians), 0.1 % of the cores' time, "
         "against E2's spread of 5.0 %"
     ) in text
-    assert "+25.0 % for migrate, beyond the run-to-run spread (0.100 s)" in text
+    assert (
+        "- hackbench: static 2.000 s (2.000-2.100), migrate 1.500 s (1.500-1.550): +25.0 % for "
+        "migrate, beyond the spread: every migrate run faster than every static run"
+    ) in text
     assert "Worst case grows by 5.00 µs with migrate (within the 10 µs limit" in text
     assert "| migrate | 12 | 40.5 | 120.0 | 1 |" in text, "the hand-off waits"
     assert "`lock_patch_overhead_pct` = +2.50 % (median NOT within the 2 % target" in text

@@ -133,7 +133,12 @@ def e1(
             long_per_rep: list[int] = []
             long_us_per_rep: list[float] = []
             longest_per_rep: list[dict[str, object] | None] = []
-            preempted: dict[str, list[int]] = {"starts": [], "holding": [], "waiting": []}
+            preempted: dict[str, list[object]] = {
+                "starts": [],
+                "holding": [],
+                "waiting": [],
+                "starts_per_core": [],
+            }
             longest = 0.0
             tail = dict.fromkeys(TAIL_US, 0)
             for rep in range(1, reps + 1):

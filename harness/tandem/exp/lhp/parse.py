@@ -58,10 +58,10 @@ def handoff_waits(lines: list[str], label: str) -> tuple[int, int, int, int]:
     raise TandemError(f"{label}: no (or a malformed) {HANDOFF_RESULT} line")
 
 
-def preemptions(lines: list[str], before: str, after: str, label: str) -> dict[str, int]:
+def preemptions(lines: list[str], before: str, after: str, label: str) -> dict[str, object]:
     """What the periodic task's jobs preempted between the two marker lines:
     starts, and how many found Linux holding or spinning for a lock, over
-    all cores (the counters are u32s that wrap)."""
+    all cores, and the starts per core (the counters are u32s that wrap)."""
 
     def counts(marker: str) -> list[int]:
         for line in lines:
@@ -83,6 +83,7 @@ def preemptions(lines: list[str], before: str, after: str, label: str) -> dict[s
         "starts": sum(diff[0::3]),
         "holding": sum(diff[1::3]),
         "waiting": sum(diff[2::3]),
+        "starts_per_core": diff[0::3],
     }
 
 
