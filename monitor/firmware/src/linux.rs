@@ -400,11 +400,14 @@ pub fn stopped(core: usize) {
 pub fn restart_due(core: usize) -> Option<usize> {
     let index = instance_of(core)?;
     let instance = instances().get(index);
-    let off = STOP
-        .iter()
+    // The look loop asks on every pass: no restart asked, no more work.
+    if core != instance.boot_core || !RESTART[index].load(Ordering::Acquire) {
+        return None;
+    }
+    STOP.iter()
         .enumerate()
-        .all(|(c, s)| instance.cores >> c & 1 == 0 || !s.load(Ordering::Acquire));
-    (core == instance.boot_core && RESTART[index].load(Ordering::Acquire) && off).then_some(index)
+        .all(|(c, s)| instance.cores >> c & 1 == 0 || !s.load(Ordering::Acquire))
+        .then_some(index)
 }
 
 /// Instance `index` was started again (its images copied, its boot core

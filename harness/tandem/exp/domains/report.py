@@ -60,8 +60,10 @@ def report(run_dir: Path, command: str) -> str:
         f"Measured on core {summary['measured_core']}, timer period {summary['period_us']} µs: "
         "where the RTOS runs (heteroos, tandem), the RTOS's timer-interrupt latency from the "
         "compare value to its handler (16 ns resolution); where only Linux runs (smp, "
-        "affinity), cyclictest's wake-up latency of a SCHED_FIFO 99 thread (1 µs resolution). "
-        "Loads are on cores 0-2 (anywhere in smp).",
+        "affinity, dualunix), cyclictest's wake-up latency of a SCHED_FIFO 99 thread (1 µs "
+        "resolution). Loads are on cores 0-2 (anywhere in smp); in dualunix cyclictest runs in "
+        "Linux B, alone on core 3, and the loads in Linux A on cores 0-2: two kernels under "
+        "Tandem's EL2 layer (docs/hyp.md).",
         "",
         "| env | load | loaded cores | samples | min µs | avg µs | p99 µs | max µs |",
         "|---|---|---|---|---|---|---|---|",
@@ -127,6 +129,15 @@ def report(run_dir: Path, command: str) -> str:
             + "; ".join(
                 f"{e} {fmt_us(v)} µs: {'below' if hp99 < v else 'NOT below'}" for e, v in p99s
             )
+        )
+    d_sched = find_row(rows, "dualunix", "scheduling", INFO_CORES)
+    a_sched = find_row(rows, "affinity", "scheduling", INFO_CORES)
+    if d_sched is not None and a_sched is not None:
+        d_avg, a_avg = num(d_sched, "avg_us"), num(a_sched, "avg_us")
+        out.append(
+            f"- scheduling load, average (the paper's fig. 9: DualUnix below Affinity, two "
+            f"kernels sharing no kernel data): dualunix {fmt_us(d_avg)} µs, affinity "
+            f"{fmt_us(a_avg)} µs: {'below' if d_avg < a_avg else 'NOT below'}"
         )
     met = [
         str(r["env"])

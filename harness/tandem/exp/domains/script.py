@@ -90,6 +90,8 @@ while true; do
 	{LOAD_CODES["scheduling"]}) load_start scheduling 1 0-{INFO_CORES - 1} ;;
 	{LOAD_CODES["done"]}) load_stop; break ;;
 	esac
+	running=$(pidof stress-ng | wc -w)
+	echo "load agent: command $seq (load $kind x$workers): $running stress-ng processes"
 	devmem {_word("ack")} 32 "$seq"
 done
 echo "load agent: done after $seen commands"
