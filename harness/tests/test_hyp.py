@@ -1,6 +1,7 @@
 """DualUnix under Tandem's EL2 layer on QEMU (paper 003; docs/hyp.md): two
 Linux instances side by side, each confined to its partition (needs
-`make build`). Each test is one short boot of configuration `dualunix`."""
+`make build`). Each test is one short boot of configuration `dualunix` (or
+`dualunix-rtos`, with the RTOS first on every core)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 
 import pytest
 
+from tandem.platform import rtos_status
 from tandem.platform.abi import constants
 from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, ExecResult, run_exec
@@ -114,10 +116,12 @@ echo "after: $(state)"
     assert int(priority, 16) != 0xFF and int(ctlr, 16) & 0b10, (priority, ctlr)
 
 
-def test_a_panic_of_either_linux_leaves_the_other_running() -> None:
-    """A panics and restarts alone while B counts on; then B panics and
-    restarts alone while A waits; each runs its commands twice, the other
-    once, and the monitor restarted each partition once."""
+def test_a_panic_of_either_linux_leaves_the_other_and_the_rtos_running() -> None:
+    """With the RTOS first on every core (configuration dualunix-rtos): A
+    panics and restarts alone while B counts on; then B panics and restarts
+    alone while A waits; each runs its commands twice, the other once, the
+    monitor restarted each partition once, and the RTOS missed no release
+    on any core."""
     counter = MAILBOX + 4 * 6
     a = f"""
 if [ "$(devmem {MAILBOX + 16:#x} 32)" = 0x00000000 ]; then
@@ -130,6 +134,7 @@ echo "B counted $c1 -> $c2 while A was back"
 {put(4, 2)}
 {wait_for(5, 2)}
 echo "A ran through B's panic"
+sleep 2  # the RTOS's status line comes once a second
 """
     b = f"""
 if [ "$(devmem {MAILBOX + 20:#x} 32)" = 0x00000000 ]; then
@@ -144,7 +149,7 @@ fi
 echo "B back"
 """
     r = run_exec(
-        BootOptions(config="dualunix", timing="percore", partition_scripts=(("B", b),)),
+        BootOptions(config="dualunix-rtos", timing="percore", partition_scripts=(("B", b),)),
         a,
         timeout_s=300,
         panics=True,
@@ -161,3 +166,6 @@ echo "B back"
     assert "Linux (partition A) restarts (generation 2)" in secure, secure
     assert "Linux (partition B) restarts (generation 2)" in secure, secure
     assert "generation 3" not in secure
+    status = rtos_status.last(secure)
+    assert sorted(status.cores) == [0, 1, 2, 3]
+    rtos_status.check_ran_on(status)

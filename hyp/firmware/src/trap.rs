@@ -61,6 +61,19 @@ pub extern "C" fn guest_trap(frame: &mut Frame) {
                 hand_back(esr, "an unexpected system register access");
             }
         }
+        ec::IABT_LOWER => {
+            let core = this_core();
+            let (_, p) = this_partition(core);
+            console::say(
+                p,
+                format_args!(
+                    "hyp: partition {} core {core}: instruction fetch from {:#x} outside the partition: external abort",
+                    p.letter(),
+                    fault::fault_ipa(regs::hpfar_el2::read(), regs::far_el2::read())
+                ),
+            );
+            hand_back(esr, "");
+        }
         _ => hand_back(esr, "an unexpected exception"),
     }
 }
