@@ -246,10 +246,14 @@ fn restart_linux(core: usize, instance: usize) {
             if instance == 0 {
                 shm::publish_linux_generation(generation);
             }
-            log!(
-                "Linux{} restarts (generation {generation}); the RTOS and other partitions ran on",
-                partition_name(instance)
-            );
+            if linux::uses_hyp() {
+                log!(
+                    "Linux{} restarts (generation {generation}); the RTOS and the other partitions ran on",
+                    partition_name(instance)
+                );
+            } else {
+                log!("Linux restarts (generation {generation}); the RTOS ran on");
+            }
         }
         Some(Err(e)) => {
             linux::restart_refused(instance);
