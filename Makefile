@@ -24,6 +24,7 @@ PATCHES     := $(wildcard linux/patches/*.patch) linux/patches/series
 
 MONITOR_BIN := $(BUILD)/firmware/tandem-monitor.bin
 RTOS_BIN    := $(BUILD)/firmware/tandem-rtos.bin
+HYP_BIN     := $(BUILD)/firmware/tandem-hyp.bin
 FIRMWARE    := $(BUILD)/firmware/tandem-firmware.bin
 IMAGE       := $(KOUT)/arch/arm64/boot/Image
 ABI_HEADER  := $(BUILD)/include/tandem_abi.h
@@ -88,9 +89,10 @@ $(BUILD)/firmware/%.bin: FORCE
 	@# The ELF beside it: its symbols place E3's path markers (pathcount.py).
 	@cp target/$(FW_TARGET)/release/$* $(@D)/$*.elf
 
-# Secure flash: the monitor at its start, the RTOS where the board says.
-$(FIRMWARE): $(MONITOR_BIN) $(RTOS_BIN) boards/qemu-virt.toml scripts/pack-firmware.py
-	@scripts/pack-firmware.py boards/qemu-virt.toml $(MONITOR_BIN) $(RTOS_BIN) $@
+# Secure flash: the monitor at its start, the RTOS and the normal world's
+# EL2 layer where the board says.
+$(FIRMWARE): $(MONITOR_BIN) $(RTOS_BIN) $(HYP_BIN) boards/qemu-virt.toml scripts/pack-firmware.py
+	@scripts/pack-firmware.py boards/qemu-virt.toml $(MONITOR_BIN) $(RTOS_BIN) $(HYP_BIN) $@
 
 # Quick when the cache has this source, these patches and options.
 $(QEMU): FORCE
@@ -162,15 +164,17 @@ $(INITRAMFS): $(wildcard rootfs/*) $(MODULE) $(TOOLS)
 lint:
 	@echo "== lint"
 	cargo fmt --all --check
-	cargo clippy -q --workspace --exclude tandem-monitor --exclude tandem-rtos --exclude tandem-rtos-firmware --all-targets -- -D warnings
-	cargo clippy -q -p tandem-monitor -p tandem-rtos -p tandem-rtos-firmware --target $(FW_TARGET) -- -D warnings
+	cargo clippy -q --workspace --exclude tandem-monitor --exclude tandem-rtos --exclude tandem-rtos-firmware --exclude tandem-hyp --all-targets -- -D warnings
+	cargo clippy -q -p tandem-monitor -p tandem-rtos -p tandem-rtos-firmware -p tandem-hyp --target $(FW_TARGET) -- -D warnings
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-monitor
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-rtos
+	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-hyp
 	scripts/check-rust-headers.sh
 	@# The RTOS's mechanism never names an application (the image crate,
 	@# tandem_rtos) and its modules import in one direction only.
 	scripts/check-module-cycles.py rtos/firmware/src --forbid tandem_rtos
 	scripts/check-module-cycles.py monitor/firmware/src
+	scripts/check-module-cycles.py hyp/firmware/src
 	$(KSRC)/scripts/checkpatch.pl --no-tree --quiet --terse -f linux/driver/*.c linux/driver/*.h linux/tools/*.c linux/tools/*.h --ignore SPDX_LICENSE_TAG,PREFER_DEFINED_ATTRIBUTE_MACRO,EMBEDDED_FILENAME
 	@# patches as patches (on stdin: given a tracked file name, checkpatch
 	@# checks it as source and misreads the diff's context lines)

@@ -15,6 +15,9 @@ struct File {
     /// Used by the harness only.
     #[allow(dead_code)]
     qemu: Option<toml::Table>,
+    /// Used by the harness only (it writes them into the partition table).
+    #[allow(dead_code)]
+    partition_devices: Option<toml::Table>,
 }
 
 #[derive(Deserialize)]
@@ -41,6 +44,7 @@ struct MemorySection {
     rtos_ram: Range,
     normal_ram: Range,
     shared: Range,
+    hyp_ram: Range,
 }
 
 #[derive(Deserialize)]
@@ -78,6 +82,7 @@ struct SgiSection {
 #[serde(deny_unknown_fields)]
 struct BootSection {
     rtos_image: u64,
+    hyp_image: u64,
     config: u64,
     linux_images: u64,
     kernel: u64,
@@ -120,6 +125,7 @@ fn main() {
     writeln!(out, "    rtos_ram: {},", range(m.rtos_ram)).unwrap();
     writeln!(out, "    normal_ram: {},", range(m.normal_ram)).unwrap();
     writeln!(out, "    shared: {},", range(m.shared)).unwrap();
+    writeln!(out, "    hyp_ram: {},", range(m.hyp_ram)).unwrap();
     let d = &f.devices;
     writeln!(out, "    gicd: {:#x},", d.gicd).unwrap();
     writeln!(out, "    gicr: {:#x},", d.gicr).unwrap();
@@ -167,6 +173,7 @@ fn main() {
     writeln!(out, "    doorbell_spi: {},", i.doorbell_spi).unwrap();
     let b = &f.boot;
     writeln!(out, "    rtos_image: {:#x},", b.rtos_image).unwrap();
+    writeln!(out, "    hyp_image: {:#x},", b.hyp_image).unwrap();
     writeln!(out, "    boot_config: {:#x},", b.config).unwrap();
     writeln!(out, "    linux_images: {:#x},", b.linux_images).unwrap();
     writeln!(out, "    kernel_entry: {:#x},", b.kernel).unwrap();

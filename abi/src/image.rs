@@ -9,6 +9,10 @@ use crate::CConstant;
 /// `"TNDMRTOS"` as a little-endian u64.
 pub const RTOS_MAGIC: u64 = u64::from_le_bytes(*b"TNDMRTOS");
 
+/// `"TNDMHYP2"` as a little-endian u64: the EL2 layer's image (`hyp/`),
+/// which starts with the same header as the RTOS's.
+pub const HYP_MAGIC: u64 = u64::from_le_bytes(*b"TNDMHYP2");
+
 /// First 32 bytes of the RTOS image (like the arm64 Image header: a branch to
 /// the real entry comes first, so entering at the image base works).
 #[repr(C)]
@@ -43,7 +47,13 @@ pub enum ImageError {
 impl RtosImageHeader {
     /// Checks the header against the RAM the board gives the RTOS.
     pub fn validate(&self, ram_room: u64) -> Result<(), ImageError> {
-        if self.magic != RTOS_MAGIC {
+        self.validate_as(RTOS_MAGIC, ram_room)
+    }
+
+    /// Checks an image with this header and `magic` (the RTOS's, or the EL2
+    /// layer's [`HYP_MAGIC`]) against `ram_room` bytes of RAM.
+    pub fn validate_as(&self, magic: u64, ram_room: u64) -> Result<(), ImageError> {
+        if self.magic != magic {
             return Err(ImageError::BadMagic);
         }
         let needs = self.image_size.max(self.ram_size);
@@ -108,6 +118,7 @@ pub enum LinuxImagesError {
 }
 
 /// A range of physical addresses.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
     /// First address.

@@ -9,6 +9,7 @@ extern crate std;
 
 pub mod boot;
 pub mod image;
+pub mod partition;
 pub mod rpc;
 pub mod shm;
 pub mod smc;
@@ -44,5 +45,6 @@ pub fn c_constants() -> impl Iterator<Item = CConstant> {
         .chain(rpc::C_CONSTANTS.iter())
         .chain(workload::C_CONSTANTS.iter())
         .chain(image::C_CONSTANTS.iter())
+        .chain(partition::C_CONSTANTS.iter())
         .copied()
 }

@@ -14,6 +14,8 @@
 //! 0x100000 stolen-time record x cores (64 B each, Arm PV time, DEN0057A)
 //! 0x108000 context-switch record (64 B, the `ctxsw` workload)
 //! 0x110000 RPC channels (`crate::rpc`)
+//! 0x1FE000 the partitions' mailbox (a page the secure side never touches)
+//! 0x1FF000 the stub Linux's cores start through (the monitor's)
 //! ```
 
 use crate::CConstant;
@@ -288,6 +290,17 @@ const _: () = assert!(
         <= LINUX_STUB_OFFSET as usize
 );
 
+/// A page the normal world's partitions (`crate::partition`) may use to
+/// talk to each other (the harness's experiments hand load phases over it);
+/// the monitor and the RTOS neither read nor write it.
+pub const PARTITION_MAILBOX_OFFSET: u32 = 0x1F_E000;
+const _: () = assert!(
+    crate::rpc::RPC_OFFSET as usize
+        + crate::rpc::RPC_CHANNELS as usize * crate::rpc::RPC_CHANNEL_SIZE as usize
+        <= PARTITION_MAILBOX_OFFSET as usize
+        && PARTITION_MAILBOX_OFFSET + 0x1000 <= LINUX_STUB_OFFSET
+);
+
 /// Size of [`Header`] in bytes.
 pub const HEADER_SIZE: u32 = core::mem::size_of::<Header>() as u32;
 /// Where the per-core records start (header padded to a cache line).
@@ -393,6 +406,10 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
         name: "SHM_CORE_RECORDS_OFFSET",
         value: CORE_RECORDS_OFFSET as i64,
+    },
+    CConstant {
+        name: "SHM_PARTITION_MAILBOX_OFFSET",
+        value: PARTITION_MAILBOX_OFFSET as i64,
     },
     offset!("SHM_OFF_MAGIC", magic),
     offset!("SHM_OFF_ABI_VERSION", abi_version),

@@ -48,6 +48,8 @@ pub struct Board {
     pub normal_ram: MemoryRange,
     /// The region both worlds share.
     pub shared: MemoryRange,
+    /// The normal world's EL2 layer's RAM (configurations with partitions).
+    pub hyp_ram: MemoryRange,
     /// GICv3 distributor.
     pub gicd: u64,
     /// First GICv3 redistributor.
@@ -74,6 +76,8 @@ pub struct Board {
     pub doorbell_spi: u32,
     /// The RTOS image in secure flash.
     pub rtos_image: u64,
+    /// The EL2 layer's image in secure flash.
+    pub hyp_image: u64,
     /// The boot configuration (per-core policy) and the workload blob, in
     /// secure flash: Linux can neither read nor change them.
     pub boot_config: u64,
@@ -201,10 +205,19 @@ mod tests {
             "monitor and RTOS RAM overlap"
         );
         assert!(b.secure_flash.contains(b.rtos_image, 4096));
-        // In flash, in this order: the RTOS image, the boot configuration
-        // page, Linux's images (the rest of the flash).
-        assert!(b.secure_flash.contains(b.boot_config, 0x1000));
-        assert!(b.boot_config > b.rtos_image && b.boot_config + 0x1000 <= b.linux_images);
+        // In flash, in this order: the RTOS image, the EL2 layer's image,
+        // the boot configuration page and the partition table's, Linux's
+        // images (the rest of the flash).
+        assert!(b.hyp_image > b.rtos_image && b.hyp_image < b.boot_config);
+        assert!(b.secure_flash.contains(b.boot_config, 0x2000));
+        assert!(b.boot_config > b.rtos_image && b.boot_config + 0x2000 <= b.linux_images);
+        // The EL2 layer's RAM: normal RAM outside the shared region, whole
+        // 2 MiB blocks (it maps itself and no partition may hold it).
+        assert!(b.normal_ram.contains(b.hyp_ram.base, b.hyp_ram.size));
+        assert!(b.hyp_ram.end() <= b.shared.base || b.hyp_ram.base >= b.shared.end());
+        assert!(
+            b.hyp_ram.base.is_multiple_of(0x20_0000) && b.hyp_ram.size.is_multiple_of(0x20_0000)
+        );
         assert!(b.secure_flash.contains(b.linux_images, 0x1000));
         // 64 MiB for the kernel image and its bss before the device tree.
         assert!(b.kernel_entry + 0x400_0000 <= b.dtb);

@@ -89,6 +89,13 @@ def _boot_options(
         help="appended to Linux's command line (e.g. tandem_lockstate=on)",
     )
     parser.add_argument(
+        "--partition",
+        default=None,
+        metavar="NAME",
+        help="with a configuration that has partitions (e.g. dualunix): the Linux whose "
+        "console is here and that runs the commands (default: the first, A)",
+    )
+    parser.add_argument(
         "--linux-off",
         choices=LINUX_OFF,
         default=None,
@@ -141,6 +148,7 @@ def _options(args: argparse.Namespace) -> BootOptions:
         rpc_cores=args.rpc_cores,
         apps=apps.runs(args.rtos),
         linux_off=args.linux_off,
+        partition=args.partition,
     )
 
 

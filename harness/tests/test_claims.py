@@ -116,7 +116,25 @@ def test_domains_growth_with_loaded_cores_needs_a_bus_model(tmp_path: Path) -> N
         claims.REPRODUCED,
         claims.REPRODUCED,
         claims.NEEDS_MODEL,
+        claims.NOT_RUN,
+        claims.NOT_RUN,
+    ], "no DualUnix rows: its claims are not run"
+
+
+def test_domains_dualunix_claims(tmp_path: Path) -> None:
+    rows = [
+        {"env": e, "load": load, "loaded_cores": k, "max_us": w, "avg_us": a}
+        for e, base, a in (("heteroos", 0.2, 0.2), ("dualunix", 5.0, 3.0), ("affinity", 5.0, 4.0))
+        for load in ("none", "memory", "scheduling")
+        for k, w in ((0, base), (3, base * 2))
+        if not (load == "none" and k == 3)
     ]
+    _write(tmp_path, "domains", "20260101-000000", {"quick": False, "rows": rows})
+    found = claims.domains_claims(tmp_path)
+    assert [c.verdict for c in found[3:]] == [claims.REPRODUCED, claims.REPRODUCED]
+    rows = [dict(r, avg_us=5.0) if r["env"] == "dualunix" else r for r in rows]
+    _write(tmp_path, "domains", "20260101-000001", {"quick": False, "rows": rows})
+    assert claims.domains_claims(tmp_path)[4].verdict == claims.NOT_REPRODUCED
 
 
 def test_document_and_readme_table(tmp_path: Path) -> None:

@@ -91,7 +91,10 @@ def test_shipped_scenarios_load() -> None:
         (("samples = 4096", "samples = 3"), "samples = 3 is not allowed; want int in 16..100000"),
         (('timing = "percore"', 'timing = "fast"'), "want str from 'host', 'virtual', 'percore'"),
         (('envs = ["smp", ', 'envs = ["smp", "smp", '), "no repeats"),
-        (('envs = ["smp", ', 'envs = ["dualunix", '), "'smp', 'affinity', 'heteroos', 'tandem'"),
+        (
+            ('envs = ["smp", ', 'envs = ["bogus", '),
+            "'smp', 'affinity', 'dualunix', 'heteroos', 'tandem'",
+        ),
         (("reps = 1", "reps = true"), "reps = True is not allowed"),
         (("reps = 1\n", ""), "missing key reps"),
         (('experiment = "domains"', 'experiment = "other"'), "must be the file's name"),
@@ -148,6 +151,22 @@ def test_domains_phases_and_script() -> None:
     assert "measure_rtos scheduling-3 4096 3" in domains_script.guest_script(
         domains_spec.ENVS["heteroos"], s
     )
+    # DualUnix: B measures on its one core and asks A for each load, the
+    # same loads as the others, stopped before each report.
+    dualunix = domains_spec.ENVS["dualunix"]
+    b = domains_script.guest_script(dualunix, s)
+    assert (dualunix.measure_in, dualunix.load_in) == ("B", "A")
+    body = b.split("remote()")[1]
+    assert "\nisolate_core" not in body and "\nload_start" not in body
+    assert "remote memory 2\nmeasure_cyclictest memory-2 4096 any no" in b
+    assert "remote scheduling 1\nmeasure_cyclictest scheduling-3 4096 any no" in b
+    assert b.rstrip().endswith("remote done 0")
+    assert "load_stop() { remote stop 0; }" in b
+    agent = domains_script.load_agent_script(s)
+    assert 'load_start memory 1 "$core"' in agent
+    assert "load_start scheduling 1 0-2" in agent
+    mailbox = f"{domains_script.mailbox():#x}"
+    assert mailbox in agent and mailbox in b
 
 
 def test_linux_rt_cells_skip_affinity_on_one_core() -> None:

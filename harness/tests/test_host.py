@@ -335,3 +335,25 @@ def test_rpc_cores_option() -> None:
     assert cli.parser().parse_args(["exec", "--rpc-cores", "none"]).rpc_cores == ()
     with pytest.raises(SystemExit):
         cli.parser().parse_args(["exec", "--rpc-cores", "1;2"])
+
+
+def test_switch_cost_counts_the_translation_that_ran() -> None:
+    """QEMU translates 0x800 twice (in icount mode a block touching a device
+    is translated again to end there): each run counts its own translation."""
+    log = switchcost.parse(
+        """\
+IN:
+0x00000800:  d503201f  nop
+0x00000804:  d503201f  nop
+0x00000808:  d69f03e0  eret
+
+Trace 0: 0x7f0000000100 [00000000/0000000000000800/00000471/ff022200]
+IN:
+0x00000800:  d503201f  nop
+
+Trace 0: 0x7f0000000200 [00000000/0000000000000800/00000471/ff022200]
+Trace 0: 0x7f0000000100 [00000000/0000000000000800/00000471/ff022200]
+""".splitlines()
+    )
+    assert [len(log.run(i) or []) for i in range(3)] == [3, 1, 3]
+    assert len(log.blocks[0x800]) == 1, "the latest translation"

@@ -170,6 +170,9 @@ t() {{ tag=$1; shift; echo "$tag: $(tandem-rpc "$@" 2>&1)"; }}
 # for the first's channel; the driver is unbound under all of them.
 t sleeping call -m block -t 5000 -a 1000 stall 0 > /tmp/sleeping &
 t spinning call -m busy -c 1 -t 5000 -a 1000 stall 0 > /tmp/spinning &
+# The fourth only once the first holds the channel (started together, the
+# scheduler may run it first, and a 64-byte call is over at once).
+sleep 0.05
 t queued call -m block -t 5000 send 64 > /tmp/queued &
 sleep 0.1
 echo tandem > $drv/unbind; echo "unbind: $?"

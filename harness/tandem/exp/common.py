@@ -114,6 +114,17 @@ def boot_lines(boot: Boot, raw_dir: Path, progress: Progress) -> tuple[list[str]
     raw_dir.mkdir(parents=True, exist_ok=True)
     shutil.copy(result.console_log, raw_dir / f"{boot.label}.console.log")
     (raw_dir / f"{boot.label}.sh").write_text(boot.script)
+    # Other partitions' scripts and consoles (DualUnix: the loads' Linux).
+    for name, script in boot.options.partition_scripts:
+        (raw_dir / f"{boot.label}.{name}.sh").write_text(script)
+    for name, other in result.partitions.items():
+        shutil.copy(other.console_log, raw_dir / f"{boot.label}.{name}.console.log")
+        if other.status != 0:
+            tail = "\n".join(other.lines[-5:])
+            raise TandemError(
+                f"{boot.label}: partition {name}'s script exited with {other.status} "
+                f"(console: {other.console_log}):\n{tail}"
+            )
     where = f"{boot.label} (console: {result.console_log})"
     if result.status != 0:
         tail = "\n".join(result.lines[-5:])

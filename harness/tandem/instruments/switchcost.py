@@ -19,10 +19,10 @@ import statistics
 import subprocess
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-TRACE = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
+TRACE = re.compile(r"^Trace \d+: (0x[0-9a-f]+) \[[0-9a-f]+/([0-9a-f]+)/")
 # QEMU logs a block's Trace line before it runs it, and this line when it
 # then did not run it after all (an interrupt or the instruction budget
 # stopped the chain first): the block runs again next, so the first Trace
@@ -36,19 +36,43 @@ LOWER_FIQ = 0x500
 CURRENT_IRQ = 0x280
 
 
+Block = list[tuple[int, str]]
+
+
 @dataclass
 class Log:
-    """What QEMU logged: each block's instructions, and the blocks run."""
+    """What QEMU logged: each block's instructions (its latest translation),
+    the blocks run, and the instructions each of those runs executed."""
 
-    blocks: dict[int, list[tuple[int, str]]]
+    blocks: dict[int, Block]
     executed: list[int]
+    # Per entry of `executed`: the translation that ran. QEMU may translate
+    # the same address more than once, with different lengths (in icount
+    # mode a block that touches a device is translated again to end there),
+    # so the latest translation of an address need not be the one run.
+    runs: list[Block | None] = field(default_factory=list)
+
+    def run(self, i: int) -> Block | None:
+        """The instructions the `i`th executed block ran."""
+        if self.runs:
+            return self.runs[i]
+        return self.blocks.get(self.executed[i])
+
+    def slice(self, start: int, end: int) -> Log:
+        """The executed blocks `start..end`."""
+        return Log(self.blocks, self.executed[start:end], self.runs[start:end])
 
 
 def parse(lines: Iterable[str]) -> Log:
-    """Reads an `in_asm,exec,nochain` log."""
-    blocks: dict[int, list[tuple[int, str]]] = {}
+    """Reads an `in_asm,exec,nochain` log. Each translation is bound to the
+    host code QEMU made for it (the first Trace line of its address after
+    it), so every run counts the instructions of the translation that ran."""
+    blocks: dict[int, Block] = {}
+    fresh: dict[int, Block] = {}
+    bound: dict[str, Block] = {}
     executed: list[int] = []
-    current: list[tuple[int, str]] | None = None
+    runs: list[Block | None] = []
+    current: Block | None = None
     for line in lines:
         if line.startswith("IN:"):
             current = []
@@ -59,18 +83,23 @@ def parse(lines: Iterable[str]) -> Log:
                 current.append((int(m.group(1), 16), m.group(2)))
                 continue
             if current:
-                blocks[current[0][0]] = current
+                blocks[current[0][0]] = fresh[current[0][0]] = current
             current = None
         m = TRACE.match(line)
         if m:
-            executed.append(int(m.group(1), 16))
+            host, pc = m.group(1), int(m.group(2), 16)
+            if pc in fresh:
+                bound[host] = fresh.pop(pc)
+            executed.append(pc)
+            runs.append(bound.get(host, blocks.get(pc)))
             continue
         m = STOPPED.match(line)
         if m and executed and executed[-1] == int(m.group(1), 16):
             executed.pop()
+            runs.pop()
     if current:
         blocks[current[0][0]] = current
-    return Log(blocks, executed)
+    return Log(blocks, executed, runs)
 
 
 @dataclass(frozen=True)
@@ -142,7 +171,7 @@ def _walk(log: Log, symbols: Symbols, start: int, stop: int, until_eret: bool) -
             if pc == stop and not until_eret:
                 done = True
                 break
-            block = log.blocks.get(pc)
+            block = log.run(j)
             if block is None:
                 break
             for address, _ in block:
@@ -172,10 +201,10 @@ def measure(
     for k in range(1, len(log.executed)):
         if log.executed[k] != sync:
             continue
-        before = log.blocks.get(log.executed[k - 1])
+        before = log.run(k - 1)
         if not before or before[-1][1] != "smc" or before[-1][0] < rtos_vectors & ~0xFFFFF:
             continue
-        sub = Log(log.blocks, log.executed[k : k + 400])
+        sub = log.slice(k, k + 400)
         paths = _walk(sub, symbols, sync, -1, True)
         if paths:
             first = paths[0]

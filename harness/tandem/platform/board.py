@@ -24,6 +24,20 @@ class Range:
 
 
 @dataclass(frozen=True)
+class Device:
+    """A normal-world device a partition may be given: its MMIO (whole
+    pages), its SPIs (SPI numbers, INTID - 32) and QEMU's device tree node."""
+
+    name: str
+    base: int
+    size: int
+    spis: tuple[int, ...]
+    node: str
+    # The QEMU serial port a UART is (-serial's order), else None.
+    serial: int | None = None
+
+
+@dataclass(frozen=True)
 class Board:
     """What the harness needs of a board: memory map, boot addresses, QEMU machine."""
 
@@ -34,6 +48,9 @@ class Board:
     rtos_ram: Range
     normal_ram: Range
     shared: Range
+    hyp_ram: Range
+    gicd: int
+    gicr: int
     doorbell_spi: int
     rtos_image: int
     boot_config: int
@@ -42,8 +59,11 @@ class Board:
     dtb: int
     initrd: int
     qemu_machine: str
+    # The machine with EL2, for configurations with partitions.
+    qemu_machine_el2: str
     qemu_cpu: str
     qemu_memory: str
+    partition_devices: dict[str, Device]
 
 
 def _value(table: dict[str, object], key: str, where: str) -> object:
@@ -78,6 +98,31 @@ def _range(table: dict[str, object], key: str, where: str) -> Range:
     return Range(_int(r, "base", f"{where}.{key}"), _int(r, "size", f"{where}.{key}"))
 
 
+def _devices(data: dict[str, object], where: str) -> dict[str, Device]:
+    table = data.get("partition_devices", {})
+    if not isinstance(table, dict):
+        raise TandemError(f"{where}: [partition_devices] must be a table")
+    out: dict[str, Device] = {}
+    for name, value in table.items():
+        at = f"{where} [partition_devices.{name}]"
+        if not isinstance(value, dict):
+            raise TandemError(f"{at}: must be a table")
+        spis = _value(value, "spis", at)
+        if not isinstance(spis, list) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 988 for s in spis
+        ):
+            raise TandemError(f"{at}: 'spis' must be a list of SPI numbers (0..987)")
+        out[name] = Device(
+            name,
+            _int(value, "base", at),
+            _int(value, "size", at),
+            tuple(spis),
+            _str(value, "node", at),
+            _int(value, "serial", at) if "serial" in value else None,
+        )
+    return out
+
+
 def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
     """Reads and checks boards/NAME.toml."""
     path = directory / f"{name}.toml"
@@ -92,6 +137,7 @@ def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
     board = _table(data, "board", where)
     memory = _table(data, "memory", where)
     interrupts = _table(data, "interrupts", where)
+    devices = _table(data, "devices", where)
     boot = _table(data, "boot", where)
     qemu = _table(data, "qemu", where)
     return Board(
@@ -102,6 +148,9 @@ def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
         rtos_ram=_range(memory, "rtos_ram", f"{where} [memory]"),
         normal_ram=_range(memory, "normal_ram", f"{where} [memory]"),
         shared=_range(memory, "shared", f"{where} [memory]"),
+        hyp_ram=_range(memory, "hyp_ram", f"{where} [memory]"),
+        gicd=_int(devices, "gicd", f"{where} [devices]"),
+        gicr=_int(devices, "gicr", f"{where} [devices]"),
         doorbell_spi=_int(interrupts, "doorbell_spi", f"{where} [interrupts]"),
         rtos_image=_int(boot, "rtos_image", f"{where} [boot]"),
         boot_config=_int(boot, "config", f"{where} [boot]"),
@@ -110,6 +159,8 @@ def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
         dtb=_int(boot, "dtb", f"{where} [boot]"),
         initrd=_int(boot, "initrd", f"{where} [boot]"),
         qemu_machine=_str(qemu, "machine", f"{where} [qemu]"),
+        qemu_machine_el2=_str(qemu, "machine_el2", f"{where} [qemu]"),
         qemu_cpu=_str(qemu, "cpu", f"{where} [qemu]"),
         qemu_memory=_str(qemu, "memory", f"{where} [qemu]"),
+        partition_devices=_devices(data, where),
     )

@@ -82,6 +82,12 @@ class BootOptions:
     # the configuration's for `run`, "machine-off" for `exec`, whose boot
     # ends with the commands.
     linux_off: str | None = None
+    # With partitions: the one whose Linux runs `exec`'s commands and has
+    # its console on stdio (None: the first).
+    partition: str | None = None
+    # With partitions: commands for other partitions' Linux, by name, run
+    # at the same time (their output is in ExecResult.partitions).
+    partition_scripts: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -92,6 +98,8 @@ class Prepared:
     secure_log: Path
     console_log: Path
     run_dir: Path
+    # With partitions: the console logs of those not on stdio, by name.
+    consoles: dict[str, Path] = field(default_factory=dict)
 
 
 def describe_timing(options: BootOptions) -> str:
@@ -158,6 +166,17 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     linux_cores = config.linux_cores(options.smp)
     if not linux_cores:
         raise TandemError(f"configuration '{config.name}' leaves no core for Linux")
+    partitions = config.partitions_for(options.smp)
+    primary = config.partition(options.smp, options.partition)
+    others = dict(options.partition_scripts)
+    if others and primary is None:
+        raise TandemError(f"configuration '{config.name}' has no partitions to run commands in")
+    if primary is not None and primary.name in others:
+        raise TandemError(f"partition {primary.name} runs the commands already")
+    if others and exec_script is None:
+        raise TandemError("commands for other partitions need commands for this one (exec)")
+    for name in others:
+        config.partition(options.smp, name)
 
     run_dir = _new_log_dir()
 
@@ -165,8 +184,16 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     if exec_script is not None and options.phase_us:
         exec_script = f"sleep {options.phase_us / 1e6:.6f}\n" + exec_script
     if exec_script is not None:
-        initrd.append(cpio.archive({"tandem/exec.sh": (0o755, exec_script.encode())}))
-        (run_dir / "exec.sh").write_text(exec_script)
+        # One initramfs for every partition: each Linux's rcS runs the
+        # script named after its partition (its device tree says which).
+        scripts = {primary.name: exec_script, **others} if primary else {"": exec_script}
+        files = {
+            f"tandem/exec{'-' + name if name else ''}.sh": (0o755, text.encode())
+            for name, text in scripts.items()
+        }
+        initrd.append(cpio.archive(files))
+        for file, (_, text) in files.items():
+            (run_dir / Path(file).name).write_bytes(text)
 
     # A panicking Linux resets at once (PSCI SYSTEM_RESET), and the monitor
     # restarts it alone while the RTOS runs on: what a product wants.
@@ -181,19 +208,13 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         if capacity.uses_static(options.capacity)
         else None
     )
-    device_tree = dtb.build_dtb(
-        board,
-        options.smp,
-        linux_cores,
-        bootargs,
-        sum(len(c) for c in initrd),
-        run_dir / "tandem.dtb",
-        capacities,
-    )
+    initrd_size = sum(len(c) for c in initrd)
 
     linux_off = options.linux_off
     if linux_off is None and exec_script is not None:
-        linux_off = "machine-off"
+        # Commands in several partitions: each Linux's power-off stops it
+        # alone, and the harness ends QEMU once all have finished.
+        linux_off = "rtos-runs-on" if others else "machine-off"
     boot_config = config.boot_blob(
         options.smp,
         steal_time=capacity.uses_steal(options.capacity),
@@ -205,17 +226,92 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     )
     (run_dir / "bootconfig.bin").write_bytes(boot_config)
     (run_dir / "workload.bin").write_bytes(workload)
+    kernel = (KERNEL.read_bytes(),)
+    initramfs = tuple(initrd)
+    table = b""
+    consoles: tuple[Path | None, Path | None] | None = None
+    console_files: dict[str, Path] = {}
+    if not partitions:
+        device_tree = dtb.build_dtb(
+            board,
+            options.smp,
+            linux_cores,
+            bootargs,
+            initrd_size,
+            run_dir / "tandem.dtb",
+            capacities,
+        )
+        images: list[tuple[flash.Image, flash.Image, flash.Image]] = [
+            (
+                flash.Image("kernel", kernel, board.kernel),
+                flash.Image("device tree", (device_tree.read_bytes(),), board.dtb),
+                flash.Image("initramfs", initramfs, board.initrd),
+            )
+        ]
+    else:
+        if len(partitions) > 2:
+            raise TandemError("the board has consoles for two partitions")
+        images = []
+        for p in partitions:
+            tree = dtb.build_dtb(
+                board,
+                options.smp,
+                list(p.cores),
+                bootargs,
+                initrd_size,
+                run_dir / f"tandem-{p.name}.dtb",
+                capacities,
+                partition=p,
+            )
+            images.append(
+                (
+                    flash.Image("kernel", kernel, p.load(board, board.kernel)),
+                    flash.Image("device tree", (tree.read_bytes(),), p.load(board, board.dtb)),
+                    flash.Image("initramfs", initramfs, p.load(board, board.initrd)),
+                )
+            )
+        assert primary is not None
+        machine_off = (
+            primary.name
+            if linux_off == "machine-off" and exec_script is not None
+            else partitions[0].name
+            if (linux_off or config.linux_off) == "machine-off"
+            else None
+        )
+        table = config.partition_table(
+            board,
+            options.smp,
+            {p.name: flash.header_offset(i) for i, p in enumerate(partitions)},
+            machine_off,
+        )
+        (run_dir / "partitions.bin").write_bytes(table)
+        # Serial ports 0 and 2 are the normal world's UARTs (the secure
+        # console is 1): the partition running the commands has its
+        # console's on stdio, the others' go to files.
+        slots: dict[int, Path | None] = {0: run_dir / "console-0.log", 2: run_dir / "console-2.log"}
+        for p in partitions:
+            serial = board.partition_devices[p.devices[0]].serial if p.devices else None
+            if serial not in slots:
+                raise TandemError(
+                    f"partition {p.name}: its console (first device) must be one of the "
+                    "board's UARTs with a serial port (boards/*.toml partition_devices)"
+                )
+            if p.name == primary.name:
+                slots[serial] = None
+            else:
+                console_files[p.name] = run_dir / f"console-{p.name}.log"
+                slots[serial] = console_files[p.name]
+        if None not in slots.values():
+            raise TandemError(f"partition {primary.name} has no console for the commands")
+        consoles = (slots[0], slots[2])
     firmware = flash.write(
         board,
         FIRMWARE.read_bytes(),
         boot_config,
         workload,
-        (
-            flash.Image("kernel", (KERNEL.read_bytes(),), board.kernel),
-            flash.Image("device tree", (device_tree.read_bytes(),), board.dtb),
-            flash.Image("initramfs", tuple(initrd), board.initrd),
-        ),
+        images,
         run_dir / FLASH_NAME,
+        table,
     )
 
     secure_log = run_dir / "secure.log"
@@ -237,8 +333,9 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         instruments=tuple(
             arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args
         ),
+        consoles=consoles,
     )
-    return Prepared(argv, secure_log, run_dir / "console.log", run_dir)
+    return Prepared(argv, secure_log, run_dir / "console.log", run_dir, console_files)
 
 
 REFUSAL = "cannot start:"
@@ -262,6 +359,8 @@ def run_interactive(options: BootOptions) -> int:
     prepared = prepare(options)
     off = options.linux_off or load_config(options.config).linux_off
     print(f"tandem: secure console (monitor/RTOS) -> {prepared.secure_log}", file=sys.stderr)
+    for name, log in prepared.consoles.items():
+        print(f"tandem: partition {name}'s console -> {log}", file=sys.stderr)
     if off == "machine-off":
         quit_how = "`poweroff` or Ctrl-A X ends it"
     else:
@@ -286,17 +385,19 @@ def run_interactive(options: BootOptions) -> int:
     return status
 
 
-# The monitor's line when Linux's power-off leaves the RTOS running.
-LINUX_STOPPED = "Linux asked to power off"
+# The monitor's line when Linux's power-off leaves the RTOS running (for a
+# partition: "Linux (partition B) asked to power off").
+LINUX_STOPPED = re.compile(r"Linux( \(partition [A-Z]\))? asked to power off")
 
 
-def wait_for_secure(secure_log: Path, text: str, timeout_s: float) -> str:
+def wait_for_secure(secure_log: Path, text: str | re.Pattern[str], timeout_s: float) -> str:
     """Waits until the secure console (monitor, RTOS) shows `text`; returns
     the secure log so far."""
     deadline = time.monotonic() + timeout_s
     while True:
         log = secure_log.read_text(errors="replace")
-        if text in log:
+        found = text.search(log) is not None if isinstance(text, re.Pattern) else text in log
+        if found:
             return log
         if time.monotonic() > deadline:
             raise TandemError(
@@ -329,6 +430,62 @@ class ExecResult:
     # Times the commands rebooted the machine.
     reboots: int = 0
     lines: list[str] = field(default_factory=list)
+    # With partitions: the other partitions' commands (partition_scripts).
+    partitions: dict[str, PartitionResult] = field(default_factory=dict)
+
+
+@dataclass
+class PartitionResult:
+    """What another partition's commands produced (its console log)."""
+
+    status: int
+    lines: list[str]
+    console_log: Path
+
+
+def script_output(lines: list[str]) -> tuple[int | None, list[str]]:
+    """The exit status and output lines of the commands in a console log
+    (None: they did not finish), after the last time they started (a
+    restart runs them again)."""
+    status: int | None = None
+    output: list[str] = []
+    inside = False
+    for line in lines:
+        if line.endswith(BEGIN):
+            output, status, inside = [], None, True
+            continue
+        if inside:
+            m = END.search(line)
+            if m:
+                if line[: m.start()]:
+                    output.append(line[: m.start()])
+                status = int(m.group(1))
+                inside = False
+            else:
+                output.append(line)
+    return status, output
+
+
+def _wait_for_partitions(
+    consoles: dict[str, Path], names: list[str], proc: subprocess.Popen[bytes]
+) -> dict[str, PartitionResult]:
+    """Waits (until QEMU ends, or the boot's timer kills it) for the other
+    partitions' commands to finish; their results."""
+    done: dict[str, PartitionResult] = {}
+    while len(done) < len(names):
+        for name in names:
+            if name in done:
+                continue
+            log = consoles[name]
+            text = log.read_text(errors="replace") if log.exists() else ""
+            status, lines = script_output([line.rstrip("\r") for line in text.splitlines()])
+            if status is not None:
+                done[name] = PartitionResult(status, lines, log)
+        if len(done) < len(names):
+            if proc.poll() is not None:
+                break
+            time.sleep(0.2)
+    return done
 
 
 def run_exec(
@@ -346,6 +503,8 @@ def run_exec(
     (the commands panic Linux on purpose: the monitor restarts it, and the
     commands run again, as after a reboot)."""
     prepared = prepare(options, exec_script=script)
+    others = [name for name, _ in options.partition_scripts]
+    partition_results: dict[str, PartitionResult] = {}
     start = time.monotonic()
     proc = qemu_command.spawn(
         prepared.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -397,8 +556,9 @@ def run_exec(
                         status = int(m.group(1))
                         end_s = time.monotonic()
                         inside = False
-                        if options.linux_off == "rtos-runs-on":
-                            # QEMU runs on after Linux's power-off.
+                        if options.linux_off == "rtos-runs-on" or others:
+                            # QEMU runs on after Linux's power-off (the
+                            # RTOS, or the other partitions).
                             break
                         continue
                     output.append(line)
@@ -412,7 +572,12 @@ def run_exec(
                 + "\n".join(panic)
                 + f"\n(console: {prepared.console_log}, secure: {prepared.secure_log})"
             )
-        if options.linux_off == "rtos-runs-on" and status is not None:
+        if others and status is not None:
+            # The other partitions' commands run on: wait for them, then end
+            # QEMU (every partition's power-off stopped it alone).
+            partition_results = _wait_for_partitions(prepared.consoles, others, proc)
+            proc.kill()
+        elif options.linux_off == "rtos-runs-on" and status is not None:
             # Linux's power-off leaves the machine running (the RTOS runs
             # on): wait for the monitor to say Linux stopped, then end QEMU.
             wait_for_secure(prepared.secure_log, LINUX_STOPPED, POWEROFF_GRACE_S)
@@ -455,6 +620,15 @@ def run_exec(
             f"QEMU exited ({qemu_status}) before the commands finished; console tail:\n{tail}\n"
             f"(console: {prepared.console_log}, secure: {prepared.secure_log})"
         )
+    for name in others:
+        if name not in partition_results:
+            other_log = prepared.consoles[name]
+            text = other_log.read_text(errors="replace") if other_log.exists() else ""
+            tail = "\n".join(text.splitlines()[-15:])
+            raise TandemError(
+                f"partition {name}'s commands did not finish; its console's tail:\n{tail}\n"
+                f"(console: {other_log}, secure: {prepared.secure_log})"
+            )
     return ExecResult(
         status=status,
         output="\n".join(output),
@@ -465,4 +639,5 @@ def run_exec(
         poweroff_s=time.monotonic() - end_s,
         reboots=reboots,
         lines=output,
+        partitions=partition_results,
     )

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tandem.errors import TandemError
+from tandem.platform import abi_generated as abi
 from tandem.platform.abi_generated import MAX_CORES
 from tandem.platform.apps import AppRun, manifest
+from tandem.platform.board import Board, Range
 from tandem.platform.paths import CONFIGS
 
 POLICIES = ("shared", "rtos", "linux")
@@ -19,7 +21,16 @@ POLICIES = ("shared", "rtos", "linux")
 BOOT_MAGIC = int.from_bytes(b"TNDMBOOT", "little")
 BOOT_VERSION = 5
 POLICY_CODES = {"shared": 0, "rtos": 1, "linux": 2}
-_KEYS = {"description", "default_policy", "cores", "linux_off"}
+_KEYS = {"description", "default_policy", "cores", "linux_off", "partitions"}
+_PARTITION_KEYS = {"cores", "ram", "devices", "shared"}
+# What a partition has of the shared region (abi/src/partition.rs flags):
+# "tandem" (mapped, with Tandem's driver: the doorbell SPI, SiP calls, PV
+# time; one partition at most), "mapped" (mapped, reserved in its device
+# tree), "none".
+SHARED_MODES = ("tandem", "mapped", "none")
+# abi/src/partition.rs: the SPI bitmap covers INTIDs 0..1023; SPIs are 32..1019.
+_INTIDS = 1024
+_FIRST_SPI = 32
 # What Linux's power-off does (abi/src/boot.rs FEATURE_LINUX_OFF_STOPS_MACHINE):
 # its cores go idle and the RTOS runs on, or the whole machine powers off.
 LINUX_OFF = ("rtos-runs-on", "machine-off")
@@ -144,16 +155,51 @@ class Ctxsw:
 
 
 @dataclass(frozen=True)
+class Partition:
+    """One Linux of several (paper 003's DualUnix), under the EL2 layer: its
+    cores (contiguous), its RAM (2 MiB aligned), its devices by the board's
+    names (`[partition_devices]`; the first is its console) and what it has
+    of the shared region (SHARED_MODES)."""
+
+    name: str
+    cores: tuple[int, ...]
+    ram: Range
+    devices: tuple[str, ...]
+    shared: str = "none"
+
+    @property
+    def boot_core(self) -> int:
+        """The core its Linux boots on."""
+        return self.cores[0]
+
+    def load(self, board: Board, address: int) -> int:
+        """Where an image the board places at `address` in normal RAM goes
+        in this partition's RAM (the same offset from its start)."""
+        return self.ram.base + address - board.normal_ram.base
+
+    def spis(self, board: Board) -> list[int]:
+        """Its SPIs (SPI numbers): its devices', and the RTOS's doorbell if
+        it has Tandem's driver."""
+        out = [spi for d in self.devices for spi in board.partition_devices[d].spis]
+        if self.shared == "tandem":
+            out.append(board.doorbell_spi)
+        return sorted(set(out))
+
+
+@dataclass(frozen=True)
 class PlatformConfig:
-    """A named configuration: a policy per core."""
+    """A named configuration: a policy per core, and optionally partitions."""
 
     name: str
     description: str
     default_policy: str
     overrides: dict[int, str]
     # What Linux's power-off does (LINUX_OFF); its reboot and panic always
-    # restart Linux alone.
+    # restart Linux alone. With partitions: the first partition's (the
+    # others' power-off stops them alone).
     linux_off: str = "rtos-runs-on"
+    # Several Linux instances under the EL2 layer; none: one Linux at EL1.
+    partitions: tuple[Partition, ...] = ()
 
     def policy(self, core: int) -> str:
         """The policy of one core."""
@@ -232,6 +278,96 @@ class PlatformConfig:
         """Cores Linux may use when QEMU has `smp` cores."""
         return [c for c in range(smp) if self.policy(c) != "rtos"]
 
+    def partitions_for(self, smp: int) -> tuple[Partition, ...]:
+        """The partitions on a machine of `smp` cores (their cores beyond it
+        dropped); an error if one is left without a core or a Linux core
+        without a partition."""
+        out = []
+        for p in self.partitions:
+            cores = tuple(c for c in p.cores if c < smp)
+            if not cores:
+                raise TandemError(
+                    f"configuration '{self.name}': partition {p.name} is on cores "
+                    f"{list(p.cores)}, beyond --smp {smp}"
+                )
+            out.append(Partition(p.name, cores, p.ram, p.devices, p.shared))
+        if out:
+            assigned = {c for p in out for c in p.cores}
+            for c in self.linux_cores(smp):
+                if c not in assigned:
+                    raise TandemError(
+                        f"configuration '{self.name}': Linux core {c} is in no partition"
+                    )
+            for c in assigned:
+                if self.policy(c) == "rtos":
+                    raise TandemError(
+                        f"configuration '{self.name}': core {c} runs the RTOS alone "
+                        "and cannot be in a partition"
+                    )
+        return tuple(out)
+
+    def partition(self, smp: int, name: str | None) -> Partition | None:
+        """The partition called `name` (None: the first), or None without
+        partitions; an error for a name the configuration lacks."""
+        parts = self.partitions_for(smp)
+        if not parts:
+            if name is not None:
+                raise TandemError(f"configuration '{self.name}' has no partitions")
+            return None
+        if name is None:
+            return parts[0]
+        for p in parts:
+            if p.name == name:
+                return p
+        names = ", ".join(p.name for p in parts)
+        raise TandemError(f"configuration '{self.name}' has no partition {name} (it has {names})")
+
+    def partition_table(
+        self, board: Board, smp: int, images: dict[str, int], machine_off: str | None
+    ) -> bytes:
+        """The partition table the monitor and the EL2 layer read
+        (abi/src/partition.rs): `images` gives each partition's images
+        header (bytes after the board's linux_images); `machine_off` names
+        the partition whose power-off ends the machine. Empty without
+        partitions."""
+        parts = self.partitions_for(smp)
+        if not parts:
+            return b""
+        out = struct.pack("<QII", abi.PARTITIONS_MAGIC, abi.PARTITIONS_VERSION, len(parts))
+        for p in parts:
+            flags = 0
+            if p.name == machine_off:
+                flags |= abi.PARTITION_FLAG_OFF_STOPS_MACHINE
+            if p.shared in ("tandem", "mapped"):
+                flags |= abi.PARTITION_FLAG_SHARED_REGION
+            if p.shared == "tandem":
+                flags |= abi.PARTITION_FLAG_TANDEM
+            devices = [board.partition_devices[d] for d in p.devices]
+            spis = [0] * (_INTIDS // 32)
+            for spi in p.spis(board):
+                intid = spi + _FIRST_SPI
+                spis[intid // 32] |= 1 << (intid % 32)
+            entry = struct.pack(
+                "<BBBBIII",
+                ord(p.name),
+                p.boot_core,
+                0 if devices else abi.PARTITION_NO_CONSOLE,
+                len(devices),
+                sum(1 << c for c in p.cores),
+                flags,
+                0,
+            )
+            entry += struct.pack("<QQQQ", p.ram.base, p.ram.size, images[p.name], 0)
+            for i in range(abi.PARTITION_MAX_DEVICES):
+                d = devices[i] if i < len(devices) else None
+                entry += struct.pack("<QQ", d.base if d else 0, d.size if d else 0)
+            entry += struct.pack(f"<{_INTIDS // 32}I", *spis)
+            assert len(entry) == abi.PARTITION_SIZE
+            out += entry
+        return out.ljust(
+            abi.PARTITIONS_HEADER_SIZE + abi.PARTITIONS_MAX * abi.PARTITION_SIZE, b"\0"
+        )
+
 
 def available(directory: Path = CONFIGS) -> list[str]:
     """Names of the configurations that exist."""
@@ -279,4 +415,78 @@ def load_config(name: str, directory: Path = CONFIGS) -> PlatformConfig:
             f"{path}: linux_off {linux_off!r}: want one of {', '.join(LINUX_OFF)} "
             "(what Linux's power-off does)"
         )
-    return PlatformConfig(name, description, default, overrides, linux_off)
+    partitions = _partitions(data.get("partitions", {}), path)
+    return PlatformConfig(name, description, default, overrides, linux_off, partitions)
+
+
+def _int_value(value: object, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TandemError(f"{where}: must be an integer, got {value!r}")
+    return value
+
+
+def _partitions(table: object, path: Path) -> tuple[Partition, ...]:
+    """[partitions.NAME] tables, checked as far as the harness can (the
+    monitor and the EL2 layer check the table again, against the board)."""
+    from tandem.platform.board import load_board
+
+    if not isinstance(table, dict):
+        raise TandemError(f"{path}: [partitions] must be a table of [partitions.NAME]")
+    board = load_board()
+    out: list[Partition] = []
+    taken: set[int] = set()
+    for name, value in table.items():
+        where = f"{path}: [partitions.{name}]"
+        if len(name) != 1 or not ("A" <= name <= "Z"):
+            raise TandemError(f"{where}: a partition's name is one capital letter")
+        if not isinstance(value, dict):
+            raise TandemError(f"{where}: must be a table")
+        unknown = set(value) - _PARTITION_KEYS
+        if unknown:
+            raise TandemError(
+                f"{where}: unknown key(s) {', '.join(sorted(unknown))} "
+                f"(allowed: {', '.join(sorted(_PARTITION_KEYS))})"
+            )
+        cores = value.get("cores")
+        if not isinstance(cores, list) or not cores:
+            raise TandemError(f"{where}: 'cores' must be a non-empty list of core numbers")
+        core_list = tuple(_int_value(c, f"{where} cores") for c in cores)
+        if list(core_list) != list(range(core_list[0], core_list[0] + len(core_list))):
+            raise TandemError(f"{where}: cores must be contiguous and ascending, got {cores}")
+        if not all(0 <= c < MAX_CORES for c in core_list) or taken & set(core_list):
+            raise TandemError(f"{where}: cores {cores} out of range or in another partition")
+        taken |= set(core_list)
+        ram = value.get("ram")
+        if not isinstance(ram, dict) or set(ram) != {"base", "size"}:
+            raise TandemError(f"{where}: 'ram' must be {{ base = ..., size = ... }}")
+        span = Range(
+            _int_value(ram["base"], f"{where} ram.base"),
+            _int_value(ram["size"], f"{where} ram.size"),
+        )
+        block = 2 << 20
+        inside = board.normal_ram.base <= span.base and span.end <= board.normal_ram.end
+        if span.size <= 0 or span.base % block or span.size % block or not inside:
+            raise TandemError(
+                f"{where}: RAM must be whole 2 MiB blocks of normal RAM "
+                f"({board.normal_ram.base:#x}..{board.normal_ram.end:#x})"
+            )
+        devices = value.get("devices", [])
+        if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
+            raise TandemError(f"{where}: 'devices' must be a list of device names")
+        for d in devices:
+            if d not in board.partition_devices:
+                raise TandemError(
+                    f"{where}: no device {d!r} on the board "
+                    f"(known: {', '.join(sorted(board.partition_devices))})"
+                )
+        if len(devices) > abi.PARTITION_MAX_DEVICES:
+            raise TandemError(f"{where}: at most {abi.PARTITION_MAX_DEVICES} devices")
+        shared = value.get("shared", "none")
+        if shared not in SHARED_MODES:
+            raise TandemError(f"{where}: 'shared' must be one of {', '.join(SHARED_MODES)}")
+        out.append(Partition(name, core_list, span, tuple(devices), shared))
+    if sum(p.shared == "tandem" for p in out) > 1:
+        raise TandemError(f'{path}: at most one partition has shared = "tandem"')
+    if len(out) > abi.PARTITIONS_MAX:
+        raise TandemError(f"{path}: at most {abi.PARTITIONS_MAX} partitions")
+    return tuple(out)

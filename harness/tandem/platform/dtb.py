@@ -10,6 +10,7 @@ as text (build/dtb/*.dts). A real board would ship its DTB the same way.
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 from tandem.errors import TandemError
 from tandem.platform import qemu_command
 from tandem.platform.board import Board
+from tandem.platform.configs import Partition
 from tandem.platform.paths import BUILD, FIRMWARE
 
 DTB_DIR = BUILD / "dtb"
@@ -31,9 +33,9 @@ def _run(argv: list[str], what: str) -> subprocess.CompletedProcess[bytes]:
         raise TandemError(f"{what} failed: {e.stderr.decode(errors='replace').strip()}") from e
 
 
-def qemu_dts(board: Board, smp: int) -> str:
+def qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
     """QEMU's own device tree for this machine, as DTS (cached under build/dtb)."""
-    args = qemu_command.machine_args(board, smp)
+    args = qemu_command.dump_dtb_argv(board, smp, Path("-"), Path("-"), el2)
     version = qemu_command.run(qemu_command.version_argv(), "QEMU").stdout
     key = hashlib.sha256(repr(args).encode() + version).hexdigest()[:16]
     cached = DTB_DIR / f"qemu-{key}.dts"
@@ -42,7 +44,7 @@ def qemu_dts(board: Board, smp: int) -> str:
     DTB_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         dumped = Path(tmp) / "qemu.dtb"
-        argv = qemu_command.dump_dtb_argv(board, smp, FIRMWARE, dumped)
+        argv = qemu_command.dump_dtb_argv(board, smp, FIRMWARE, dumped, el2)
         qemu_command.run(argv, "dumping QEMU's device tree")
         dts = _run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(dumped)], "dtc").stdout.decode()
     cached.write_text(dts)
@@ -125,6 +127,116 @@ def tandem_fragment(
     return "\n".join(lines) + "\n"
 
 
+# A top-level node with a unit address: `name@address {`.
+_DEVICE_NODE = re.compile(r"^\t([a-zA-Z0-9_,.+-]+@[0-9a-f]+) \{$", re.MULTILINE)
+# Nodes a partition keeps whatever its devices: its memory and the GIC
+# (both rewritten), and what has no MMIO of its own.
+_KEPT = ("memory@", "intc@")
+# Nodes without a unit address that name a device a partition never has.
+_DEVICELESS_GONE = ("gpio-keys",)
+
+
+def partition_fragment(
+    board: Board,
+    dts: str,
+    smp: int,
+    partition: Partition,
+    bootargs: str,
+    initrd_size: int,
+) -> str:
+    """What a partition's Linux gets instead of Tandem's usual additions:
+    its cores, its RAM, the GIC's distributor and its cores' redistributors
+    only, its devices only (the first its console), the shared region if it
+    has it (with Tandem's node if it has Tandem's driver), and its name in
+    /chosen (`tandem,partition`, which the initramfs's rcS reads)."""
+    if '"' in bootargs or "\\" in bootargs:
+        raise TandemError(f"kernel command line may not contain quotes or backslashes: {bootargs}")
+    initrd = partition.load(board, board.initrd)
+    initrd_end = initrd + initrd_size
+    if initrd_end > partition.ram.end:
+        raise TandemError(
+            f"partition {partition.name}: initramfs ({initrd_size} bytes at {initrd:#x}) "
+            f"does not fit its RAM (ends {partition.ram.end:#x})"
+        )
+    devices = [board.partition_devices[d] for d in partition.devices]
+    own = {d.node for d in devices}
+    first, count = partition.cores[0], len(partition.cores)
+    gicr = board.gicr + first * 0x2_0000
+    lines = ["/ {", "\tpsci {", '\t\tcompatible = "arm,psci-1.0", "arm,psci-0.2";']
+    lines += ['\t\tmethod = "smc";', "\t};"]
+    if partition.shared != "none":
+        shm = board.shared
+        lines += [
+            "\treserved-memory {",
+            "\t\t#address-cells = <2>;",
+            "\t\t#size-cells = <2>;",
+            "\t\tranges;",
+            f"\t\ttandem_shm: tandem-shm@{shm.base:x} {{",
+            f"\t\t\treg = <{_cells(shm.base)} {_cells(shm.size)}>;",
+            "\t\t\tno-map;",
+            "\t\t};",
+            "\t};",
+        ]
+    if partition.shared == "tandem":
+        lines += [
+            "\ttandem {",
+            '\t\tcompatible = "tandem,tandem";',
+            "\t\tmemory-region = <&tandem_shm>;",
+            f"\t\tinterrupts = <0 {board.doorbell_spi} 1>;",
+            "\t};",
+        ]
+    lines += [
+        "\tchosen {",
+        f'\t\tbootargs = "{bootargs}";',
+        f"\t\tlinux,initrd-start = <{_cells(initrd)}>;",
+        f"\t\tlinux,initrd-end = <{_cells(initrd_end)}>;",
+        f'\t\ttandem,partition = "{partition.name}";',
+    ]
+    if devices:
+        lines.append(f'\t\tstdout-path = "/{devices[0].node}";')
+    lines += ["\t};", "\taliases {"]
+    for alias in re.findall(r"^\t\t(serial\d+) = ", _block(dts, "aliases"), re.MULTILINE):
+        lines.append(f"\t\t/delete-property/ {alias};")
+    if devices:
+        lines.append(f'\t\tserial0 = "/{devices[0].node}";')
+    lines += ["\t};", "};"]
+    memory = next(n for n in _DEVICE_NODE.findall(dts) if n.startswith("memory@"))
+    gic = next(n for n in _DEVICE_NODE.findall(dts) if n.startswith("intc@"))
+    lines.append(
+        f"&{{/{memory}}} {{ reg = <{_cells(partition.ram.base)} {_cells(partition.ram.size)}>; }};"
+    )
+    lines.append(
+        f"&{{/{gic}}} {{ reg = <{_cells(board.gicd)} {_cells(0x1_0000)} "
+        f"{_cells(gicr)} {_cells(count * 0x2_0000)}>; }};"
+    )
+    for node in _DEVICE_NODE.findall(dts):
+        if node not in own and not node.startswith(_KEPT):
+            lines.append(f"/delete-node/ &{{/{node}}};")
+    for node in _DEVICELESS_GONE:
+        if re.search(rf"^\t{node} \{{$", dts, re.MULTILINE):
+            lines.append(f"/delete-node/ &{{/{node}}};")
+    for core in range(smp):
+        if core in partition.cores:
+            lines.append(f'&{{/cpus/cpu@{core}}} {{ enable-method = "psci"; }};')
+        else:
+            lines.append(f"/delete-node/ &{{/cpus/cpu@{core}}};")
+    if count < smp:
+        lines.append("/delete-node/ &{/cpus/cpu-map};")
+    for node in own:
+        if not re.search(rf"^\t{re.escape(node)} \{{$", dts, re.MULTILINE):
+            raise TandemError(
+                f"partition {partition.name}: QEMU's device tree has no /{node} "
+                "(is this Tandem's QEMU, qemu/patches?)"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _block(dts: str, name: str) -> str:
+    """The body of top-level node `name` in QEMU's DTS ('' if absent)."""
+    m = re.search(rf"^\t{name} \{{\n(.*?)^\t\}};", dts, re.MULTILINE | re.DOTALL)
+    return m.group(1) if m else ""
+
+
 def build_dtb(
     board: Board,
     smp: int,
@@ -133,11 +245,19 @@ def build_dtb(
     initrd_size: int,
     out: Path,
     capacities: dict[int, int] | None = None,
+    partition: Partition | None = None,
 ) -> Path:
-    """Writes the DTB for one boot to `out` (and its source beside it)."""
-    dts = qemu_dts(board, smp) + tandem_fragment(
-        board, smp, linux_cores, bootargs, initrd_size, capacities
-    )
+    """Writes the DTB for one boot (or one partition's Linux) to `out`, and
+    its source beside it."""
+    if partition is None:
+        dts = qemu_dts(board, smp) + tandem_fragment(
+            board, smp, linux_cores, bootargs, initrd_size, capacities
+        )
+    else:
+        if capacities:
+            raise TandemError("static capacities are not offered with partitions")
+        base = qemu_dts(board, smp, el2=True)
+        dts = base + partition_fragment(board, base, smp, partition, bootargs, initrd_size)
     out.parent.mkdir(parents=True, exist_ok=True)
     source = out.with_suffix(".dts")
     source.write_text(dts)

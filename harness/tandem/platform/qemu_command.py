@@ -12,6 +12,9 @@ The devices a boot has:
 - serial0 (PL011 at 0x0900_0000): Linux's console, on stdio;
 - serial1 (PL011 at 0x0904_0000, secure): the monitor's and RTOS's console,
   to a file;
+- with partitions, serial2 (PL011 at 0x090C_0000, Tandem's QEMU patch 0005):
+  the second Linux's console; whichever partition runs the commands has
+  its console on stdio, the other's goes to a file;
 - generic loaders placing the boot configuration, kernel, DTB and initramfs
   in normal RAM, and the firmware in secure flash (`-bios`);
 - optionally one virtio-blk disk on virtio-mmio (no option ROM).
@@ -41,11 +44,18 @@ def program() -> str:
     return str(QEMU_INSTALL / "bin" / PROGRAM)
 
 
-def machine_args(board: Board, smp: int) -> list[str]:
-    """The options that decide the machine, and so QEMU's device tree."""
+# QEMU's serial ports with partitions: the first and second Linux's consoles
+# and the secure console between them (qemu/patches/0005).
+PARTITION_SERIALS = 3
+
+
+def machine_args(board: Board, smp: int, el2: bool = False) -> list[str]:
+    """The options that decide the machine (with its serial ports, which
+    `serial_args` adds), and so QEMU's device tree. `el2`: EL2 on, for
+    partitions."""
     return [
         "-machine",
-        board.qemu_machine,
+        board.qemu_machine_el2 if el2 else board.qemu_machine,
         "-cpu",
         board.qemu_cpu,
         "-smp",
@@ -84,11 +94,16 @@ def version_argv() -> list[str]:
     return [program(), "--version"]
 
 
-def dump_dtb_argv(board: Board, smp: int, firmware: Path, out: Path) -> list[str]:
+def dump_dtb_argv(
+    board: Board, smp: int, firmware: Path, out: Path, el2: bool = False
+) -> list[str]:
     """Writes QEMU's own device tree for this machine to `out` and exits."""
-    args = machine_args(board, smp)
-    args[args.index("-machine") + 1] = f"{board.qemu_machine},dumpdtb={out}"
-    return [program(), *args, "-bios", str(firmware), "-display", "none"]
+    args = machine_args(board, smp, el2)
+    i = args.index("-machine") + 1
+    args[i] = f"{args[i]},dumpdtb={out}"
+    # With partitions the third serial port makes the second Linux's UART.
+    serials = ["-serial", "null"] * PARTITION_SERIALS if el2 else []
+    return [program(), *args, *serials, "-bios", str(firmware), "-display", "none"]
 
 
 def plugin_probe_argv(library: Path) -> list[str]:
@@ -116,19 +131,32 @@ def boot_argv(
     disk: Path | None = None,
     instruments: tuple[str, ...] = (),
     quantum_ns: int = DEFAULT_QUANTUM_NS,
+    consoles: tuple[Path | None, Path | None] | None = None,
 ) -> list[str]:
     """A whole boot's command line.
 
     `interactive` multiplexes QEMU's monitor onto the Linux console (Ctrl-A X
     quits); otherwise stdio carries only the console. `instruments` are
-    options from `exec_log_args` or `plugin_args`."""
-    argv = [program(), *machine_args(board, smp), *timing_args(timing, quantum_ns)]
+    options from `exec_log_args` or `plugin_args`. `consoles` (partitions:
+    EL2 on, a second Linux): the first and second Linux's consoles, a file
+    each or None for stdio (exactly one)."""
+    el2 = consoles is not None
+    argv = [program(), *machine_args(board, smp, el2), *timing_args(timing, quantum_ns)]
     argv += ["-bios", str(firmware)]
     for load in loads:
         argv += ["-device", f"loader,file={load.path},addr={load.address:#x},force-raw=on"]
     argv += ["-display", "none", "-monitor", "none"]
-    argv += ["-serial", "mon:stdio" if interactive else "stdio"]
-    argv += ["-serial", f"file:{secure_log}"]
+    stdio = "mon:stdio" if interactive else "stdio"
+    if consoles is None:
+        argv += ["-serial", stdio]
+        argv += ["-serial", f"file:{secure_log}"]
+    else:
+        first, second = consoles
+        if (first is None) == (second is None):
+            raise TandemError("one Linux console on stdio, the other to a file")
+        argv += ["-serial", stdio if first is None else f"file:{first}"]
+        argv += ["-serial", f"file:{secure_log}"]
+        argv += ["-serial", stdio if second is None else f"file:{second}"]
     if disk is not None:
         argv += [
             "-drive",

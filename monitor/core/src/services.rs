@@ -234,7 +234,10 @@ fn cpu_suspend(_: &Monitor, call: &Args<'_>) -> Outcome {
 }
 
 fn cpu_on(m: &Monitor, call: &Args<'_>) -> Outcome {
-    let accepted = m.psci.lock().cpu_on(call.arg(1), call.arg(2), call.arg(3));
+    let accepted = m
+        .psci
+        .lock()
+        .cpu_on(call.core, call.arg(1), call.arg(2), call.arg(3));
     match accepted {
         // Accepted: the target is a present core.
         Ok(()) => match m.board.core_index(call.arg(1)) {
@@ -249,7 +252,11 @@ fn cpu_on(m: &Monitor, call: &Args<'_>) -> Outcome {
 }
 
 fn affinity_info(m: &Monitor, call: &Args<'_>) -> Outcome {
-    result(m.psci.lock().affinity_info(call.arg(1), call.arg(2)))
+    result(
+        m.psci
+            .lock()
+            .affinity_info(call.core, call.arg(1), call.arg(2)),
+    )
 }
 
 /// Arm PV time (DEN0057A). Off unless the boot configuration asks for it:

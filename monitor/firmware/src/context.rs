@@ -21,9 +21,14 @@ use tandem_monitor_core::switch::CoreSwitch;
 /// protocol requires.
 pub const SPSR_EL1H_MASKED: u64 = 0x3C5;
 
+/// SPSR for entering EL2h (SP_EL2) with D, A, I and F masked: the normal
+/// world's EL2 layer, with partitions.
+pub const SPSR_EL2H_MASKED: u64 = 0x3C9;
+
 /// SCR_EL3 while Linux runs: NS, RES1 (bits 5:4), FIQ to EL3 (secure interrupts
 /// reach the monitor even while Linux runs), SIF (no secure fetch from NS
-/// memory), RW (lower ELs are AArch64). SMC enabled; HVC undefined (no EL2).
+/// memory), RW (lower ELs are AArch64). SMC enabled; HVC undefined (the EL2
+/// layer, where there is one, takes none).
 pub const SCR_NORMAL_WORLD: u64 = (1 << 0) | (0b11 << 4) | (1 << 2) | (1 << 9) | (1 << 10);
 
 /// SCR_EL3.TWI (bit 12; 13 is TWE): Linux's WFI traps to EL3. Set only with stolen-time

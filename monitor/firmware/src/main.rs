@@ -23,7 +23,8 @@ use arm_sysregs::el3::registers::{CptrEl3, MdcrEl3};
 use core::sync::atomic::Ordering;
 use tandem_abi::MAX_CORES;
 use tandem_abi::boot::{BootConfig, BootConfigError, Policies, Policy};
-use tandem_abi::image::{ImageError, RtosImageHeader};
+use tandem_abi::image::{HYP_MAGIC, ImageError, RtosImageHeader, Span};
+use tandem_abi::partition::{self, PartitionError, PartitionTable, Partitions};
 use tandem_board::BOARD;
 use tandem_monitor_core::psci::CheckIn;
 
@@ -77,6 +78,140 @@ fn load_rtos() -> Result<(), ImageError> {
     Ok(())
 }
 
+/// The partition table beside the boot configuration, checked against the
+/// policies and the board; `None` without one (no partitions: one Linux).
+fn read_partitions(policies: &Policies) -> Result<Option<Partitions>, PartitionError> {
+    // SAFETY: the board's boot configuration page and the next one are in
+    // secure flash (boards/src/lib.rs checks it), mapped readable
+    // (`mmu.rs`), 8-byte aligned; the table is plain integers, checked
+    // before use.
+    let table = unsafe {
+        ((BOARD.boot_config + partition::OFFSET) as *const PartitionTable).read_volatile()
+    };
+    if !table.present() {
+        return Ok(None);
+    }
+    let linux_cores = (0..policies.cores())
+        .filter(|&c| policies.of(c).has_linux())
+        .fold(0u32, |m, c| m | 1 << c);
+    let span = |r: tandem_board::MemoryRange| Span {
+        base: r.base,
+        size: r.size,
+    };
+    let machine = partition::Machine {
+        cores: policies.cores(),
+        linux_cores,
+        normal_ram: span(BOARD.normal_ram),
+        shared: span(BOARD.shared),
+        hyp_ram: span(BOARD.hyp_ram),
+        reserved_mmio: [
+            Span {
+                base: BOARD.gicd,
+                size: 0x1_0000,
+            },
+            Span {
+                base: BOARD.gicr,
+                size: BOARD.max_cores as u64 * 0x2_0000,
+            },
+        ],
+    };
+    table.validate(&machine).map(Some)
+}
+
+/// Whether this core has EL2 (ID_AA64PFR0_EL1.EL2).
+fn has_el2() -> bool {
+    let pfr0: u64;
+    // SAFETY: reading an ID register has no side effects.
+    unsafe { core::arch::asm!("mrs {}, id_aa64pfr0_el1", out(reg) pfr0, options(nomem, nostack)) };
+    pfr0 >> 8 & 0xF != 0
+}
+
+/// Copies the EL2 layer's image from secure flash to its RAM, after
+/// checking it, and the partition table to the page the layer reads it
+/// from (`partition::in_hyp_ram`).
+fn load_hyp() -> Result<(), ImageError> {
+    // SAFETY: the board places the layer's image in secure flash here,
+    // mapped readable (`mmu.rs`); the header is plain integers, checked
+    // before use.
+    let header = unsafe { (BOARD.hyp_image as *const RtosImageHeader).read_volatile() };
+    // Its RAM less the last page, the table's.
+    header.validate_as(HYP_MAGIC, BOARD.hyp_ram.size - 0x1000)?;
+    let table = partition::in_hyp_ram(Span {
+        base: BOARD.hyp_ram.base,
+        size: BOARD.hyp_ram.size,
+    });
+    // SAFETY: source and destination are distinct (flash and normal RAM,
+    // mapped read/write by the monitor), the sizes were checked against
+    // the layer's RAM, and no core runs the normal world yet.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            BOARD.hyp_image as *const u8,
+            BOARD.hyp_ram.base as *mut u8,
+            header.image_size as usize,
+        );
+        core::ptr::copy_nonoverlapping(
+            (BOARD.boot_config + partition::OFFSET) as *const u8,
+            table as *mut u8,
+            partition::TABLE_SIZE,
+        );
+    }
+    // The layer starts with its MMU off.
+    mmu::clean_to_poc(BOARD.hyp_ram.base, header.image_size);
+    mmu::clean_to_poc(table, partition::TABLE_SIZE as u64);
+    mmu::invalidate_instruction_caches();
+    log!(
+        "EL2 layer: {} bytes at {:#x}, {} KiB of RAM",
+        header.image_size,
+        BOARD.hyp_ram.base,
+        header.ram_size / 1024
+    );
+    Ok(())
+}
+
+/// What the normal world's EL2 is set to where no layer runs there but the
+/// core has EL2 (QEMU's virtualization=on without partitions): out of
+/// Linux's way, as on a core without EL2. EL1 is AArch64 (HCR_EL2.RW; its
+/// reset value would make it AArch32), no trap, no stage 2, the physical
+/// counter and timer EL1's, EL1 sees the core's own IDs.
+fn el2_out_of_the_way() {
+    let midr: u64;
+    let mpidr: u64;
+    let pmcr: u64;
+    // SAFETY: reads of ID registers and of PMCR_EL0 have no side effects;
+    // the writes set EL2's controls for a Linux entered at EL1, and EL2's
+    // registers do not affect EL3 or the secure world (no Secure EL2).
+    unsafe {
+        core::arch::asm!(
+            "mrs {midr}, midr_el1",
+            "mrs {mpidr}, mpidr_el1",
+            "mrs {pmcr}, pmcr_el0",
+            midr = out(reg) midr,
+            mpidr = out(reg) mpidr,
+            pmcr = out(reg) pmcr,
+            options(nomem, nostack)
+        );
+        core::arch::asm!(
+            "msr hcr_el2, {hcr}",
+            "msr cnthctl_el2, {cnthctl}",
+            "msr cntvoff_el2, xzr",
+            "msr vttbr_el2, xzr",
+            "msr vpidr_el2, {midr}",
+            "msr vmpidr_el2, {mpidr}",
+            "msr cptr_el2, {cptr}",
+            "msr hstr_el2, xzr",
+            "msr mdcr_el2, {mdcr}",
+            "isb",
+            hcr = in(reg) 1u64 << 31,
+            cnthctl = in(reg) 0b11u64,
+            midr = in(reg) midr,
+            mpidr = in(reg) mpidr,
+            cptr = in(reg) 0x33FFu64,
+            mdcr = in(reg) pmcr >> 11 & 0x1F,
+            options(nostack)
+        );
+    }
+}
+
 /// Stops this core with a message: the machine cannot run as configured.
 /// Powers off rather than hang, so whoever started the machine sees it end
 /// and finds the reason on the secure console.
@@ -85,21 +220,28 @@ fn refuse(why: core::fmt::Arguments) -> ! {
     power::system_off()
 }
 
-fn check_in(core: usize, linux: Option<linux::Start>) {
-    let policy = trap::POLICIES
-        .get()
-        .expect("set before secondaries run")
-        .of(core);
-    let role = if !policy.has_linux() {
-        CheckIn::NotForLinux
-    } else if let Some(start) = linux {
-        CheckIn::BootCore {
-            entry: start.entry,
-            context_id: start.dtb,
+/// Where each instance starts (set by the boot core at cold boot).
+static STARTS: spin::Once<[Option<linux::Start>; partition::MAX_PARTITIONS]> = spin::Once::new();
+
+fn check_in(core: usize) {
+    let instances = linux::instances();
+    let role = match instances.of_core(core) {
+        None => CheckIn::NotForLinux,
+        Some(i) if instances.get(i).boot_core == core => {
+            let start = STARTS
+                .get()
+                .and_then(|s| s[i])
+                .expect("loaded at cold boot");
+            CheckIn::BootCore {
+                entry: start.entry,
+                context_id: start.dtb,
+            }
         }
-    } else {
-        CheckIn::Secondary
+        Some(_) => CheckIn::Secondary,
     };
+    if !linux::uses_hyp() && has_el2() {
+        el2_out_of_the_way();
+    }
     trap::MONITOR.psci.lock().check_in(core, role);
 }
 
@@ -136,13 +278,54 @@ extern "C" fn primary_main(core: usize) -> ! {
             policies.of(linux::BOOT_CORE)
         ));
     }
-    let start = match linux::load() {
-        Ok(start) => start,
+    let partitions = match read_partitions(&policies) {
+        Ok(p) => p,
         Err(e) => refuse(format_args!(
-            "Linux's images in secure flash at {:#x} unusable: {e}; boot with ./tandem, which writes them",
-            BOARD.linux_images
+            "partition table at {:#x} refused: {e}",
+            BOARD.boot_config + partition::OFFSET
         )),
     };
+    if partitions.is_some() {
+        if !has_el2() {
+            refuse(format_args!(
+                "partitions need EL2 (QEMU's virtualization=on: the board's [qemu] machine_el2)"
+            ));
+        }
+        if let Err(e) = load_hyp() {
+            refuse(format_args!(
+                "EL2 layer's image at {:#x} unusable: {e:?}",
+                BOARD.hyp_image
+            ));
+        }
+    }
+    linux::configure(linux::Instances::new(
+        &policies,
+        partitions.as_ref(),
+        blob.linux_off_stops_machine(),
+    ));
+    let starts = match linux::load() {
+        Ok(starts) => starts,
+        Err((i, e)) => refuse(format_args!(
+            "Linux's images (instance {i}) in secure flash at {:#x} unusable: {e}; boot with ./tandem, which writes them",
+            BOARD.linux_images + linux::instances().get(i).images
+        )),
+    };
+    STARTS.call_once(|| starts);
+    {
+        let mut psci = trap::MONITOR.psci.lock();
+        for (i, instance) in linux::instances().iter().enumerate() {
+            for c in (0..policies.cores()).filter(|c| instance.cores >> c & 1 != 0) {
+                psci.assign(
+                    c,
+                    i,
+                    tandem_board::MemoryRange {
+                        base: instance.ram.base,
+                        size: instance.ram.size,
+                    },
+                );
+            }
+        }
+    }
     if policies.any_rtos()
         && let Err(e) = load_rtos()
     {
@@ -154,12 +337,11 @@ extern "C" fn primary_main(core: usize) -> ! {
     trap::POLICIES.call_once(|| policies);
     trap::MONITOR.set_steal_time(steal_time);
     trap::MONITOR.set_rpc_cores(blob.rpc_cores());
-    linux::set_off_stops_machine(blob.linux_off_stops_machine());
     gic::init_distributor();
     gic::init_this_core(core);
     shm::init(policies.cores() as u32, &policies);
     linux::install_stub();
-    check_in(core, Some(start));
+    check_in(core);
     // Logged before the secondaries start: the RTOS prints on the same
     // secure UART from every core, and the two images share no lock.
     let each: [Policy; MAX_CORES] = core::array::from_fn(|c| policies.of(c));
@@ -167,16 +349,32 @@ extern "C" fn primary_main(core: usize) -> ! {
     if steal_time {
         log!("PV time on: stolen time accounted, Linux's WFI trapped");
     }
-    log!(
-        "Linux at {:#x}, device tree at {:#x}; its SYSTEM_OFF {}",
-        start.entry,
-        start.dtb,
-        if linux::off_stops_machine() {
+    for (instance, start) in linux::instances().iter().zip(starts.iter().flatten()) {
+        let off = if instance.off_stops_machine {
             "powers the machine off"
+        } else if instance.name != 0 {
+            "stops it alone"
         } else {
             "leaves the RTOS running"
+        };
+        if instance.name == 0 {
+            log!(
+                "Linux at {:#x}, device tree at {:#x}; its SYSTEM_OFF {off}",
+                start.entry,
+                start.dtb
+            );
+        } else {
+            log!(
+                "partition {}: Linux on cores {:#x} at {:#x}, device tree at {:#x}, RAM {:#x}+{:#x}, under the EL2 layer; its SYSTEM_OFF {off}",
+                instance.name as char,
+                instance.cores,
+                start.entry,
+                start.dtb,
+                instance.ram.base,
+                instance.ram.size
+            );
         }
-    );
+    }
     power::BOOT_READY.store(power::BOOT_READY_MAGIC, Ordering::SeqCst);
     // The others read it with their MMU off.
     mmu::clean_to_poc(power::BOOT_READY.as_ptr() as u64, 4);
@@ -192,7 +390,7 @@ extern "C" fn secondary_main(core: usize) -> ! {
     mmu::enable();
     init_el3();
     gic::init_this_core(core);
-    check_in(core, None);
+    check_in(core);
     trap::start_core(core)
 }
 

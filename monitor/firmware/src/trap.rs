@@ -5,8 +5,8 @@
 //! call does is `services`'s; the board's part goes through [`Plat`].
 
 use crate::context::{
-    CORES, CoreState, SCR_NORMAL_WORLD, SCR_SECURE_WORLD, SCR_TWI, SPSR_EL1H_MASKED, WorldContext,
-    resume_world, resume_yielded, stack_top,
+    CORES, CoreState, SCR_NORMAL_WORLD, SCR_SECURE_WORLD, SCR_TWI, SPSR_EL1H_MASKED,
+    SPSR_EL2H_MASKED, WorldContext, resume_world, resume_yielded, stack_top,
 };
 use crate::{linux, log, shm};
 use arm_sysregs::el3::accessors::read_esr_el3;
@@ -155,8 +155,9 @@ fn smc(ctx: *mut WorldContext, esr: u64, from: World) -> *mut WorldContext {
             Event::CpuOff
         }
         // The RTOS's STOP (it cannot run as configured) ends the machine;
-        // so does Linux's SYSTEM_OFF when the boot configuration says so.
-        Outcome::SystemOff if from == World::Secure || linux::off_stops_machine() => {
+        // so does Linux's SYSTEM_OFF when the boot configuration (or its
+        // partition) says so.
+        Outcome::SystemOff if from == World::Secure || linux::off_stops_machine(core) => {
             Plat::system_off()
         }
         Outcome::SystemReset if from == World::Secure => Plat::system_reset(),
@@ -169,21 +170,22 @@ fn smc(ctx: *mut WorldContext, esr: u64, from: World) -> *mut WorldContext {
 }
 
 /// Linux on `core` asked to stop (SYSTEM_OFF) or to restart
-/// (SYSTEM_RESET): every core running Linux is asked to stop it, this one
-/// first. The boot core starts Linux again once it is off everywhere.
+/// (SYSTEM_RESET): every core running that Linux (its partition's, with
+/// partitions) is asked to stop it, this one first. Its boot core starts it
+/// again once it is off everywhere; other partitions run on.
 #[cold]
 #[inline(never)]
 fn stop_linux(core: usize, restart: bool) -> ! {
-    let linux_cores = (0..BOARD.max_cores)
-        .filter(|&c| {
-            POLICIES
-                .get()
-                .is_some_and(|p| c < p.cores() && p.of(c).has_linux())
-        })
-        .fold(0u64, |m, c| m | 1 << c);
-    if linux::request_stop(linux_cores, restart) {
+    let Some(instance) = linux::instance_of(core) else {
+        // Only Linux's cores trap from the normal world.
+        stop_here(core, Some(World::NonSecure));
+        look(core)
+    };
+    let linux_cores = linux::instances().get(instance).cores;
+    if linux::request_stop(instance, restart) {
         log!(
-            "Linux asked to {} (core {core}): stopping it on cores {linux_cores:#x}",
+            "Linux{} asked to {} (core {core}): stopping it on cores {linux_cores:#x}",
+            partition_name(instance),
             if restart { "restart" } else { "power off" }
         );
         for c in (0..BOARD.max_cores).filter(|&c| c != core && linux_cores >> c & 1 != 0) {
@@ -204,28 +206,61 @@ fn stop_here(core: usize, from: Option<World>) {
     Plat::linux_stopped_here();
     shm::linux_stopped(core);
     linux::stopped(core);
-    if core != linux::BOOT_CORE {
-        Plat::wake(linux::BOOT_CORE);
+    let boot_core = linux::boot_core_of(core);
+    if core != boot_core {
+        Plat::wake(boot_core);
     }
 }
 
-/// On the boot core, with Linux off everywhere: one step of copying Linux's
-/// images from flash again; after the last, Linux starts here as at cold
-/// boot. Between steps the look loop lets the RTOS run.
+/// " (partition X)" for a partition's messages; nothing without partitions.
+fn partition_name(instance: usize) -> PartitionName {
+    PartitionName(linux::instances().get(instance).name)
+}
+
+/// Formats as " (partition X)", or nothing for the one Linux.
+struct PartitionName(u8);
+
+impl core::fmt::Display for PartitionName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.0 == 0 {
+            Ok(())
+        } else {
+            write!(f, " (partition {})", self.0 as char)
+        }
+    }
+}
+
+/// On an instance's boot core, with its Linux off everywhere: one step of
+/// copying its images from flash again; after the last, it starts here as
+/// at cold boot. Between steps the look loop lets the RTOS run.
 #[cold]
 #[inline(never)]
-fn restart_linux(core: usize) {
-    match linux::copy_step() {
+fn restart_linux(core: usize, instance: usize) {
+    match linux::copy_step(instance) {
         None => {}
         Some(Ok(start)) => {
             MONITOR.restart_linux(core, start.entry, start.dtb);
-            let generation = linux::restarted();
-            shm::publish_linux_generation(generation);
-            log!("Linux restarts (generation {generation}); the RTOS ran on");
+            let generation = linux::restarted(instance);
+            // The shared region's count is the first instance's (the
+            // one Linux, or partition A, which has Tandem's driver).
+            if instance == 0 {
+                shm::publish_linux_generation(generation);
+            }
+            if linux::uses_hyp() {
+                log!(
+                    "Linux{} restarts (generation {generation}); the RTOS and the other partitions ran on",
+                    partition_name(instance)
+                );
+            } else {
+                log!("Linux restarts (generation {generation}); the RTOS ran on");
+            }
         }
         Some(Err(e)) => {
-            linux::restart_refused();
-            log!("Linux not restarted: its images in secure flash are unusable: {e}");
+            linux::restart_refused(instance);
+            log!(
+                "Linux{} not restarted: its images in secure flash are unusable: {e}",
+                partition_name(instance)
+            );
         }
     }
 }
@@ -352,8 +387,8 @@ fn look(core: usize) -> ! {
         if linux::stop_requested(core) {
             stop_here(core, None);
         }
-        if linux::restart_due(core) {
-            restart_linux(core);
+        if let Some(instance) = linux::restart_due(core) {
+            restart_linux(core, instance);
         }
         let pending = MONITOR
             .take_pending(core)
@@ -368,7 +403,7 @@ fn look(core: usize) -> ! {
             unsafe { resume_world(ctx) }
         }
         // While a restart's copy goes on, the next step follows at once.
-        if !linux::restart_due(core) {
+        if linux::restart_due(core).is_none() {
             Plat::wait_for_interrupt();
         }
     }
@@ -376,10 +411,29 @@ fn look(core: usize) -> ! {
 
 /// Linux's context for a fresh start on this core at NS-EL1, at the entry
 /// the state machine kept, with x0 = its context ID (set by the stub), MMU
-/// off, interrupts masked, as the arm64 boot protocol asks.
+/// off, interrupts masked, as the arm64 boot protocol asks. With partitions
+/// the core starts in the EL2 layer (at NS-EL2, its image's base, with x0 =
+/// the entry, x1 = the context ID, x2 = 1 if this starts the partition),
+/// which sets the partition up on the core and enters Linux at EL1.
 fn fresh_normal(core: usize, state: &mut CoreState) -> *mut WorldContext {
     let e = state.switch.linux_entry();
     let twi = if MONITOR.steal_time() { SCR_TWI } else { 0 };
+    if linux::uses_hyp() {
+        state.normal = WorldContext {
+            elr_el3: BOARD.hyp_ram.base,
+            spsr_el3: SPSR_EL2H_MASKED,
+            scr_el3: SCR_NORMAL_WORLD | twi,
+            monitor_sp: stack_top(core),
+            core: core as u64,
+            ..WorldContext::ZERO
+        };
+        state.normal.x[0] = e.entry;
+        state.normal.x[1] = e.context_id;
+        state.normal.x[2] = linux::take_start(core).into();
+        // SAFETY: reset values for an EL1 that starts from scratch.
+        unsafe { state.linux_el1.reset() };
+        return &mut state.normal;
+    }
     // Through the stub (entry.rs), which ends what a stopped Linux left
     // active in the core's interrupt controller, then enters `e.entry`.
     state.normal = WorldContext {

@@ -78,7 +78,7 @@ def hand_off_cycles(log: Log, symbols: Symbols, vectors: int) -> list[Counter[st
     irqs = {vectors + CURRENT_IRQ, vectors + LOWER_IRQ}
     cycles: list[Counter[str]] = []
     current: Counter[str] | None = None
-    for pc in log.executed:
+    for i, pc in enumerate(log.executed):
         if pc == sync:
             if current is not None:
                 cycles.append(current)
@@ -88,7 +88,7 @@ def hand_off_cycles(log: Log, symbols: Symbols, vectors: int) -> list[Counter[st
         if pc in irqs:
             current = None
             continue
-        block = log.blocks.get(pc)
+        block = log.run(i)
         if block is None:
             current = None
             continue

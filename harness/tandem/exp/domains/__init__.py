@@ -9,6 +9,9 @@ Environments (the measured core is always core 3, as PE3 in the paper):
   with the load; the RTOS's own timer-interrupt latency.
 - tandem: the RTOS on every core, Linux in the gaps (config tandem); load on
   cores 0-2; the RTOS's latency on core 3.
+- dualunix: two Linux instances under Tandem's EL2 layer (config dualunix):
+  cyclictest in Linux B, alone on core 3; the loads in Linux A on cores
+  0-2, started and stopped as B asks over the shared region's mailbox.
 Loads: none, memory (one stress-ng memrate worker per loaded core, buffer far
 larger than the L1), scheduling (stress-ng mutex, 50 threads handing one mutex
 round). The worst case is also measured against 0-3 memory-loaded cores.
@@ -31,7 +34,7 @@ from tandem.exp.common import (
 from tandem.exp.domains.plot import plot
 from tandem.exp.domains.report import report
 from tandem.exp.domains.rows import COLUMNS, summary_row
-from tandem.exp.domains.script import guest_script, phase_id, phases
+from tandem.exp.domains.script import guest_script, load_agent_script, phase_id, phases
 from tandem.exp.domains.spec import ENVS, MEASURED_CORE, NAME, PERIOD_US, SCHEMA
 from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import Latency, merged
@@ -50,10 +53,17 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     for rep in range(1, reps + 1):
         for env in envs:
             progress.next(f"env {env.name} ({env.about}), rep {rep}/{reps}, {timing} timing")
+            others = ((env.load_in, load_agent_script(s)),) if env.load_in is not None else ()
             boot = Boot(
                 label=f"{env.name}-rep{rep}",
                 options=boot_options(
-                    s, config=env.config, timing=timing, smp=4, phase_us=rep_phase_us(rep)
+                    s,
+                    config=env.config,
+                    timing=timing,
+                    smp=4,
+                    phase_us=rep_phase_us(rep),
+                    partition=env.measure_in,
+                    partition_scripts=others,
                 ),
                 script=guest_script(env, s),
             )

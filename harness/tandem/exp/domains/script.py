@@ -6,6 +6,97 @@ from __future__ import annotations
 from tandem.exp.domains.spec import INFO_CORES, MEASURED_CORE, PERIOD_US, Env
 from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import script_header
+from tandem.platform.abi import constants
+from tandem.platform.board import load_board
+
+# The measuring partition hands the loading one its commands over the
+# shared region's mailbox page (abi/src/shm.rs), as 32-bit words: a
+# sequence number (written last), the load (0 stop, 1 memory, 2 scheduling,
+# 3 done), how many workers (memory: one on each of cores 0..n-1); the
+# loading partition writes the sequence number it carried out back.
+MAILBOX_WORDS = {"seq": 0, "kind": 1, "workers": 2, "ack": 3}
+LOAD_CODES = {"stop": 0, "memory": 1, "scheduling": 2, "done": 3}
+
+
+def mailbox() -> int:
+    """The mailbox page's physical address."""
+    return load_board().shared.base + constants()["SHM_PARTITION_MAILBOX_OFFSET"]
+
+
+def _word(name: str) -> str:
+    return f"{mailbox() + 4 * MAILBOX_WORDS[name]:#x}"
+
+
+def remote_functions() -> str:
+    """Shell for the measuring partition: `remote KIND WORKERS` starts a load
+    in the other partition (or stops it, or ends it) and waits until it has."""
+    return f"""
+SEQ=0
+remote() {{
+	SEQ=$((SEQ + 1))
+	case $1 in
+	stop) kind={LOAD_CODES["stop"]} ;;
+	memory) kind={LOAD_CODES["memory"]} ;;
+	scheduling) kind={LOAD_CODES["scheduling"]} ;;
+	done) kind={LOAD_CODES["done"]} ;;
+	*) fail "unknown remote load $1" ;;
+	esac
+	devmem {_word("kind")} 32 "$kind"
+	devmem {_word("workers")} 32 "$2"
+	devmem {_word("seq")} 32 "$SEQ"
+	[ "$1" = done ] && return 0
+	n=0
+	while [ $(($(devmem {_word("ack")} 32))) -ne "$SEQ" ]; do
+		n=$((n + 1))
+		[ "$n" -gt 3000 ] && fail "the other partition did not start load $1"
+		usleep 10000
+	done
+}}
+"""
+
+
+def load_agent_script(s: Scenario) -> str:
+    """The loading partition's script: start and stop loads as the measuring
+    partition asks over the mailbox, until it says it is done."""
+    header = script_header(
+        PERIOD_US,
+        s.text("memory_bytes"),
+        s.integer("scheduling_threads"),
+        "0",
+        s.integer("settle_ms"),
+    )
+    return (
+        header
+        + f"""
+devmem {_word("ack")} 32 0
+seen=0
+while true; do
+	seq=$(($(devmem {_word("seq")} 32)))
+	if [ "$seq" -eq "$seen" ]; then
+		usleep 10000
+		continue
+	fi
+	seen=$seq
+	kind=$(($(devmem {_word("kind")} 32)))
+	workers=$(($(devmem {_word("workers")} 32)))
+	case $kind in
+	{LOAD_CODES["stop"]}) load_stop ;;
+	{LOAD_CODES["memory"]})
+		core=0
+		while [ "$core" -lt "$workers" ]; do
+			load_start memory 1 "$core"
+			core=$((core + 1))
+		done ;;
+	{LOAD_CODES["scheduling"]}) load_start scheduling 1 0-{INFO_CORES - 1} ;;
+	{LOAD_CODES["done"]}) load_stop; break ;;
+	esac
+	running=$(pidof stress-ng | wc -w)
+	echo "load agent: command $seq (load $kind x$workers): $running stress-ng processes"
+	devmem {_word("ack")} 32 "$seq"
+done
+echo "load agent: done after $seen commands"
+"""
+    )
 
 
 def phases(s: Scenario) -> list[tuple[str, int]]:
@@ -27,7 +118,11 @@ def phase_id(load: str, k: int) -> str:
 
 
 def guest_script(env: Env, s: Scenario) -> str:
-    """The guest script for one environment: every phase in one boot."""
+    """The guest script for one environment: every phase in one boot (with
+    partitions: the measuring partition's; `load_agent_script` is the
+    other's)."""
+    if env.measure_in is not None:
+        return _partitioned_script(s)
     lines = [
         script_header(
             PERIOD_US,
@@ -56,4 +151,32 @@ def guest_script(env: Env, s: Scenario) -> str:
             where = str(MEASURED_CORE) if env.isolate else "any"
             isolated = "yes" if env.isolate else "no"
             lines.append(f"measure_cyclictest {pid} {samples} {where} {isolated}")
+    return "\n".join(lines) + "\n"
+
+
+def _partitioned_script(s: Scenario) -> str:
+    """The measuring partition's script (DualUnix): its one core is core 3;
+    each phase asks the other partition for its load, measures, and stops
+    the load before reporting (as the other environments do)."""
+    lines = [
+        script_header(
+            PERIOD_US,
+            s.text("memory_bytes"),
+            s.integer("scheduling_threads"),
+            "0",
+            s.integer("settle_ms"),
+        ),
+        remote_functions(),
+        # The loads' stop before the results are worked through is the
+        # other partition's here.
+        "load_stop() { remote stop 0; }",
+    ]
+    samples = s.integer("samples")
+    for load, k in phases(s):
+        if load == "memory":
+            lines.append(f"remote memory {k}")
+        elif load == "scheduling":
+            lines.append("remote scheduling 1")
+        lines.append(f"measure_cyclictest {phase_id(load, k)} {samples} any no")
+    lines.append("remote done 0")
     return "\n".join(lines) + "\n"

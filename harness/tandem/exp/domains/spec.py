@@ -24,12 +24,27 @@ class Env:
     isolate: bool  # cyclictest in a cpuset partition of its own
     pin_load: bool  # load on cores 0..k-1 (else wherever Linux puts it)
     about: str
+    # With partitions: the partition measuring on core 3, and the one
+    # running the loads (told by the measuring one over the shared
+    # region's mailbox page).
+    measure_in: str | None = None
+    load_in: str | None = None
 
 
 ENVS = {
     "smp": Env("smp", "linux-only", "cyclictest", False, False, "one Linux, no separation"),
     "affinity": Env(
         "affinity", "linux-only", "cyclictest", True, True, "one Linux, core 3 in its own cpuset"
+    ),
+    "dualunix": Env(
+        "dualunix",
+        "dualunix",
+        "cyclictest",
+        False,
+        True,
+        "two Linux: B alone on core 3, the loads in A on cores 0-2",
+        measure_in="B",
+        load_in="A",
     ),
     "heteroos": Env("heteroos", "heteroos", "rtos", False, True, "RTOS on core 3, Linux on 0-2"),
     "tandem": Env(
@@ -62,3 +77,18 @@ SCHEMA = {
 # at 210 MHz, real hardware), and its 50 µs target.
 PAPER_WORST_VS_LOADED = {"smp": [54, 120, 165, 202], "heteroos": [6, 11, 15, 19]}
 PAPER_TARGET_US = 50
+# What the paper says of each environment where its text gives no number
+# (its fig. 5 and 6 are not in the text): worst case under every load, and
+# its qualitative table (reliability / responsiveness / productivity: good,
+# fair, poor for the paper's circle, triangle and cross).
+PAPER_FINDINGS = {
+    "smp": ("54 µs unloaded, 202 µs with 3 memory-loaded cores", "-"),
+    "affinity": ("over 100 µs; separates the scheduling load only", "poor / fair / good"),
+    "dualunix": (
+        "over 100 µs; separates the scheduling load only (better average than "
+        "affinity), memory load like SMP",
+        "good / fair / good",
+    ),
+    "heteroos": ("the only one within 50 µs under every load (6-19 µs)", "good / good / fair"),
+    "tandem": ("- (not in the paper)", "-"),
+}

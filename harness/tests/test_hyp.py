@@ -1,0 +1,171 @@
+"""DualUnix under Tandem's EL2 layer on QEMU (paper 003; docs/hyp.md): two
+Linux instances side by side, each confined to its partition (needs
+`make build`). Each test is one short boot of configuration `dualunix` (or
+`dualunix-rtos`, with the RTOS first on every core)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tandem.platform import rtos_status
+from tandem.platform.abi import constants
+from tandem.platform.board import load_board
+from tandem.platform.boot import BootOptions, ExecResult, run_exec
+
+pytestmark = pytest.mark.qemu
+
+# The partitions' mailbox page in the shared region (abi/src/shm.rs).
+MAILBOX = load_board().shared.base + constants()["SHM_PARTITION_MAILBOX_OFFSET"]
+
+
+def dualunix(script: str, others: dict[str, str] | None = None, **options: object) -> ExecResult:
+    result = run_exec(
+        BootOptions(
+            config="dualunix",
+            timing="percore",
+            partition_scripts=tuple((others or {}).items()),
+            **options,  # type: ignore[arg-type]
+        ),
+        script,
+        timeout_s=300,
+    )
+    assert result.qemu_status in (0, -9), f"QEMU exited {result.qemu_status} ({result.console_log})"
+    return result
+
+
+def wait_for(word: int, value: int) -> str:
+    """Shell: wait until mailbox word `word` holds `value`."""
+    address = MAILBOX + 4 * word
+    return f'while [ "$(devmem {address:#x} 32)" != "0x{value:08X}" ]; do usleep 10000; done'
+
+
+def put(word: int, value: int) -> str:
+    """Shell: write `value` to mailbox word `word`."""
+    return f"devmem {MAILBOX + 4 * word:#x} 32 {value:#x}"
+
+
+def test_two_linux_instances_see_their_own_cores_and_run_hackbench_at_once() -> None:
+    """B runs the commands on its console (stdio), A at the same time on its
+    own (a file): each sees its own cores, both run hackbench."""
+    hackbench = "hackbench -g 2 -l 50"
+    r = dualunix(
+        f"nproc; tr -d '\\000' </proc/device-tree/chosen/tandem,partition; echo; {hackbench}",
+        {"A": f"nproc; {hackbench}"},
+        partition="B",
+    )
+    assert r.status == 0, r.output
+    assert r.lines[:2] == ["1", "B"], r.output
+    assert re.search(r"^Time: \d+\.\d+$", r.output, re.M), r.output
+    a = r.partitions["A"]
+    assert a.status == 0, a.lines
+    assert a.lines[0] == "3", a.lines
+    assert any(re.match(r"^Time: \d+\.\d+$", line) for line in a.lines), a.lines
+    secure = r.secure_log.read_text()
+    assert "partition A: Linux on cores 0x7" in secure, secure
+    assert "partition B: Linux on cores 0x8" in secure, secure
+
+
+def test_linux_a_cannot_reach_linux_bs_ram_or_interrupts() -> None:
+    """A reads B's RAM: an external abort (SIGBUS). A disables, re-routes and
+    re-prioritises B's UART interrupt (INTID 80) and turns the distributor
+    off: B's view of the real distributor is the same before and after, and
+    A cannot even see B's interrupt. A's own SPI cannot be routed to B."""
+    b_ram = 0x6000_0000
+    a = f"""
+{wait_for(2, 1)}
+devmem {b_ram:#x} 32; echo "B's RAM: $?"
+devmem 0x40000000 32 >/dev/null; echo "own RAM: $?"
+devmem 0x08000188 32 0x10000
+devmem 0x08006280 64 0
+devmem 0x08000450 8 0xff
+devmem 0x08000000 32 0
+echo "A sees ISENABLER2 $(devmem 0x08000108 32) IROUTER80 $(devmem 0x08006280 64)"
+before=$(devmem 0x08006108 64)
+devmem 0x08006108 64 3
+echo "own IROUTER33 $before -> $(devmem 0x08006108 64)"
+{put(0, 1)}
+{wait_for(1, 1)}
+"""
+    b = f"""
+state() {{
+    echo "$(devmem 0x08000108 32) $(devmem 0x08006280 64)" \
+        "$(devmem 0x08000450 8) $(devmem 0x08000000 32)"
+}}
+echo "before: $(state)"
+{put(2, 1)}
+{wait_for(0, 1)}
+echo "after: $(state)"
+{put(1, 1)}
+"""
+    r = dualunix(a, {"B": b})
+    assert "B's RAM: 135" in r.output, r.output  # 128 + SIGBUS
+    assert "own RAM: 0" in r.output, r.output
+    assert "access to 0x60000000 outside the partition" in r.console_log.read_text()
+    assert "A sees ISENABLER2 0x00000000 IROUTER80 0x0000000000000000" in r.output, r.output
+    own = re.search(r"own IROUTER33 (\S+) -> (\S+)", r.output)
+    assert own and own.group(1) == own.group(2), r.output
+    lines = r.partitions["B"].lines
+    before = next(line for line in lines if line.startswith("before: "))[8:]
+    after = next(line for line in lines if line.startswith("after: "))[7:]
+    assert before == after, lines
+    enabled, route, priority, ctlr = before.split()
+    assert int(enabled, 16) & 1 << 16, "B's UART interrupt enabled"
+    assert int(route, 16) == 3, "routed to core 3"
+    assert int(priority, 16) != 0xFF and int(ctlr, 16) & 0b10, (priority, ctlr)
+
+
+def test_a_panic_of_either_linux_leaves_the_other_and_the_rtos_running() -> None:
+    """With the RTOS first on every core (configuration dualunix-rtos): A
+    panics and restarts alone while B counts on; then B panics and restarts
+    alone while A waits; each runs its commands twice, the other once, the
+    monitor restarted each partition once, and the RTOS missed no release
+    on any core."""
+    counter = MAILBOX + 4 * 6
+    a = f"""
+if [ "$(devmem {MAILBOX + 16:#x} 32)" = 0x00000000 ]; then
+    {put(4, 1)}
+    echo c > /proc/sysrq-trigger
+fi
+{wait_for(5, 1)}
+c1=$(devmem {counter:#x} 32); sleep 0.5; c2=$(devmem {counter:#x} 32)
+echo "B counted $c1 -> $c2 while A was back"
+{put(4, 2)}
+{wait_for(5, 2)}
+echo "A ran through B's panic"
+sleep 2  # the RTOS's status line comes once a second
+"""
+    b = f"""
+if [ "$(devmem {MAILBOX + 20:#x} 32)" = 0x00000000 ]; then
+    {put(5, 1)}
+    n=0
+    while [ "$(devmem {MAILBOX + 16:#x} 32)" != 0x00000002 ]; do
+        n=$((n + 1)); devmem {counter:#x} 32 $n; usleep 50000
+    done
+    echo c > /proc/sysrq-trigger
+fi
+{put(5, 2)}
+echo "B back"
+"""
+    r = run_exec(
+        BootOptions(config="dualunix-rtos", timing="percore", partition_scripts=(("B", b),)),
+        a,
+        timeout_s=300,
+        panics=True,
+    )
+    assert r.status == 0, r.output
+    assert r.reboots == 1, "A's commands ran again after its panic"
+    counted = re.search(r"B counted 0x(\w+) -> 0x(\w+)", r.output)
+    assert counted and int(counted.group(2), 16) > int(counted.group(1), 16), r.output
+    assert "A ran through B's panic" in r.output
+    assert r.partitions["B"].lines[-1] == "B back"
+    b_console = r.partitions["B"].console_log.read_text()
+    assert b_console.count("Kernel panic") == 1 and b_console.count("@@TANDEM-EXEC-BEGIN@@") == 2
+    secure = r.secure_log.read_text()
+    assert "Linux (partition A) restarts (generation 2)" in secure, secure
+    assert "Linux (partition B) restarts (generation 2)" in secure, secure
+    assert "generation 3" not in secure
+    status = rtos_status.last(secure)
+    assert sorted(status.cores) == [0, 1, 2, 3]
+    rtos_status.check_ran_on(status)

@@ -1,0 +1,241 @@
+//! What each address space holds: the EL2 layer's own map (stage 1) and a
+//! partition's (stage 2), built from the board and the partition table.
+//!
+//! A partition's stage 2 maps, at their own addresses: its RAM; the shared
+//! region if it has it; its devices; and the two redistributor frames
+//! (RD_base, SGI_base) of each of its cores, except the RD_base frame of
+//! its last core when another core's frame follows it. Linux walks the
+//! redistributor frames until one says it is the last (GICR_TYPER.Last), so
+//! that frame's accesses trap and the layer reports it as the last
+//! ([`crate::gic::gicr_access`]). The GIC distributor is never mapped: every
+//! access traps and is emulated ([`crate::gic::gicd_access`]). Everything
+//! else faults, and the fault is handed back to the partition's Linux as
+//! an external abort.
+
+use crate::tables::{Kind, MapError, Pool};
+use tandem_abi::image::Span;
+use tandem_abi::partition::Partition;
+
+/// Bytes of one core's redistributor (RD_base and SGI_base, 64 KiB each;
+/// GICv3 without virtual LPIs).
+pub const GICR_STRIDE: u64 = 0x2_0000;
+/// Bytes of one redistributor frame.
+pub const GICR_FRAME: u64 = 0x1_0000;
+/// Bytes of the distributor's registers.
+pub const GICD_SIZE: u64 = 0x1_0000;
+
+/// The machine as the maps need it.
+#[derive(Clone, Copy, Debug)]
+pub struct Machine {
+    /// Cores the machine has: redistributor frames exist for these only, the
+    /// last one's saying so itself.
+    pub cores: usize,
+    /// The GIC distributor.
+    pub gicd: u64,
+    /// The first redistributor.
+    pub gicr: u64,
+    /// The shared region.
+    pub shared: Span,
+}
+
+impl Machine {
+    /// `core`'s RD_base frame.
+    pub const fn rd_base(&self, core: usize) -> u64 {
+        self.gicr + core as u64 * GICR_STRIDE
+    }
+
+    /// The RD_base frame whose accesses the layer emulates for `p`: its last
+    /// core's, when that is not the machine's last core.
+    pub fn boundary_frame(&self, p: &Partition) -> Option<u64> {
+        let (first, count) = p.core_range();
+        let last = first + count - 1;
+        (last + 1 < self.cores).then(|| self.rd_base(last))
+    }
+}
+
+/// Fills `pool` with partition `p`'s stage-2 map.
+pub fn stage2(pool: &mut Pool<'_>, machine: &Machine, p: &Partition) -> Result<(), MapError> {
+    pool.map(p.ram.base, p.ram.size, Kind::GuestRam)?;
+    if p.shared_region() {
+        pool.map(machine.shared.base, machine.shared.size, Kind::GuestShared)?;
+    }
+    for device in p.devices() {
+        pool.map(device.base, device.size, Kind::GuestDevice)?;
+    }
+    let boundary = machine.boundary_frame(p);
+    let (first, count) = p.core_range();
+    for core in first..first + count {
+        let rd = machine.rd_base(core);
+        if boundary != Some(rd) {
+            pool.map(rd, GICR_FRAME, Kind::GuestDevice)?;
+        }
+        pool.map(rd + GICR_FRAME, GICR_FRAME, Kind::GuestDevice)?;
+    }
+    Ok(())
+}
+
+/// The layer's image in its RAM: code from the start to `text_end`, then
+/// data; the rest of its RAM is data too (tables, stacks, the partition
+/// table the monitor copied).
+#[derive(Clone, Copy, Debug)]
+pub struct Image {
+    /// Its RAM.
+    pub ram: Span,
+    /// One past its code (page aligned).
+    pub text_end: u64,
+}
+
+/// Fills `pool` with the layer's own identity map at EL2: its code
+/// read-only and executable, its data never executed, the GIC and the
+/// partitions' consoles as devices. Nothing else: a stray access faults.
+pub fn stage1(
+    pool: &mut Pool<'_>,
+    machine: &Machine,
+    image: &Image,
+    consoles: impl Iterator<Item = Span>,
+) -> Result<(), MapError> {
+    let text = image.text_end - image.ram.base;
+    pool.map(image.ram.base, text, Kind::HypCode)?;
+    pool.map(image.text_end, image.ram.size - text, Kind::HypData)?;
+    pool.map(machine.gicd, GICD_SIZE, Kind::HypDevice)?;
+    pool.map(
+        machine.gicr,
+        machine.cores as u64 * GICR_STRIDE,
+        Kind::HypDevice,
+    )?;
+    for console in consoles {
+        pool.map(console.base, console.size, Kind::HypDevice)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tables::{Leaf, Page};
+    use std::vec;
+
+    pub(crate) const MACHINE: Machine = Machine {
+        cores: 4,
+        gicd: 0x0800_0000,
+        gicr: 0x080A_0000,
+        shared: Span {
+            base: 0x7FE0_0000,
+            size: 0x20_0000,
+        },
+    };
+
+    pub(crate) fn partition(cores: u32, ram: Span, uart: u64) -> Partition {
+        let mut p = Partition {
+            name: b'A',
+            boot_core: cores.trailing_zeros() as u8,
+            console: 0,
+            device_count: 1,
+            cores,
+            ram,
+            ..Partition::EMPTY
+        };
+        p.devices[0] = Span {
+            base: uart,
+            size: 0x1000,
+        };
+        p
+    }
+
+    fn kind(leaf: Option<Leaf>) -> Option<u64> {
+        leaf.map(|l| l.attributes)
+    }
+
+    #[test]
+    fn a_partition_reaches_its_ram_devices_and_redistributors_only() {
+        let ram = Span {
+            base: 0x4000_0000,
+            size: 0x2000_0000,
+        };
+        let mut a = partition(0b0111, ram, 0x0900_0000);
+        a.flags = tandem_abi::partition::FLAG_SHARED_REGION;
+        let mut pages = vec![Page::EMPTY; 16];
+        let mut pool = Pool::new(&mut pages, 0x7FC8_0000).unwrap();
+        stage2(&mut pool, &MACHINE, &a).unwrap();
+        let ram_kind = Some(Kind::GuestRam.attributes());
+        let dev = Some(Kind::GuestDevice.attributes());
+        assert_eq!(kind(pool.translate(0x4000_0000)), ram_kind);
+        assert_eq!(kind(pool.translate(0x5FFF_FFF8)), ram_kind);
+        assert_eq!(pool.translate(0x6000_0000), None, "B's RAM");
+        assert_eq!(pool.translate(0x7FC0_0000), None, "the layer's RAM");
+        assert_eq!(
+            kind(pool.translate(0x7FE0_0000)),
+            Some(Kind::GuestShared.attributes())
+        );
+        assert_eq!(kind(pool.translate(0x0900_0FFC)), dev);
+        assert_eq!(pool.translate(0x090C_0000), None, "B's UART");
+        assert_eq!(pool.translate(0x0800_0000), None, "the distributor traps");
+        // Cores 0 and 1: both frames; core 2: SGI_base only (its RD_base
+        // must say it is the last); core 3 (B's): nothing.
+        for core in 0..2 {
+            let rd = MACHINE.rd_base(core);
+            assert_eq!(kind(pool.translate(rd + 8)), dev);
+            assert_eq!(kind(pool.translate(rd + GICR_FRAME + 0x100)), dev);
+        }
+        let rd2 = MACHINE.rd_base(2);
+        assert_eq!(MACHINE.boundary_frame(&a), Some(rd2));
+        assert_eq!(pool.translate(rd2 + 8), None);
+        assert_eq!(kind(pool.translate(rd2 + GICR_FRAME)), dev);
+        assert_eq!(pool.translate(MACHINE.rd_base(3)), None);
+        assert_eq!(pool.translate(MACHINE.rd_base(3) + GICR_FRAME), None);
+    }
+
+    #[test]
+    fn the_machines_last_core_needs_no_emulated_frame() {
+        let ram = Span {
+            base: 0x6000_0000,
+            size: 0x1FC0_0000,
+        };
+        let b = partition(0b1000, ram, 0x090C_0000);
+        assert_eq!(MACHINE.boundary_frame(&b), None);
+        let mut pages = vec![Page::EMPTY; 16];
+        let mut pool = Pool::new(&mut pages, 0x7FC8_0000).unwrap();
+        stage2(&mut pool, &MACHINE, &b).unwrap();
+        assert!(pool.translate(MACHINE.rd_base(3)).is_some());
+        assert_eq!(pool.translate(MACHINE.rd_base(2)), None);
+        assert_eq!(pool.translate(0x7FE0_0000), None, "no shared region");
+        assert_eq!(pool.translate(0x4000_0000), None, "A's RAM");
+    }
+
+    #[test]
+    fn the_layer_maps_itself_the_gic_and_the_consoles() {
+        let image = Image {
+            ram: Span {
+                base: 0x7FC0_0000,
+                size: 0x20_0000,
+            },
+            text_end: 0x7FC0_8000,
+        };
+        let mut pages = vec![Page::EMPTY; 8];
+        let mut pool = Pool::new(&mut pages, 0x7FC4_0000).unwrap();
+        let consoles = [Span {
+            base: 0x0900_0000,
+            size: 0x1000,
+        }];
+        stage1(&mut pool, &MACHINE, &image, consoles.into_iter()).unwrap();
+        assert_eq!(
+            kind(pool.translate(0x7FC0_0000)),
+            Some(Kind::HypCode.attributes())
+        );
+        assert_eq!(
+            kind(pool.translate(0x7FC0_8000)),
+            Some(Kind::HypData.attributes())
+        );
+        assert_eq!(
+            kind(pool.translate(0x7FDF_F000)),
+            Some(Kind::HypData.attributes())
+        );
+        assert_eq!(pool.translate(0x7FE0_0000), None);
+        assert_eq!(pool.translate(0x4000_0000), None, "no partition's RAM");
+        let dev = Some(Kind::HypDevice.attributes());
+        assert_eq!(kind(pool.translate(0x0800_FFFC)), dev);
+        assert_eq!(kind(pool.translate(MACHINE.rd_base(3) + 0x1_FFFC)), dev);
+        assert_eq!(pool.translate(MACHINE.rd_base(4)), None);
+        assert_eq!(kind(pool.translate(0x0900_0000)), dev);
+    }
+}
