@@ -15,6 +15,7 @@ from tandem.exp import capacity as capacity_exp
 from tandem.exp import domains, linux_rt, rpc, rtos_app, scenario
 from tandem.exp.capacity import parse as capacity_parse
 from tandem.exp.capacity import script as capacity_script
+from tandem.exp.capacity.report import control as capacity_control
 from tandem.exp.common import median_change_ci
 from tandem.exp.domains import rows as domains_rows
 from tandem.exp.domains import script as domains_script
@@ -622,10 +623,18 @@ def test_capacity_report_checks_gain_trend_and_changing_load(tmp_path: Path) -> 
     assert "at 80 % +8000.0 ms (+39.0%; beyond the spread 1000.0 ms; faster in 3 of 3" in text
     assert "(50 % -> 80 %): +10.8% -> +39.0%, holds" in text
     # steal's median is slower than none's at 80 %: within its spread.
-    assert "steal against none: at 80 % -100.0 ms (-0.5%; within the spread 2500.0 ms" in text
-    assert "steal beats static: +100.0 ms (+0.7%; within the spread 400.0 ms; faster in 3 of" in (
-        text
+    assert (
+        "steal against none: at 80 % -100.0 ms (-0.5%; within the spread 2500.0 ms, 2600.0 ms"
+        in (text)
     )
+    assert (
+        "steal beats static: +100.0 ms (+0.7%; within the spread 400.0 ms, 300.0 ms short of"
+        in (text)
+    )
+    # The control: none at 0 % is the only sysbench cell here.
+    assert "The control" not in text
+    # Linux's CPU time on core 0 (100 ticks in every boot).
+    assert "at 0 % 1.00 s (all cores: 1.90 s); at 50 %: none 1.00, static 1.00 s;" in text
     # 0 % none scaled by the capacity left: 1000 ms x 2 / 1.2.
     assert "hackbench at 80 %: 1000.0 ms x 2 / 1.2 = 1666.7 ms; measured none 20500.0" in text
     # What Linux counted on core 1: without PV time a range of its own run
@@ -645,6 +654,20 @@ def test_capacity_report_checks_gain_trend_and_changing_load(tmp_path: Path) -> 
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     with pytest.raises(TandemError, match="no per-benchmark /proc/stat counts"):
         exp.REGISTRY["capacity"].report(tmp_path, "x")
+
+
+def test_capacity_control_checks_the_capacity_left() -> None:
+    def summary(t80: float) -> dict[str, object]:
+        rows = [
+            {"rtos_load": load, "mode": "none", "bench": "sysbench-cpu", "runs_s": [t, t]}
+            for load, t in ((0, 0.2), (80, t80))
+        ]
+        return {"smp": 4, "rows": rows}
+
+    # 0.2 s x 4 / 3.2 = 0.25 s: the work over the capacity the RTOS leaves.
+    assert "+0.0% to +0.0% of the 0 % time" in capacity_control(summary(0.25))
+    assert "no more and no less" in capacity_control(summary(0.255))
+    assert "more than 3 % away" in capacity_control(summary(0.3))
 
 
 def test_capacity_cells_workloads_and_proc_stat() -> None:
