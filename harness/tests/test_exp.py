@@ -631,6 +631,10 @@ def test_capacity_report_checks_gain_trend_and_changing_load(tmp_path: Path) -> 
         "steal beats static: +100.0 ms (+0.7%; within the spread 400.0 ms, 300.0 ms short of"
         in (text)
     )
+    assert (
+        "Not met here (hackbench): steal at 80 % (2600 ms short of the spread); steal against "
+        "static with the changing load (300 ms short of the spread)." in text
+    )
     # The control: none at 0 % is the only sysbench cell here.
     assert "The control" not in text
     # Linux's CPU time on core 0 (100 ticks in every boot).

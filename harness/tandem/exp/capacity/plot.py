@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tandem.exp.common import num, summary_list
+from tandem.platform import capacity
 
 
 def plot(run_dir: Path, summary: dict[str, object]) -> None:
@@ -26,6 +27,8 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
         if r["mode"] not in modes:
             modes.append(str(r["mode"]))
     fig, axes = plt.subplots(1, len(benches), figsize=(6 * len(benches), 4.2), squeeze=False)
+    # The modes in their usual order, whichever cell ran first.
+    modes.sort(key=lambda m: capacity.MODES.index(m) if m in capacity.MODES else len(modes))
     width = 0.8 / max(1, len(modes))
     for ax, bench in zip(axes[0], benches, strict=True):
         for i, mode in enumerate(modes):

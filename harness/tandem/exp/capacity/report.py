@@ -270,6 +270,31 @@ def control(summary: dict[str, object]) -> str:
     )
 
 
+def shortfalls(summary: dict[str, object], bench: str = "hackbench") -> list[str]:
+    """The acceptance items `bench` does not meet: a capacity-aware mode not
+    beyond the spread of none at 80 %, a gain that does not grow from 50 to
+    80 %, steal not beyond static's spread with the changing load."""
+    out = []
+    for mode in AWARE:
+        if has(summary, 80, bench, "none", mode):
+            saved, _, spread, _ = comparison(summary, 80, "none", mode, bench)
+            if saved <= spread:
+                out.append(f"{mode} at 80 % ({spread - saved:.0f} ms short of the spread)")
+        if has(summary, 50, bench, "none", mode) and has(summary, 80, bench, "none", mode):
+            f50 = comparison(summary, 50, "none", mode, bench)[1]
+            f80 = comparison(summary, 80, "none", mode, bench)[1]
+            if f80 <= f50:
+                out.append(f"{mode}'s gain from 50 to 80 % ({f50:+.1%} -> {f80:+.1%})")
+    if has(summary, CHANGING, bench, "static", "steal"):
+        saved, _, spread, _ = comparison(summary, CHANGING, "static", "steal", bench)
+        if saved <= spread:
+            out.append(
+                f"steal against static with the changing load ({spread - saved:.0f} ms short "
+                "of the spread)"
+            )
+    return out
+
+
 def rtos_check(summary: dict[str, object]) -> str:
     """Whether the RTOS took what it was told to: deadline misses, and its
     busy time per release on its core, over every boot."""
@@ -422,8 +447,17 @@ def report(run_dir: Path, command: str) -> str:
     ]
     if words := control(summary):
         out += [words, ""]
+    out += list(QEMU_LIMITS.get(timing, ()))
+    if timing in DETERMINISTIC and (missed := shortfalls(summary)):
+        out += [
+            f"Not met here (hackbench): {'; '.join(missed)}. The modes ran in the same QEMU, "
+            "and what it leaves out (free moves between cores, no bus) favours the modes "
+            "that move tasks off the RTOS's core, so it does not explain a mode falling "
+            "short; those are Linux's decisions under each mode, which the tables above "
+            "show from outside (the scheduler's own state is not readable in this kernel).",
+            "",
+        ]
     out += [
-        *QEMU_LIMITS.get(timing, ()),
         f"Host load average before each boot: {min(loads_before):.2f} to "
         f"{max(loads_before):.2f}"
         + (
