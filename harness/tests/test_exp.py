@@ -641,6 +641,7 @@ def test_capacity_report_checks_gain_trend_and_changing_load(tmp_path: Path) -> 
     assert "at 0 % 1.00 s (all cores: 1.90 s); at 50 %: none 1.00, static 1.00 s;" in text
     # 0 % none scaled by the capacity left: 1000 ms x 2 / 1.2.
     assert "hackbench at 80 %: 1000.0 ms x 2 / 1.2 = 1666.7 ms; measured none 20500.0" in text
+    assert "work regardless, 1000.0 / 0.2 = 5000.0 ms" in text
     # What Linux counted on core 1: without PV time a range of its own run
     # (busy 90 % less the RTOS's 80 %, up to busy less the RTOS's share
     # beyond idle); with it, busy exactly, and the stolen share of the

@@ -236,7 +236,8 @@ def headroom(summary: dict[str, object], bench: str) -> list[str]:
         if parts:
             out.append(
                 f"- {bench} at {load} %: {t0:.1f} ms x {n} / {n - u:g} = {scaled:.1f} ms; "
-                f"measured {', '.join(parts)}"
+                f"measured {', '.join(parts)}; if the RTOS's core kept its 1 / {n} of the "
+                f"work regardless, {t0:.1f} / {1 - u:g} = {t0 / (1 - u):.1f} ms"
             )
     return out
 
@@ -409,7 +410,9 @@ def report(run_dir: Path, command: str) -> str:
             "left. The 0 % time of `none` scaled by n / (n - U) is the time of a benchmark "
             "that uses whatever capacity is left, however it is spread (a reference, not a "
             "bound: a benchmark that left cores idle at 0 % can lose less). Medians in ms, "
-            "and how far each is above that time:",
+            "and how far each is above that time; last, the time if nothing moved work off "
+            "the RTOS's core (the 0 % time over 1 - U), which says how far `none` is from "
+            "blind:",
             "",
             *lines,
         ]
