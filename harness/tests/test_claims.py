@@ -102,6 +102,48 @@ def test_rpc_claims(tmp_path: Path) -> None:
     assert got[1].verdict == claims.NOT_REPRODUCED and "x2.25" in got[1].ours
 
 
+def _capacity(none80: list[float], steal50: float) -> dict[str, object]:
+    def row(load: object, mode: str, runs: list[float]) -> dict[str, object]:
+        return {"rtos_load": load, "mode": mode, "bench": "hackbench", "runs_s": runs}
+
+    return {
+        "quick": False,
+        "rows": [
+            row(50, "none", [1.0, 1.01, 1.02]),
+            row(50, "static", [0.95, 0.96, 0.97]),
+            row(50, "steal", [steal50] * 3),
+            row(80, "none", none80),
+            row(80, "static", [1.0, 1.01, 1.02]),
+            row(80, "steal", [1.02, 1.03, 1.04]),
+            row("changing", "static", [1.1, 1.1, 1.1]),
+            row("changing", "steal", [1.0, 1.2, 1.0]),
+        ],
+        "provenance": {"timing": {"timing": "percore", "quantum_ns": 1000}},
+    }
+
+
+def test_capacity_claims(tmp_path: Path) -> None:
+    _write(tmp_path, "capacity", "20260101-000000", _capacity([1.3, 1.31, 1.32], 0.99))
+    got = _verdicts(claims.capacity_claims(tmp_path))
+    assert got == {
+        "At 80 % RTOS load every capacity-aware mode beats none beyond the spread": (
+            claims.REPRODUCED
+        ),
+        "Every capacity-aware mode gains more at 80 % RTOS load than at 50 %": claims.REPRODUCED,
+        # steal is slower than static in one pair of three.
+        "With a load that changes, stolen time (steal) beats static capacities": (
+            claims.NOT_REPRODUCED
+        ),
+    }
+    # none's fastest run at 80 % below steal's slowest; steal saves more of
+    # none's time at 50 % (16 %) than at 80 %.
+    _write(tmp_path, "capacity", "20260102-000000", _capacity([1.03, 1.2, 1.22], 0.85))
+    found = claims.capacity_claims(tmp_path)
+    assert {c.verdict for c in found[:2]} == {claims.NOT_REPRODUCED}
+    assert "every run below none's fastest: static" in found[0].ours
+    assert "steal +15.8% at 50 %, +14.2% at 80 %" in found[1].ours
+
+
 def test_domains_growth_with_loaded_cores_needs_a_bus_model(tmp_path: Path) -> None:
     rows = [
         {"env": e, "load": load, "loaded_cores": k, "max_us": w}

@@ -5,10 +5,11 @@ through the device tree (`static`), dynamically through Arm PV stolen time
 
 The RTOS's periodic task runs on core `rtos_core` only, at each of
 `loads_pct` % of its period, and at a load that changes during the run
-(`changing_*`: the task's work alternates between two values). Every
-repetition boots every (load, mode) cell back to back, so that the modes of
-one repetition are paired in time; each boot runs each benchmark once.
-Host timing: the effect is one of parallel throughput.
+(`changing_*`: the task's work alternates between two values); the
+`baseline_modes` also boot with no RTOS load. Every repetition boots every
+cell back to back with the same start phase (exp/common.rep_phase_us), so
+that the modes of one repetition are paired; each boot runs each benchmark
+once, between two /proc/stat snapshots (what Linux counted per core).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import statistics
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.exp.capacity.parse import bench_time, capacities, cpu_shares
+from tandem.exp.capacity.parse import bench_time, capacities, cpu_ticks, rtos_counts
 from tandem.exp.capacity.plot import plot
 from tandem.exp.capacity.report import report
-from tandem.exp.capacity.script import guest_script, loads, workload
+from tandem.exp.capacity.script import cells, guest_script, workload
 from tandem.exp.capacity.spec import CHANGING, NAME, SCHEMA
 from tandem.exp.common import Boot, Progress, boot_lines, boot_options, rep_phase_us
 from tandem.exp.scenario import Scenario
@@ -34,16 +35,16 @@ __all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
 
 def run(s: Scenario, out: Path) -> dict[str, object]:
     reps = s.integer("reps")
-    cells = [(load, mode) for load in loads(s) for mode in s.texts("modes")]
+    boot_cells = cells(s)
     if s.integer("rtos_core") >= s.integer("smp"):
         raise TandemError(
             f"rtos_core {s.integer('rtos_core')} does not exist with smp {s.integer('smp')}"
         )
-    progress = Progress(NAME, reps * len(cells))
+    progress = Progress(NAME, reps * len(boot_cells))
     runs: dict[tuple[int | str, str, str], list[float]] = {}
     boots: list[dict[str, object]] = []
     for rep in range(1, reps + 1):
-        for load, mode in cells:
+        for load, mode in boot_cells:
             label = f"{load}-{mode}-rep{rep}"
             progress.next(f"RTOS load {load}{'' if load == CHANGING else ' %'}, {mode}, rep {rep}")
             host_load = os.getloadavg()[0]
@@ -68,7 +69,8 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
             times = {b: bench_time(lines, b, label) for b in s.texts("benches")}
             for bench, t in times.items():
                 runs.setdefault((load, mode, bench), []).append(t)
-            shares = cpu_shares(lines, label)
+            ticks = {b: cpu_ticks(lines, b, label) for b in s.texts("benches")}
+            rtos = rtos_counts(lines, s.integer("smp"), label)
             boots.append(
                 {
                     "label": label,
@@ -77,14 +79,17 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
                     "rep": rep,
                     "times_s": times,
                     "cpu_capacity": capacities(lines, label),
-                    "steal_fraction": shares["steal"],
-                    "irq_fraction": shares["irq"],
+                    "cpu_ticks": ticks,
+                    "rtos": rtos,
                     "host_loadavg_before": round(host_load, 2),
                 }
             )
+            core = s.integer("rtos_core")
             progress.note(
-                ", ".join(f"{b} {t:.2f} s" for b, t in times.items())
-                + f"; capacity {boots[-1]['cpu_capacity']}, steal {shares['steal']}"
+                ", ".join(f"{b} {t * 1000:.1f} ms" for b, t in times.items())
+                + f"; capacity {boots[-1]['cpu_capacity']}; core {core} steal ticks "
+                + ", ".join(f"{b} {v[core]['steal']}" for b, v in ticks.items())
+                + f"; RTOS deadline misses {sum(r['deadline_misses'] for r in rtos)}"
             )
     rows: list[dict[str, object]] = []
     for (load, mode, bench), values in runs.items():

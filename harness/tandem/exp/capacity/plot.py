@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tandem.exp.common import num, summary_list
+from tandem.platform import capacity
 
 
 def plot(run_dir: Path, summary: dict[str, object]) -> None:
@@ -26,6 +27,8 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
         if r["mode"] not in modes:
             modes.append(str(r["mode"]))
     fig, axes = plt.subplots(1, len(benches), figsize=(6 * len(benches), 4.2), squeeze=False)
+    # The modes in their usual order, whichever cell ran first.
+    modes.sort(key=lambda m: capacity.MODES.index(m) if m in capacity.MODES else len(modes))
     width = 0.8 / max(1, len(modes))
     for ax, bench in zip(axes[0], benches, strict=True):
         for i, mode in enumerate(modes):
@@ -39,8 +42,8 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
                 if not found:
                     continue
                 r = found[0]
-                values = [float(v) for v in r["runs_s"]]  # type: ignore[attr-defined]
-                med = num(r, "median_s")
+                values = [float(v) * 1000 for v in r["runs_s"]]  # type: ignore[attr-defined]
+                med = num(r, "median_s") * 1000
                 xs.append(x + (i - (len(modes) - 1) / 2) * width)
                 ys.append(med)
                 lo.append(med - min(values))
@@ -49,10 +52,16 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
         ax.set_xticks(range(len(load_cells)))
         ax.set_xticklabels([f"{v} %" if isinstance(v, int) else "changing" for v in load_cells])
         ax.set_xlabel(f"RTOS load on core {summary['rtos_core']}")
-        ax.set_ylabel("seconds (median; whiskers: min-max)")
+        ax.set_ylabel("ms (median; whiskers: fastest to slowest run)")
         ax.set_title(bench)
         ax.legend()
-    fig.suptitle(f"capacity: Linux benchmark time vs RTOS load ({summary['timing']} timing, QEMU)")
+    timing = str(summary["timing"])
+    scen = summary.get("scenario")
+    if timing == "percore" and isinstance(scen, dict):
+        timing += f" timing, Q = {scen.get('quantum_ns')} ns"
+    else:
+        timing += " timing"
+    fig.suptitle(f"capacity: Linux benchmark time vs RTOS load ({timing}, QEMU)")
     fig.tight_layout()
     fig.savefig(run_dir / "capacity.png", dpi=110)
     plt.close(fig)

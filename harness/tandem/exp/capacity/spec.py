@@ -14,7 +14,15 @@ SCHEMA = {
     "smp": Key(int, "cores (keep <= host cores in host timing)", minimum=2, maximum=8),
     "rtos_core": Key(int, "the one core the RTOS loads", minimum=0, maximum=7),
     "period_us": Key(int, "RTOS task period", minimum=100, maximum=1_000_000),
-    "loads_pct": Key(list, "constant RTOS loads, % of the period", item=int, minimum=0, maximum=95),
+    "loads_pct": Key(list, "constant RTOS loads, % of the period", item=int, minimum=1, maximum=95),
+    "baseline_modes": Key(
+        list,
+        "modes also booted with no RTOS load (0 %), the reference; at 0 % static and both "
+        "are none and steal",
+        item=str,
+        choices=capacity.MODES,
+        non_empty=False,
+    ),
     "changing": Key(bool, "also run the load that changes during the run"),
     "changing_low_pct": Key(int, "changing load: low phase, %", minimum=0, maximum=95),
     "changing_high_pct": Key(int, "changing load: high phase, %", minimum=0, maximum=95),
