@@ -99,6 +99,17 @@ pub(crate) fn set_timer(at: Option<u64>) {
     };
 }
 
+/// When the secure timer is armed to fire (`None`: stopped).
+pub(crate) fn timer_deadline() -> Option<u64> {
+    let (cval, ctl): (u64, u64);
+    // SAFETY: reading the RTOS's own timer registers has no side effects.
+    unsafe {
+        core::arch::asm!("mrs {}, cntps_cval_el1", "mrs {}, cntps_ctl_el1",
+            out(reg) cval, out(reg) ctl, options(nomem, nostack))
+    };
+    (ctl & 1 != 0).then_some(cval)
+}
+
 /// The secure timer's compare value (when its interrupt was due).
 pub(crate) fn timer_compare() -> u64 {
     let cval: u64;
@@ -165,6 +176,13 @@ pub fn yield_to_linux() {
         core::arch::asm!("smc #0", inout("x0") u64::from(tos::YIELD) => _,
             clobber_abi("C"), options(nostack))
     };
+}
+
+/// Waits here, at S-EL1, until an interrupt is pending (masked or not).
+pub fn wait_for_interrupt() {
+    // SAFETY: waiting has no memory effects; the RTOS's WFI is not trapped
+    // (SCR_EL3.TWI is set for Linux only).
+    unsafe { core::arch::asm!("dsb sy", "wfi", options(nostack)) };
 }
 
 /// Runs `f` with IRQs masked on this core, restoring the previous mask after.
