@@ -26,6 +26,7 @@ struct BoardSection {
     name: String,
     max_cores: usize,
     counter_hz: u64,
+    rtos_leave_ns: u64,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -118,6 +119,7 @@ fn main() {
     writeln!(out, "    name: {:?},", f.board.name).unwrap();
     writeln!(out, "    max_cores: {},", f.board.max_cores).unwrap();
     writeln!(out, "    counter_hz: {},", f.board.counter_hz).unwrap();
+    writeln!(out, "    rtos_leave_ns: {},", f.board.rtos_leave_ns).unwrap();
     let m = &f.memory;
     writeln!(out, "    secure_flash: {},", range(m.secure_flash)).unwrap();
     writeln!(out, "    secure_ram: {},", range(m.secure_ram)).unwrap();

@@ -36,6 +36,10 @@ pub struct Board {
     pub max_cores: usize,
     /// Generic counter frequency.
     pub counter_hz: u64,
+    /// Longest time an RTOS core takes to give itself to the monitor and
+    /// be called back for an interrupt that came meanwhile (ns): the RTOS
+    /// does not leave when its next timer event is nearer.
+    pub rtos_leave_ns: u64,
     /// Where every core resets, and where the firmware image lives.
     pub secure_flash: MemoryRange,
     /// All secure RAM.
@@ -137,6 +141,13 @@ impl Board {
         index as u64
     }
 
+    /// Ticks of the generic counter in `ns` nanoseconds, rounded up (so a
+    /// bound in ns stays a bound in ticks).
+    pub const fn ns_to_ticks_up(&self, ns: u64) -> u64 {
+        let hz = self.counter_hz as u128;
+        ((ns as u128 * hz).div_ceil(1_000_000_000)) as u64
+    }
+
     /// Microseconds in `ticks` of the generic counter. Exact for any
     /// frequency: QEMU's 62.5 MHz is not a whole number of ticks per
     /// microsecond, and dividing by 62 ran console clocks 0.8 % fast.
@@ -166,6 +177,23 @@ mod tests {
             b.ticks_to_us(u64::MAX),
             u64::MAX / 62_500_000 * 1_000_000 + 352_825
         );
+    }
+
+    #[test]
+    fn ns_to_ticks_up_rounds_up() {
+        let b = Board {
+            counter_hz: 62_500_000,
+            ..BOARD
+        };
+        // 16 ns a tick.
+        assert_eq!(b.ns_to_ticks_up(0), 0);
+        assert_eq!(b.ns_to_ticks_up(1), 1);
+        assert_eq!(b.ns_to_ticks_up(16), 1);
+        assert_eq!(b.ns_to_ticks_up(17), 2);
+        assert_eq!(b.ns_to_ticks_up(1000), 63);
+        assert_eq!(b.ns_to_ticks_up(1_000_000_000), 62_500_000);
+        // No overflow at the top: u64::MAX ns at 62.5 MHz fits.
+        assert_eq!(b.ns_to_ticks_up(u64::MAX), u64::MAX / 16 + 1);
     }
 
     #[test]

@@ -3,9 +3,11 @@ the RTOS's time from three cores at once, and the RTOS's cyclic jobs and the
 timer latency of the attacked core are checked. Per-core timing, so the
 cores really run at once and a delay is the system's, not QEMU's turns.
 
-One boot, three phases of the same length: Linux quiet, a doorbell flood, an
-SMC storm. `TANDEM_ATTACK_S` sets each phase's seconds (default 2 for
-`make test`; the issue's acceptance runs 10)."""
+One boot, three phases: Linux quiet, a doorbell flood, an SMC storm.
+`TANDEM_ATTACK_S` sets each phase's seconds (default 2 for `make test`; the
+issue's acceptance runs 10), `TANDEM_QUIET_S` the quiet phase's alone
+(default the same), `TANDEM_QUANTUM_NS` the per-core timing quantum
+(default 1000)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import os
 
 import pytest
 
-from tandem.platform import rtos_status
+from tandem.platform import qemu_command, rtos_status
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.configs import Workload
 
@@ -26,6 +28,8 @@ RPC_NOTIFY = 0xC200_0002
 # PSCI AFFINITY_INFO (64-bit) of core 0: answered under the monitor's PSCI lock.
 AFFINITY_INFO = 0xC400_0004
 ATTACK_S = int(os.environ.get("TANDEM_ATTACK_S", "2"))
+QUIET_S = int(os.environ.get("TANDEM_QUIET_S", str(ATTACK_S)))
+QUANTUM_NS = int(os.environ.get("TANDEM_QUANTUM_NS", str(qemu_command.DEFAULT_QUANTUM_NS)))
 ATTACKS = {
     # RPC_NOTIFY as fast as three cores can issue it: the monitor rings the
     # server core's doorbell for each, with nothing for the server to do.
@@ -39,7 +43,7 @@ ATTACKS = {
 def script() -> str:
     """Timer-latency snapshots of TARGET around each phase; each attack runs
     on cores 0, 1 and 2 at once."""
-    out = ["set -e", "tandem-lat save /tmp/quiet", f"sleep {ATTACK_S}", "tandem-lat save /tmp/q1"]
+    out = ["set -e", "tandem-lat save /tmp/quiet", f"sleep {QUIET_S}", "tandem-lat save /tmp/q1"]
     last = "q1"
     for name, command in ATTACKS.items():
         out += [
@@ -54,10 +58,24 @@ def script() -> str:
     return "\n".join(out) + "\n"
 
 
+def percentile(histogram: list[list[float]], fraction: float) -> float:
+    """The smallest latency (ns) at or below which `fraction` of the
+    samples of a `tandem-lat report` histogram ([ns, count] pairs) lie."""
+    total = sum(int(n) for _, n in histogram)
+    seen = 0
+    for ns, n in histogram:
+        seen += int(n)
+        if seen >= fraction * total:
+            return float(ns)
+    raise ValueError("an empty histogram")
+
+
 @pytest.mark.qemu
 def test_floods_and_storms_from_three_cores_do_not_cost_the_rtos_a_release() -> None:
-    options = BootOptions(timing="percore", config="heteroos", rpc_cores=(TARGET,))
-    r = run_exec(options, script(), timeout_s=300 + 60 * ATTACK_S)
+    options = BootOptions(
+        timing="percore", quantum_ns=QUANTUM_NS, config="heteroos", rpc_cores=(TARGET,)
+    )
+    r = run_exec(options, script(), timeout_s=300 + 60 * ATTACK_S + 10 * QUIET_S)
     assert r.status == 0, r.console_log
     tagged: dict[str, list[str]] = {}
     for line in r.lines:
@@ -72,16 +90,24 @@ def test_floods_and_storms_from_three_cores_do_not_cost_the_rtos_a_release() -> 
     rtos_status.check_ran_on(rtos_status.last(r.secure_log.read_text()))
     lat = {name: json.loads(tagged[name][0]) for name in ("quiet", *ATTACKS)}
     quiet = float(lat["quiet"]["max_ns"])
-    for name in ATTACKS:
+    print(f"percore, Q = {QUANTUM_NS} ns, quiet {QUIET_S} s, attacks {ATTACK_S} s, core {TARGET}:")
+    for name in ("quiet", *ATTACKS):
         worst, hist = lat[name]["max_ns"], lat[name]["histogram"]
-        print(f"{name}: worst {worst} ns (quiet {quiet} ns), histogram {hist}")
-        assert int(lat[name]["samples"]) >= 1000 * ATTACK_S - 10, name
-    # The storm leaves the timer latency within twice its quiet worst. The
-    # flood does not, and is only reported (docs/security.md): QEMU delivers
-    # the timer of a vCPU that others keep interrupting up to about 2 Q late,
-    # and one doorbell round (about 208 instructions the timer cannot
-    # preempt) is already more than the quiet worst of 80.
+        tail = ", ".join(f"p{100 * f:g} {percentile(hist, f):g}" for f in (0.5, 0.99, 0.999))
+        print(f"{name}: {lat[name]['samples']} samples, worst {worst} ns, {tail} ns; {hist}")
+        seconds = QUIET_S if name == "quiet" else ATTACK_S
+        assert int(lat[name]["samples"]) >= 1000 * seconds - 10, name
+    # The storm leaves the timer latency within twice its quiet worst.
     assert float(lat["storm"]["max_ns"]) <= 2 * quiet, lat["storm"]
+    # So does the flood, up to its 99.9th percentile (before issue 21's
+    # fixes: 528 ns at Q = 1 us, 10 s, against 80 quiet; docs/security.md).
+    # Its single worst sample is not held to it: a release that falls into
+    # one of the RTOS's own passes with IRQs masked (the demo's PING / PONG
+    # hand-off, up to about 1 us) waits for it, with Linux idle too
+    # (TANDEM_QUIET_S=120: 560 ns), and the flood moves those passes in
+    # time, so which phase meets one is chance, not the flood's doing.
+    flood = percentile(lat["flood"]["histogram"], 0.999)
+    assert flood <= 2 * quiet, (flood, lat["flood"])
 
 
 # The concurrent fuzz: SMC fuzzing on every core at once, while Linux takes

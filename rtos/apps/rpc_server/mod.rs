@@ -272,7 +272,8 @@ fn channels_of(core: usize) -> u32 {
     CHANNELS_OF[core].load(Ordering::Relaxed)
 }
 
-/// The RPC doorbell's top half (IRQs masked, before the scheduler runs):
+/// The RPC doorbell's top half (before the scheduler runs; only the
+/// kernel's interrupts may preempt it, and they leave the scheduler to it):
 /// answers the short calls waiting on this core's channels. Returns whether
 /// the server task must run (a longer call, or a channel it holds).
 fn interrupt(core: usize) -> bool {
@@ -280,7 +281,8 @@ fn interrupt(core: usize) -> bool {
         return false;
     }
     // SAFETY: only this core's doorbell handler uses this core's fast
-    // buffer, and handlers do not nest (IRQs stay masked in them).
+    // buffer, and it does not nest in itself: only the kernel's interrupts
+    // (of higher priority) preempt a top half, and they run none.
     let buf = unsafe { &mut (*core::ptr::addr_of_mut!(FAST_BUFFERS))[core] };
     let mut left = channels_of(core);
     let mut wake = false;

@@ -6,15 +6,28 @@ use crate::frame::Frame;
 use crate::hw::core_index;
 use crate::table::routes;
 use crate::{console, hw, log, sched, stats};
-use tandem_rtos_kernel::app::Notifications;
+use core::sync::atomic::{AtomicU8, Ordering};
+use tandem_abi::MAX_CORES;
+use tandem_rtos_kernel::app::{Nested, Notifications};
+
+/// Per core: whether an application's top half runs, and the kernel's
+/// interrupts taken inside it ([`Nested`]). Only the core itself touches
+/// its own, from its outer and its nested handler.
+static NESTED: [AtomicU8; MAX_CORES] = [const { AtomicU8::new(0) }; MAX_CORES];
 
 /// IRQ at S-EL1: RTOS interrupts only. Handles every pending one, then lets
 /// the scheduler pick the frame to resume. The timer and reschedule SGI are
 /// the kernel's; every other interrupt belongs to the application the table
 /// names, and only sets its owner's notification bit (after the
-/// application's top half, if it has one).
+/// application's top half, if it has one). A top half runs with IRQs open:
+/// while its interrupt is active the GIC lets only higher priorities in,
+/// the kernel's (`hw::PRIORITY` over `hw::APP_PRIORITY`), which are then
+/// taken at once ([`nested`]) and handled by this handler's pass.
 pub(crate) extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
     let core = core_index();
+    if Nested::from_bits(NESTED[core].load(Ordering::Relaxed)).in_top_half() {
+        return nested(core, frame);
+    }
     let routes = routes();
     let mut timer = false;
     let mut notify = Notifications::default();
@@ -27,23 +40,15 @@ pub(crate) extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
             break;
         }
         if let Some(notice) = routes.notice(intid.raw_value(), core) {
-            notice.take(core, &mut notify);
+            NESTED[core].store(Nested::TOP_HALF_RUNS.bits(), Ordering::Relaxed);
+            hw::with_interrupts(|| notice.take(core, &mut notify));
+            let taken =
+                Nested::from_bits(NESTED[core].swap(Nested::NONE.bits(), Ordering::Relaxed));
+            timer |= taken.timer();
+            other |= taken.kernel();
             owned = true;
         } else if intid == hw::TIMER {
-            // SAFETY: the vector code just saved this frame.
-            let entered = unsafe { (*frame).entered };
-            let deadline = hw::timer_compare();
-            // A timer that fired after this IRQ was entered (for another
-            // interrupt, still being handled) is handled only now.
-            let handled = if entered >= deadline {
-                entered
-            } else {
-                hw::now()
-            };
-            stats::latency(core, handled.saturating_sub(deadline));
-            // Level-triggered: silence it before it ends; the scheduler
-            // re-arms it for the next event.
-            hw::set_timer(None);
+            timer_fired(core, frame);
             timer = true;
             other = true;
         } else if intid == hw::RESCHEDULE {
@@ -60,6 +65,51 @@ pub(crate) extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
         return frame;
     }
     sched::after_interrupt(core, frame, timer, notify)
+}
+
+/// The timer's interrupt, acknowledged: its latency counted, the timer
+/// silenced (level-triggered) until the scheduler re-arms it.
+fn timer_fired(core: usize, frame: *mut Frame) {
+    // SAFETY: the vector code just saved this frame.
+    let entered = unsafe { (*frame).entered };
+    let deadline = hw::timer_compare();
+    // A timer that fired after this IRQ was entered (for another
+    // interrupt, still being handled) is handled only now.
+    let handled = if entered >= deadline {
+        entered
+    } else {
+        hw::now()
+    };
+    stats::latency(core, handled.saturating_sub(deadline));
+    hw::set_timer(None);
+}
+
+/// An IRQ inside an application's top half: only the kernel's interrupts
+/// get past the GIC's running priority. Each is acknowledged and recorded
+/// for the outer handler's pass; the top half then resumes.
+fn nested(core: usize, frame: *mut Frame) -> *mut Frame {
+    while let Some(intid) = hw::acknowledge() {
+        if intid.raw_value() >= 1020 {
+            break;
+        }
+        let taken = if intid == hw::TIMER {
+            timer_fired(core, frame);
+            Nested::TIMER_TAKEN
+        } else if intid == hw::RESCHEDULE {
+            // SAFETY: the vector code just saved this frame.
+            stats::reschedule_taken(core, unsafe { (*frame).entered });
+            Nested::RESCHEDULE_TAKEN
+        } else {
+            // Not of a higher priority than the top half's: the GIC should
+            // not have let it in. Logging is safe here: a top half that
+            // logs holds the console with IRQs masked.
+            log!(core, "unexpected interrupt {intid:?} inside a top half");
+            Nested::NONE
+        };
+        NESTED[core].fetch_or(taken.bits(), Ordering::Relaxed);
+        hw::end(intid);
+    }
+    frame
 }
 
 /// Synchronous exception at S-EL1: a system call, a protected task's

@@ -22,8 +22,10 @@ const GICD_ISPENDR: usize = 0x200;
 const PRIORITY: u8 = 0x20;
 /// Priority of the applications' interrupts: still above anything of
 /// Linux's, but below the kernel's, so that when both are pending the timer
-/// is taken first, however often Linux makes an application's interrupt
-/// fire (the RPC doorbell rings for every RPC_NOTIFY).
+/// is taken first, and that the timer preempts an application's top half
+/// (a preemption group of its own: see `init_core`), however often and
+/// however long Linux makes an application's interrupt run (the RPC
+/// doorbell rings for every RPC_NOTIFY).
 const APP_PRIORITY: u8 = 0x30;
 
 static GIC: SpinLock<Option<GicV3<'static>>> = SpinLock::new(None);
@@ -83,6 +85,11 @@ pub(crate) fn init_core(core: usize, apps: impl Iterator<Item = u32>) {
             .expect("a private interrupt");
     }
     drop(guard);
+    // Binary point 0 (the GIC raises it to its minimum, 2 on QEMU):
+    // preemption groups as fine as the GIC has, so PRIORITY preempts
+    // APP_PRIORITY. Secure Group 1's own register, at S-EL1.
+    // SAFETY: configures this core's CPU interface only.
+    unsafe { core::arch::asm!("msr icc_bpr1_el1, xzr", "isb", options(nomem, nostack)) };
     GicCpuInterface::enable_group1(true);
 }
 
@@ -97,6 +104,17 @@ pub(crate) fn set_timer(at: Option<u64>) {
         core::arch::asm!("msr cntps_cval_el1, {}", "msr cntps_ctl_el1, {}", "isb",
             in(reg) cval, in(reg) ctl, options(nomem, nostack))
     };
+}
+
+/// When the secure timer is armed to fire (`None`: stopped).
+pub(crate) fn timer_deadline() -> Option<u64> {
+    let (cval, ctl): (u64, u64);
+    // SAFETY: reading the RTOS's own timer registers has no side effects.
+    unsafe {
+        core::arch::asm!("mrs {}, cntps_cval_el1", "mrs {}, cntps_ctl_el1",
+            out(reg) cval, out(reg) ctl, options(nomem, nostack))
+    };
+    (ctl & 1 != 0).then_some(cval)
 }
 
 /// The secure timer's compare value (when its interrupt was due).
@@ -167,6 +185,13 @@ pub fn yield_to_linux() {
     };
 }
 
+/// Waits here, at S-EL1, until an interrupt is pending (masked or not).
+pub fn wait_for_interrupt() {
+    // SAFETY: waiting has no memory effects; the RTOS's WFI is not trapped
+    // (SCR_EL3.TWI is set for Linux only).
+    unsafe { core::arch::asm!("dsb sy", "wfi", options(nostack)) };
+}
+
 /// Runs `f` with IRQs masked on this core, restoring the previous mask after.
 /// Every lock an interrupt handler may take is taken this way, or a handler
 /// could spin forever on a lock its own core holds.
@@ -179,6 +204,19 @@ pub fn without_interrupts<R>(f: impl FnOnce() -> R) -> R {
     let r = f();
     // SAFETY: restores the mask read above.
     unsafe { core::arch::asm!("msr daif, {}", in(reg) daif, options(nomem, nostack)) };
+    r
+}
+
+/// Runs `f` with IRQs open on this core (an interrupt handler: they were
+/// masked, and the GIC lets in only priorities above the one being
+/// handled), masking them again after.
+pub fn with_interrupts<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: the IRQ vector saves and restores everything it touches; no
+    // `nomem`, so that memory accesses stay on their side of it.
+    unsafe { core::arch::asm!("msr daifclr, #2", "isb", options(nostack)) };
+    let r = f();
+    // SAFETY: masks them again, as on entry.
+    unsafe { core::arch::asm!("msr daifset, #2", options(nostack)) };
     r
 }
 

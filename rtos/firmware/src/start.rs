@@ -10,6 +10,7 @@ use tandem_abi::boot::BootConfig;
 use tandem_abi::workload::Blob;
 use tandem_board::BOARD;
 use tandem_rtos_kernel::app::Platform;
+use tandem_rtos_kernel::may_leave;
 
 static GLOBAL_READY: AtomicU32 = AtomicU32::new(0);
 
@@ -96,14 +97,26 @@ fn read_workload() -> Blob {
     unsafe { blob.assume_init() }
 }
 
+/// Counter ticks a core takes to give itself to the monitor and be called
+/// back (the board's `rtos_leave_ns`, rounded up).
+const LEAVE: u64 = BOARD.ns_to_ticks_up(BOARD.rtos_leave_ns);
+
 /// This core's idle loop, and the frame it is resumed in when no task is
 /// ready. Takes pending interrupts (running whatever they make ready), then
-/// gives the core to Linux until the next RTOS interrupt.
+/// gives the core to Linux until the next RTOS interrupt; but if the core's
+/// next timer event is nearer than leaving and coming back takes, waits for
+/// it here instead (`may_leave`): its interrupt must not find the core on
+/// its way to the monitor, interrupts masked, however often Linux rings.
 fn idle(core: usize) -> ! {
     loop {
         let back = hw::now();
         hw::take_interrupts();
-        stats::busy(core, hw::now() - back);
-        hw::yield_to_linux();
+        let now = hw::now();
+        stats::busy(core, now - back);
+        if may_leave(now, hw::timer_deadline(), LEAVE) {
+            hw::yield_to_linux();
+        } else {
+            hw::wait_for_interrupt();
+        }
     }
 }

@@ -12,8 +12,9 @@
 //!   a notification bit on the owning task ([`Notifications`]), and the
 //!   firmware delivers the bits as wakeups under the kernel lock. An
 //!   application may give an interrupt a `top` half that runs first, at
-//!   interrupt level without the lock, and says whether the owner needs
-//!   waking (the RPC server answers short calls there).
+//!   interrupt level without the lock (the kernel's own interrupts may
+//!   preempt it: [`Nested`]), and says whether the owner needs waking (the
+//!   RPC server answers short calls there).
 //! - A cyclic handler activates its task; an application may give it a
 //!   `before` step that runs first, under the lock (the periodic task picks
 //!   its core there).
@@ -172,7 +173,10 @@ pub struct Interrupt {
     /// The task it notifies.
     pub owner: Owner,
     /// Runs first, at interrupt level without the kernel lock, on the core
-    /// that took it; `false`: nobody needs notifying this time.
+    /// that took it, preemptible by the kernel's own interrupts only
+    /// ([`Nested`]): it must not take a lock they take (none but the
+    /// console's, which is held with interrupts masked); `false`: nobody
+    /// needs notifying this time.
     pub top: Option<fn(core: usize) -> bool>,
 }
 
@@ -535,6 +539,60 @@ impl Notifications {
             bits &= bits - 1;
             let _ = k.wakeup(TaskId(t));
         }
+    }
+}
+
+/// The kernel's own interrupts (its timer, the reschedule SGI) taken on a
+/// core while an application's top half ran there with them open: they
+/// have the higher GIC priority, so they preempt a top half however long
+/// Linux makes it (the RPC doorbell's), but the scheduler does not run
+/// inside a top half. The nested handler only records them here; the
+/// outer handler's one scheduling pass then does their work. One byte, so
+/// that the firmware keeps a core's in an atomic its nested handler sets
+/// bits of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Nested(u8);
+
+impl Nested {
+    const TOP_HALF: u8 = 1;
+    const TIMER: u8 = 2;
+    const RESCHEDULE: u8 = 4;
+
+    /// Nothing nested: no top half runs.
+    pub const NONE: Nested = Nested(0);
+    /// A top half runs, and no kernel interrupt came yet.
+    pub const TOP_HALF_RUNS: Nested = Nested(Self::TOP_HALF);
+    /// The bit a nested timer interrupt sets.
+    pub const TIMER_TAKEN: Nested = Nested(Self::TIMER);
+    /// The bit a nested reschedule SGI sets.
+    pub const RESCHEDULE_TAKEN: Nested = Nested(Self::RESCHEDULE);
+
+    /// As kept in the firmware's atomic.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// From the firmware's atomic.
+    pub const fn from_bits(bits: u8) -> Nested {
+        Nested(bits)
+    }
+
+    /// Whether an interrupt taken now is nested in a top half (and must
+    /// leave the scheduler to the outer handler).
+    pub const fn in_top_half(self) -> bool {
+        self.0 & Self::TOP_HALF != 0
+    }
+
+    /// Whether the core's timer fired inside the top half: the outer pass
+    /// must expire timeouts and release cyclic handlers.
+    pub const fn timer(self) -> bool {
+        self.0 & Self::TIMER != 0
+    }
+
+    /// Whether any kernel interrupt came: the outer pass must run the
+    /// scheduler even if the top half answered everything.
+    pub const fn kernel(self) -> bool {
+        self.0 & (Self::TIMER | Self::RESCHEDULE) != 0
     }
 }
 

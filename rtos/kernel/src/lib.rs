@@ -52,6 +52,7 @@ pub use config::{
     Config, ConfigError, CyclicConfig, DataQueueConfig, FlagConfig, SemaphoreConfig, TaskConfig,
 };
 pub use kernel::Kernel;
+pub use time::may_leave;
 pub use types::{
     Caller, Done, Error, FlagMode, TaskState, TaskStats, Timeout, WaitReason, WaitResult,
 };

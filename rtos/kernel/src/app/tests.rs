@@ -590,3 +590,23 @@ fn totals_are_checked_across_applications() {
         Err(TableError::TooManyApps)
     );
 }
+
+#[test]
+fn kernel_interrupts_nested_in_a_top_half_are_left_to_the_outer_pass() {
+    // The firmware's sequence: mark the top half, let the nested handler
+    // OR in what it took, then take the whole byte back for the pass.
+    let mut core = Nested::TOP_HALF_RUNS.bits();
+    assert!(Nested::from_bits(core).in_top_half());
+    assert!(!Nested::from_bits(core).kernel(), "nothing came yet");
+    core |= Nested::TIMER_TAKEN.bits();
+    core |= Nested::RESCHEDULE_TAKEN.bits();
+    core |= Nested::TIMER_TAKEN.bits(); // a second one changes nothing
+    let taken = Nested::from_bits(core);
+    assert!(taken.in_top_half() && taken.timer() && taken.kernel());
+    // A reschedule alone: the scheduler runs, no timer work.
+    let resched = Nested::from_bits(Nested::TOP_HALF_RUNS.bits() | Nested::RESCHEDULE_TAKEN.bits());
+    assert!(resched.kernel() && !resched.timer());
+    // Outside a top half an interrupt is not nested.
+    assert!(!Nested::NONE.in_top_half());
+    assert!(!Nested::default().kernel());
+}
