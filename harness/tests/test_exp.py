@@ -153,10 +153,49 @@ def test_domains_phases_and_script() -> None:
 def test_linux_rt_cells_skip_affinity_on_one_core() -> None:
     s = scenario.load("linux-rt", linux_rt.SCHEMA)
     assert linux_rt_script.cells(s, 1) == [(False, False), (False, True)]
-    assert len(linux_rt_script.cells(s, 4)) == 4
+    # The paper's three figures: no cell with affinity and I/O at once.
+    assert linux_rt_script.cells(s, 4) == [(False, False), (False, True), (True, False)]
+    both = scenario.load("linux-rt", linux_rt.SCHEMA, overrides={"affinity_with_io": True})
+    assert (True, True) in linux_rt_script.cells(both, 4)
     two = linux_rt_script.guest_script(s, 2)
     assert "isolate_core 1" in two and "load_start kernel 2 0\n" in two
     assert "disk_setup" in two and "load_start io 2 any" in two
+
+
+def test_linux_rt_affinity_off_cells_use_every_core() -> None:
+    """The cpuset partition of the affinity cells is made only after every
+    cell with affinity off, which checks that all cores are available."""
+    s = scenario.load("linux-rt", linux_rt.SCHEMA)
+    for cores in (2, 8):
+        script = linux_rt_script.guest_script(s, cores)
+        body = script[script.index("\ndisk_setup\n") :]
+        isolate = body.index(f"isolate_core {cores - 1}")
+        for pid in ("aff0-io0", "aff0-io1", "pcp1"):
+            at = body.index(f"measure_cyclictest {pid} ")
+            assert at < isolate, pid
+            assert body.rindex("all_cores", 0, at) > body.rfind("measure_cyclictest", 0, at)
+        assert body.index(f"measure_cyclictest aff1-io0 4096 {cores - 1} yes yes") > isolate
+
+
+def test_linux_rt_cause_cells() -> None:
+    s = scenario.load("linux-rt", linux_rt.SCHEMA)
+    assert [c.pid for c in linux_rt_script.boot_cells(s, 1)] == [
+        "aff0-io0",
+        "aff0-io1",
+        "pcp2",
+        "pcp4",
+        "pcp8",
+    ]
+    assert [c.pid for c in linux_rt_script.boot_cells(s, 4)] == [
+        "aff0-io0",
+        "aff0-io1",
+        "pcp1",
+        "aff1-io0",
+    ]
+    one = linux_rt_script.guest_script(s, 1)
+    assert "pcp_high 4\nload_start kernel 1 any" in one and one.count("pcp_high 0") == 3
+    quick = scenario.load("linux-rt", linux_rt.SCHEMA, quick=True)
+    assert not linux_rt_script.cause_cells(quick, 1), "--quick measures the grid only"
 
 
 RTOS_LINE = json.dumps(
