@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 
 from tandem.errors import TandemError
@@ -162,6 +164,13 @@ def parser() -> argparse.ArgumentParser:
     )
     _boot_options(ex, timing="auto", auto=True)
     ex.add_argument("--timeout", type=float, default=600, help="seconds (default 600)")
+    ex.add_argument(
+        "--kernel",
+        type=Path,
+        default=None,
+        help="another Linux image than Tandem's, e.g. `make trace-kernel`'s "
+        "build/linux-trace/arch/arm64/boot/Image (docs/linux.md)",
+    )
     ex.add_argument("commands", nargs=argparse.REMAINDER, help="-- 'SHELL COMMANDS'")
 
     b = sub.add_parser("bench", help="benchmarks")
@@ -343,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
             if not commands:
                 raise TandemError("exec: give the commands after --, e.g. tandem exec -- 'nproc'")
             result = run_exec(
-                _options(args),
+                dataclasses.replace(_options(args), kernel=args.kernel),
                 " ".join(commands) + "\n",
                 timeout_s=args.timeout,
                 echo=lambda line: print(line, flush=True),

@@ -82,6 +82,9 @@ class BootOptions:
     # the configuration's for `run`, "machine-off" for `exec`, whose boot
     # ends with the commands.
     linux_off: str | None = None
+    # Another Linux image than Tandem's (build/linux/.../Image), e.g. the
+    # latency-tracing kernel of `make trace-kernel`; None: Tandem's.
+    kernel: Path | None = None
 
 
 @dataclass
@@ -159,6 +162,9 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     if not linux_cores:
         raise TandemError(f"configuration '{config.name}' leaves no core for Linux")
 
+    kernel = options.kernel or KERNEL
+    if not kernel.is_file():
+        raise TandemError(f"no Linux image {kernel}")
     run_dir = _new_log_dir()
 
     initrd: list[bytes] = [INITRAMFS.read_bytes()]
@@ -211,7 +217,7 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         boot_config,
         workload,
         (
-            flash.Image("kernel", (KERNEL.read_bytes(),), board.kernel),
+            flash.Image("kernel", (kernel.read_bytes(),), board.kernel),
             flash.Image("device tree", (device_tree.read_bytes(),), board.dtb),
             flash.Image("initramfs", tuple(initrd), board.initrd),
         ),
