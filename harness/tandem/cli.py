@@ -277,6 +277,14 @@ def parser() -> argparse.ArgumentParser:
         description="Evaluates each claim on the latest full run that measures it "
         "(harness/tandem/claims.py) and writes results/CLAIMS.md and the README's table.",
     )
+    etr = esub.add_parser(
+        "kernel-trace",
+        help="linux-rt's load on the latency-tracing kernel (make trace-kernel): the longest "
+        "interrupt- or preemption-off sections; results in results/linux-rt-trace/<run-id>/",
+    )
+    etr.add_argument("--cores", default="1,2,4,8", help="core counts (default 1,2,4,8)")
+    etr.add_argument("--samples", type=int, default=4096, help="cyclictest loops (default 4096)")
+    etr.add_argument("--io", action="store_true", help="with linux-rt's disk I/O load")
     erep = esub.add_parser("report", help="redraw a run's plots and report, print the report")
     erep.add_argument("name", help="experiment")
     erep.add_argument("--run", help="run id (default: the latest)")
@@ -301,6 +309,14 @@ def _exp(args: argparse.Namespace) -> int:
         out = claims.write()
         print(out.read_text(), end="")
         print(f"(claims: {out}; README table updated)", file=sys.stderr)
+        return 0
+    if args.exp == "kernel-trace":
+        from tandem.exp.linux_rt import trace as kernel_trace
+
+        cores = [int(c) for c in args.cores.split(",")]
+        run_dir = kernel_trace.run(cores, args.samples, args.io)
+        print((run_dir / "report.md").read_text(), end="")
+        print(f"results: {run_dir}")
         return 0
     if args.exp == "report":
         run_dir, text = exp.report(args.name, args.run)

@@ -877,3 +877,36 @@ def test_rtos_app_scenario_runs(tmp_path: Path) -> None:
     write(tmp_path, "never", APP_SCENARIO.format(name="never").replace("2000 hand", "7 hand"))
     with pytest.raises(TandemError, match="never showed 'ctxsw: 7 hand-offs"):
         exp.run("never", quick=False, overrides={}, out_root=tmp_path / "r", directory=tmp_path)
+
+
+def test_linux_rt_kernel_trace_parses_windows() -> None:
+    from tandem.exp.linux_rt import trace
+
+    lines = [
+        "@@WINDOW 3.41 612000 222@@",
+        "# latency: 222 us, #4/4, CPU#0 | (M:preempt VP:0, KP:0, SP:0 HP:0 #P:1)",
+        "#    | task: stress-ng-shm-52 (uid:0 nice:0 policy:0 rt_prio:0)",
+        "#  => started at: free_pcppages_bulk",
+        "#  => ended at:   free_pcppages_bulk",
+        " => free_pcppages_bulk",
+        " => free_unref_page_commit",
+        " => free_unref_page_list",
+        "@@WINDOW 3.61 700000 12@@",
+        "@@CYCLICTEST@@",
+        "# Min Latencies: 00015",
+        "# Avg Latencies: 00019",
+        "# Max Latencies: 00034",
+    ]
+    sections, ct = trace.parse(lines, "t")
+    assert ct == {"min": 15, "avg": 19, "max": 34}
+    first = sections[0]
+    assert (first.latency_us, first.cpu, first.task) == (222, 0, "stress-ng-shm")
+    assert first.started == first.ended == "free_pcppages_bulk"
+    assert first.stack == ("free_pcppages_bulk", "free_unref_page_commit", "free_unref_page_list")
+    assert sections[1].latency_us == 12 and not sections[1].stack
+    with pytest.raises(TandemError, match="no tracer windows"):
+        trace.parse(lines[-4:], "t")
+    text = trace.report([trace.Boot(1, ct, sections)], "x", 1000, 4096, False)
+    assert "| `free_pcppages_bulk < free_unref_page_commit < free_unref_page_list` | 1 | 222 |" in (
+        text
+    )

@@ -5,8 +5,10 @@ cell with the most tail samples: free memory and the late samples."""
 from __future__ import annotations
 
 import csv
+import gzip
 import statistics
 from pathlib import Path
+from typing import TextIO
 
 from tandem.exp.common import summary_list
 from tandem.exp.linux_rt.analysis import TAIL_US
@@ -94,14 +96,28 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
     return out
 
 
+def _raw(run_dir: Path, name: str) -> Path | None:
+    """raw/NAME, or raw/NAME.gz once the finished run compressed it."""
+    for path in (run_dir / "raw" / name, run_dir / "raw" / f"{name}.gz"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _open_text(path: Path) -> TextIO:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", newline="")
+    return path.open(newline="")
+
+
 def _timeline(run_dir: Path, plt: object) -> Path | None:
     """Free memory and the tail samples of the boot cell with the most
     tail samples, against the time since its loads started."""
-    tail_csv, memory_csv = run_dir / "raw" / "tail.csv", run_dir / "raw" / "memory.csv"
-    if not tail_csv.is_file() or not memory_csv.is_file():
+    tail_csv, memory_csv = _raw(run_dir, "tail.csv"), _raw(run_dir, "memory.csv")
+    if tail_csv is None or memory_csv is None:
         return None
     late: dict[tuple[str, str, str], list[tuple[float, int]]] = {}
-    with tail_csv.open() as f:
+    with _open_text(tail_csv) as f:
         for rec in csv.DictReader(f):
             key = (rec["cores"], rec["rep"], rec["cell"])
             late.setdefault(key, []).append((float(rec["time_s"]), int(rec["latency_us"])))
@@ -109,7 +125,7 @@ def _timeline(run_dir: Path, plt: object) -> Path | None:
         return None
     key = max(late, key=lambda k: (len(late[k]), k))
     mem = []
-    with memory_csv.open() as f:
+    with _open_text(memory_csv) as f:
         for rec in csv.DictReader(f):
             if (rec["cores"], rec["rep"], rec["cell"]) == key and int(rec["loops"]) >= 0:
                 mem.append((float(rec["time_s"]), int(rec["memfree_kib"]) / 1024))
