@@ -883,7 +883,7 @@ def test_linux_rt_kernel_trace_parses_windows() -> None:
     from tandem.exp.linux_rt import trace
 
     lines = [
-        "@@WINDOW 3.41 612000 222@@",
+        "@@WINDOW 3.41 612000 222 0@@",
         "# latency: 222 us, #4/4, CPU#0 | (M:preempt VP:0, KP:0, SP:0 HP:0 #P:1)",
         "#    | task: stress-ng-shm-52 (uid:0 nice:0 policy:0 rt_prio:0)",
         "#  => started at: free_pcppages_bulk",
@@ -891,7 +891,7 @@ def test_linux_rt_kernel_trace_parses_windows() -> None:
         " => free_pcppages_bulk",
         " => free_unref_page_commit",
         " => free_unref_page_list",
-        "@@WINDOW 3.61 700000 12@@",
+        "@@WINDOW 3.61 700000 12 1@@",
         "@@CYCLICTEST@@",
         "# Min Latencies: 00015",
         "# Avg Latencies: 00019",
@@ -907,6 +907,6 @@ def test_linux_rt_kernel_trace_parses_windows() -> None:
     with pytest.raises(TandemError, match="no tracer windows"):
         trace.parse(lines[-4:], "t")
     text = trace.report([trace.Boot(1, ct, sections)], "x", 1000, 4096, False)
-    assert "| `free_pcppages_bulk < free_unref_page_commit < free_unref_page_list` | 1 | 222 |" in (
-        text
-    )
+    path = "`free_pcppages_bulk < free_unref_page_commit < free_unref_page_list`"
+    assert f"| {path} | 1 | 1 | 222 | 222 |" in text
+    assert "Longest on cyclictest's CPU: 222 µs on CPU 0 (cyclictest on CPU 0)" in text

@@ -4,6 +4,7 @@ the worst samples coincide with, and what QEMU can and cannot show."""
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,6 +81,22 @@ QEMU_LIMITS = {
 def _ints(row: Row, key: str) -> list[int]:
     v = row.get(key)
     return [int(x) for x in v] if isinstance(v, list) else []
+
+
+def _floats(row: Row, key: str) -> list[float]:
+    v = row.get(key)
+    return [float(x) for x in v] if isinstance(v, list) else []
+
+
+def _counter_sum(rows: Sequence[Row], key: str) -> float:
+    """A counter summed over rows and their repetitions."""
+    total = 0.0
+    for r in rows:
+        reps = r.get("rep_counters")
+        for c in reps if isinstance(reps, list) else []:
+            if isinstance(c, dict) and isinstance(c.get(key), int | float):
+                total += float(c[key])
+    return total
 
 
 def _counter(row: Row, key: str) -> float | None:
@@ -229,6 +246,95 @@ def _io(rows: Sequence[Row]) -> list[str]:
     return out
 
 
+def _medians(rs: Sequence[Row]) -> str:
+    return " / ".join(spread(rep_max(r)) for r in rs)
+
+
+def _findings(rows: Sequence[Row], cause: Sequence[Row]) -> list[str]:
+    """What the data says about the cause, each sentence computed from it."""
+    out = []
+    off = [r for r in rows if not r["affinity"]] + [r for r in cause if not r.get("pcp_default")]
+    tail = sum(sum(_ints(r, "rep_tail_samples")) for r in off)
+    freeing = sum(sum(_ints(r, "rep_tail_freeing")) for r in off)
+    shares = [x for r in off for x in _floats(r, "rep_freeing_share")]
+    if tail:
+        out.append(
+            f"- The tail is the page-freeing bursts: of the {tail} samples of {TAIL_US} µs or "
+            f"more in the cells with affinity off, {freeing} ({100 * freeing / tail:.0f} %) "
+            "were done in 20 ms intervals over which the zone's free memory grew, intervals "
+            f"that hold {100 * statistics.median(shares):.0f} % of all loops (median). The "
+            "bursts are the shm workers freeing their segments: each builds up its objects, "
+            "then unmaps and removes them all at once (`memory.csv`, `timeline.png`)."
+        )
+    aff = [r for r in rows if r["affinity"]]
+    if aff:
+        late = sum(sum(_ints(r, "rep_tail_samples")) for r in aff)
+        worst = max(max(rep_max(r)) for r in aff)
+        out.append(
+            f"- Affinity on: {late} samples of {TAIL_US} µs or more and a worst of "
+            f"{worst:.0f} µs over every repetition: the isolated core runs cyclictest "
+            "alone, so no other task's section with interrupts off runs there."
+        )
+    one = sorted(
+        (r for r in cause if num(r, "cores") == 1 and not r.get("pcp_default")),
+        key=lambda r: int(num(r, "pcp_as_cores")),
+    )
+    if one:
+        counts = [int(num(r, "pcp_as_cores")) for r in one]
+        grid = [g for c in counts if (g := find(rows, c, False, False)) is not None]
+        base = find(rows, 1, False, False)
+        highs = " / ".join("/".join(map(str, _ints(r, "pcp_high"))) for r in one)
+        out.append(
+            f"- One core, each CPU's page-list high mark set as Linux sets it on "
+            f"{' / '.join(map(str, counts))} cores ({highs} pages): worst {_medians(one)} µs"
+            + (f", against {spread(rep_max(base))} µs with its own" if base else "")
+            + (
+                f"; the grid with {' / '.join(map(str, counts))} cores and their own high "
+                f"marks: {_medians(grid)} µs."
+                if len(grid) == len(one)
+                else "."
+            )
+        )
+    same = sorted(
+        (r for r in cause if num(r, "cores") > 1 and not r.get("pcp_default")),
+        key=lambda r: int(num(r, "cores")),
+    )
+    base = find(rows, 1, False, False)
+    if same and base is not None:
+        counts = [1] + [int(num(r, "cores")) for r in same]
+        series = [rep_max(base)] + [rep_max(r) for r in same]
+        meds = [statistics.median(v) for v in series]
+        grows = all(b >= a for a, b in itertools.pairwise(meds)) and min(series[-1]) > max(
+            series[0]
+        )
+        out.append(
+            f"- Every CPU with one core's high mark, on {' / '.join(map(str, counts))} cores: "
+            f"worst {' / '.join(spread(v) for v in series)} µs: "
+            + (
+                "with the high mark held, it grows with cores beyond the spread."
+                if grows
+                else "with the high mark held, it does not grow with cores beyond the spread."
+            )
+        )
+    io = [r for r in rows if r["io_load"] and not r["affinity"]]
+    if io:
+        sectors = _counter_sum(io, "vda_sectors_written")
+        dirtied = _counter_sum(io, "nr_dirtied")
+        out.append(
+            f"- The disk I/O load dirtied {dirtied:.0f} pages and wrote {sectors:.0f} sectors "
+            "to the disk while cyclictest ran, summed over its cells and repetitions"
+            + (
+                ": none of it reached the device. stress-ng's hdd workers write a file they "
+                "have already unlinked, read it back and close it, so its dirty pages are "
+                "dropped before writeback starts; the I/O cells measure page-cache work "
+                "(allocating, copying and freeing pages), not disk I/O."
+                if sectors == 0
+                else "."
+            )
+        )
+    return out
+
+
 def report(run_dir: Path, command: str) -> str:
     summary = read_summary(run_dir, NAME)
     rows = summary_list(summary)
@@ -269,7 +375,7 @@ def report(run_dir: Path, command: str) -> str:
     ]
     tail = _tail(rows, cause)
     if len(tail) > 5:
-        out += ["", "## Where the worst cases come from", "", *tail]
+        out += ["", "## Where the worst cases come from", "", *_findings(rows, cause), "", *tail]
         pcp = _pcp(rows, cause)
         if pcp:
             out += ["", *pcp, "", PCP_NOTE]

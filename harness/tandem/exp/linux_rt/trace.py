@@ -50,11 +50,18 @@ echo 0 > $T/tracing_max_latency
 cyclictest -m -p 99 -i $PERIOD_US -l {samples} -t 1 -q -h 10000 --histfile=/tmp/ct.hist \
 	> /dev/null 2>&1 &
 CT=$!
+tid=""
 while kill -0 $CT 2>/dev/null; do
 	usleep {window_us}
 	read up _ < /proc/uptime
 	while read k v _; do case $k in MemFree:) f=$v ;; esac; done < /proc/meminfo
-	echo "@@WINDOW $up $f $(cat $T/tracing_max_latency)@@"
+	# the CPU cyclictest's measuring thread last ran on (stat field 39)
+	if [ -z "$tid" ]; then
+		for d in /proc/$CT/task/*; do [ "${{d##*/}}" = "$CT" ] || tid=${{d##*/}}; done
+	fi
+	cpu=-1
+	[ -n "$tid" ] && cpu=$(cut -d' ' -f39 /proc/$CT/task/$tid/stat 2>/dev/null || echo -1)
+	echo "@@WINDOW $up $f $(cat $T/tracing_max_latency) $cpu@@"
 	grep -E '^# latency:|task:|started at:|ended at:|^ => ' $T/trace | head -n {lines}
 	echo 0 > $T/tracing_max_latency
 done
@@ -65,7 +72,7 @@ echo "@@CYCLICTEST@@"
 grep -E '^# (Min|Avg|Max) Latencies' /tmp/ct.hist
 """
 
-WINDOW = re.compile(r"^@@WINDOW (\S+) (\d+) (\d+)@@$")
+WINDOW = re.compile(r"^@@WINDOW (\S+) (\d+) (\d+) (-?\d+)@@$")
 LATENCY = re.compile(r"^# latency: (\d+) us, #\d+/\d+, CPU#(\d+)")
 TASK = re.compile(r"\| task: (\S+)-(\d+) ")
 SITE = re.compile(r"=> (started|ended) at:\s+(\S+)")
@@ -80,6 +87,8 @@ class Section:
     uptime_s: float
     memfree_kib: int
     latency_us: int
+    # The CPU cyclictest's thread last ran on, when the window ended.
+    cyclictest_cpu: int
     cpu: int = -1
     task: str = ""
     started: str = ""
@@ -94,7 +103,9 @@ def parse(lines: list[str], where: str) -> tuple[list[Section], dict[str, int]]:
     for line in lines:
         line = line.rstrip()
         if m := WINDOW.match(line.strip()):
-            sections.append(Section(float(m.group(1)), int(m.group(2)), int(m.group(3))))
+            sections.append(
+                Section(float(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)))
+            )
         elif m := CT.match(line):
             ct[m.group(1).lower()] = int(m.group(2))
         elif sections:
@@ -210,31 +221,42 @@ def report(boots: list[Boot], run_id: str, quantum_ns: int, samples: int, io: bo
     ]
     for b in boots:
         ct = b.cyclictest_us
-        paths: dict[str, list[int]] = {}
+        paths: dict[str, list[tuple[int, bool]]] = {}
         for w in b.windows:
             key = " < ".join(w.stack[:5]) or f"{w.started} .. {w.ended}"
-            paths.setdefault(key, []).append(w.latency_us)
+            paths.setdefault(key, []).append((w.latency_us, w.cpu == w.cyclictest_cpu))
         out += [
             f"## {b.cores} core(s)",
             "",
             f"cyclictest under the tracer: min {ct['min']}, avg {ct['avg']}, "
             f"max {ct['max']} µs. {len(b.windows)} windows.",
             "",
-            "| path where the section ended (innermost first) | windows | longest µs |",
-            "|---|---|---|",
+            "| path where the section ended (innermost first) | windows | on cyclictest's CPU "
+            "| longest µs | longest on cyclictest's CPU µs |",
+            "|---|---|---|---|---|",
         ]
-        for key, lats in sorted(paths.items(), key=lambda kv: -max(kv[1])):
-            out.append(f"| `{key}` | {len(lats)} | {max(lats)} |")
-        w = max(b.windows, key=lambda s: s.latency_us)
-        out += [
-            "",
-            f"Longest: {w.latency_us} µs on CPU {w.cpu} in {w.task}, from "
-            f"`{w.started}` to `{w.ended}`, at {w.uptime_s:.2f} s uptime (MemFree "
-            f"{w.memfree_kib // 1024} MiB); stack:",
-            "",
-            "```",
-            *w.stack,
-            "```",
-            "",
-        ]
+        for key, lats in sorted(paths.items(), key=lambda kv: -max(kv[1])[0]):
+            mine = [us for us, here in lats if here]
+            out.append(
+                f"| `{key}` | {len(lats)} | {len(mine)} | {max(us for us, _ in lats)} | "
+                f"{max(mine) if mine else '-'} |"
+            )
+        for what, pool in (
+            ("Longest", b.windows),
+            ("Longest on cyclictest's CPU", [w for w in b.windows if w.cpu == w.cyclictest_cpu]),
+        ):
+            if not pool:
+                continue
+            w = max(pool, key=lambda s: s.latency_us)
+            out += [
+                "",
+                f"{what}: {w.latency_us} µs on CPU {w.cpu} (cyclictest on CPU "
+                f"{w.cyclictest_cpu}) in {w.task}, from `{w.started}` to `{w.ended}`, at "
+                f"{w.uptime_s:.2f} s uptime (MemFree {w.memfree_kib // 1024} MiB); stack:",
+                "",
+                "```",
+                *w.stack,
+                "```",
+            ]
+        out.append("")
     return "\n".join(out) + "\n"
