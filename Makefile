@@ -39,7 +39,8 @@ PATHCOUNT   := $(BUILD)/qemu/libtandem_pathcount.so
 # outside the clone (scripts/build-qemu.sh); build/qemu/install links there.
 QEMU        := $(BUILD)/qemu/install/bin/qemu-system-aarch64
 
-.PHONY: help setup build run test lint host-test qemu-test bench fresh-test clean distclean abi FORCE
+.PHONY: help setup build run test lint host-test qemu-test bench fresh-test clean distclean abi FORCE \
+	trace-kernel
 
 help:
 	@echo "make run     set up, build and boot Tandem on QEMU (Linux console here)"
@@ -142,6 +143,19 @@ $(IMAGE): $(KOUT)/.config
 	@$(KMAKE) -s -j$(JOBS) Image modules
 	@touch $@
 
+# A diagnosis kernel, not Tandem's: tandem.config plus Linux's latency
+# tracers (linux/latency-trace.config), for `./tandem exec --kernel`. Not
+# part of `make build` (docs/linux.md).
+TRACE_KOUT  := $(BUILD)/linux-trace
+trace-kernel: $(BUILD)/.ksrc-stamp
+	@mkdir -p $(TRACE_KOUT)
+	@cat linux/tandem.config linux/latency-trace.config > $(TRACE_KOUT)/tandem-trace.config
+	@KCONFIG_ALLCONFIG=$(TRACE_KOUT)/tandem-trace.config \
+		$(MAKE) -C $(KSRC) O=$(TRACE_KOUT) ARCH=arm64 CROSS_COMPILE=$(CROSS) -s allnoconfig
+	@scripts/check-kconfig.sh $(TRACE_KOUT)/tandem-trace.config $(TRACE_KOUT)/.config
+	@echo "  KERNEL  $(TRACE_KOUT) (latency tracers; a few minutes from scratch)"
+	@$(MAKE) -C $(KSRC) O=$(TRACE_KOUT) ARCH=arm64 CROSS_COMPILE=$(CROSS) -s -j$(JOBS) Image
+
 $(MODULE): $(wildcard linux/driver/*.c linux/driver/*.h linux/driver/Kbuild) $(ABI_HEADER) $(IMAGE)
 	@mkdir -p $(BUILD)/driver/include
 	@cp linux/driver/*.c linux/driver/*.h linux/driver/Kbuild $(BUILD)/driver/
@@ -195,7 +209,7 @@ qemu-test:
 	.venv/bin/pytest -q --durations=10 -m qemu harness/tests
 
 clean:
-	rm -rf $(KOUT) $(BUILD)/firmware $(BUILD)/qemu $(BUILD)/driver $(BUILD)/tools $(BUILD)/include \
+	rm -rf $(KOUT) $(BUILD)/linux-trace $(BUILD)/firmware $(BUILD)/qemu $(BUILD)/driver $(BUILD)/tools $(BUILD)/include \
 		$(BUILD)/rootfs/stage $(BUILD)/rootfs/pkgroot $(BUILD)/rootfs/initramfs.cpio $(BUILD)/dtb
 	cargo clean
 

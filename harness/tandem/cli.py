@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 
 from tandem.errors import TandemError
@@ -170,6 +172,13 @@ def parser() -> argparse.ArgumentParser:
     )
     _boot_options(ex, timing="auto", auto=True)
     ex.add_argument("--timeout", type=float, default=600, help="seconds (default 600)")
+    ex.add_argument(
+        "--kernel",
+        type=Path,
+        default=None,
+        help="another Linux image than Tandem's, e.g. `make trace-kernel`'s "
+        "build/linux-trace/arch/arm64/boot/Image (docs/linux.md)",
+    )
     ex.add_argument("commands", nargs=argparse.REMAINDER, help="-- 'SHELL COMMANDS'")
 
     b = sub.add_parser("bench", help="benchmarks")
@@ -276,6 +285,14 @@ def parser() -> argparse.ArgumentParser:
         description="Evaluates each claim on the latest full run that measures it "
         "(harness/tandem/claims.py) and writes results/CLAIMS.md and the README's table.",
     )
+    etr = esub.add_parser(
+        "kernel-trace",
+        help="linux-rt's load on the latency-tracing kernel (make trace-kernel): the longest "
+        "interrupt- or preemption-off sections; results in results/linux-rt-trace/<run-id>/",
+    )
+    etr.add_argument("--cores", default="1,2,4,8", help="core counts (default 1,2,4,8)")
+    etr.add_argument("--samples", type=int, default=4096, help="cyclictest loops (default 4096)")
+    etr.add_argument("--io", action="store_true", help="with linux-rt's disk I/O load")
     erep = esub.add_parser("report", help="redraw a run's plots and report, print the report")
     erep.add_argument("name", help="experiment")
     erep.add_argument("--run", help="run id (default: the latest)")
@@ -300,6 +317,14 @@ def _exp(args: argparse.Namespace) -> int:
         out = claims.write()
         print(out.read_text(), end="")
         print(f"(claims: {out}; README table updated)", file=sys.stderr)
+        return 0
+    if args.exp == "kernel-trace":
+        from tandem.exp.linux_rt import trace as kernel_trace
+
+        cores = [int(c) for c in args.cores.split(",")]
+        run_dir = kernel_trace.run(cores, args.samples, args.io)
+        print((run_dir / "report.md").read_text(), end="")
+        print(f"results: {run_dir}")
         return 0
     if args.exp == "report":
         run_dir, text = exp.report(args.name, args.run)
@@ -351,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
             if not commands:
                 raise TandemError("exec: give the commands after --, e.g. tandem exec -- 'nproc'")
             result = run_exec(
-                _options(args),
+                dataclasses.replace(_options(args), kernel=args.kernel),
                 " ".join(commands) + "\n",
                 timeout_s=args.timeout,
                 echo=lambda line: print(line, flush=True),

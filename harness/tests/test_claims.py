@@ -192,3 +192,44 @@ def test_document_and_readme_table(tmp_path: Path) -> None:
     readme.write_text("# no block\n")
     with pytest.raises(TandemError, match="no <!-- claims:begin"):
         claims.write(tmp_path, readme)
+
+
+def _linux_rt(off: dict[int, list[float]], on: list[float], io: list[float]) -> dict[str, object]:
+    """A linux-rt summary: worst cases per repetition, affinity off (per
+    core count), on and with I/O (every core count alike)."""
+    rows: list[dict[str, object]] = []
+
+    def row(cores: int, affinity: bool, io_load: bool, reps: list[float]) -> None:
+        rows.append(
+            {
+                "cores": cores,
+                "affinity": affinity,
+                "io_load": io_load,
+                "rep_max_us": reps,
+                "max_us": max(reps),
+            }
+        )
+
+    for cores, reps in off.items():
+        row(cores, False, False, reps)
+        row(cores, False, True, io)
+        if cores > 1:
+            row(cores, True, False, on)
+    return {"quick": False, "reps": 3, "rows": rows, "timing": "percore"}
+
+
+def test_linux_rt_claims_need_the_ordering_beyond_the_spread(tmp_path: Path) -> None:
+    grows = {1: [80.0, 90.0, 100.0], 4: [200.0, 300.0, 400.0], 8: [500.0, 550.0, 600.0]}
+    _write(tmp_path, "linux-rt", "20260101-000000", _linux_rt(grows, [5, 6, 7], [700, 800, 900]))
+    got = _verdicts(claims.linux_rt_claims(tmp_path))
+    assert set(got.values()) == {claims.REPRODUCED}, got
+    # Medians that grow, but the most cores' lowest repetition is below the
+    # fewest cores' highest; affinity overlapping on one repetition; I/O
+    # raising the median only.
+    overlap = {1: [80.0, 90.0, 300.0], 4: [200.0, 300.0, 400.0], 8: [250.0, 550.0, 600.0]}
+    _write(tmp_path, "linux-rt", "20260102-000000", _linux_rt(overlap, [5, 6, 250], [95, 560, 610]))
+    found = claims.linux_rt_claims(tmp_path)
+    assert {c.verdict for c in found} == {claims.NOT_REPRODUCED}, found
+    assert all(c.run == "20260102-000000" for c in found)
+    assert "median (range) of 3 repetitions" in found[0].ours
+    assert "1: 90 (80-300)" in found[0].ours

@@ -173,10 +173,49 @@ def test_domains_phases_and_script() -> None:
 def test_linux_rt_cells_skip_affinity_on_one_core() -> None:
     s = scenario.load("linux-rt", linux_rt.SCHEMA)
     assert linux_rt_script.cells(s, 1) == [(False, False), (False, True)]
-    assert len(linux_rt_script.cells(s, 4)) == 4
+    # The paper's three figures: no cell with affinity and I/O at once.
+    assert linux_rt_script.cells(s, 4) == [(False, False), (False, True), (True, False)]
+    both = scenario.load("linux-rt", linux_rt.SCHEMA, overrides={"affinity_with_io": True})
+    assert (True, True) in linux_rt_script.cells(both, 4)
     two = linux_rt_script.guest_script(s, 2)
     assert "isolate_core 1" in two and "load_start kernel 2 0\n" in two
     assert "disk_setup" in two and "load_start io 2 any" in two
+
+
+def test_linux_rt_affinity_off_cells_use_every_core() -> None:
+    """The cpuset partition of the affinity cells is made only after every
+    cell with affinity off, which checks that all cores are available."""
+    s = scenario.load("linux-rt", linux_rt.SCHEMA)
+    for cores in (2, 8):
+        script = linux_rt_script.guest_script(s, cores)
+        body = script[script.index("\ndisk_setup\n") :]
+        isolate = body.index(f"isolate_core {cores - 1}")
+        for pid in ("aff0-io0", "aff0-io1", "pcp1"):
+            at = body.index(f"measure_cyclictest {pid} ")
+            assert at < isolate, pid
+            assert body.rindex("all_cores", 0, at) > body.rfind("measure_cyclictest", 0, at)
+        assert body.index(f"measure_cyclictest aff1-io0 4096 {cores - 1} yes yes") > isolate
+
+
+def test_linux_rt_cause_cells() -> None:
+    s = scenario.load("linux-rt", linux_rt.SCHEMA)
+    assert [c.pid for c in linux_rt_script.boot_cells(s, 1)] == [
+        "aff0-io0",
+        "aff0-io1",
+        "pcp2",
+        "pcp4",
+        "pcp8",
+    ]
+    assert [c.pid for c in linux_rt_script.boot_cells(s, 4)] == [
+        "aff0-io0",
+        "aff0-io1",
+        "pcp1",
+        "aff1-io0",
+    ]
+    one = linux_rt_script.guest_script(s, 1)
+    assert "pcp_high 4\nload_start kernel 1 any" in one and one.count("pcp_high 0") == 3
+    quick = scenario.load("linux-rt", linux_rt.SCHEMA, quick=True)
+    assert not linux_rt_script.cause_cells(quick, 1), "--quick measures the grid only"
 
 
 RTOS_LINE = json.dumps(
@@ -1033,3 +1072,36 @@ def test_rtos_app_scenario_runs(tmp_path: Path) -> None:
     write(tmp_path, "never", APP_SCENARIO.format(name="never").replace("2000 hand", "7 hand"))
     with pytest.raises(TandemError, match="never showed 'ctxsw: 7 hand-offs"):
         exp.run("never", quick=False, overrides={}, out_root=tmp_path / "r", directory=tmp_path)
+
+
+def test_linux_rt_kernel_trace_parses_windows() -> None:
+    from tandem.exp.linux_rt import trace
+
+    lines = [
+        "@@WINDOW 3.41 612000 222 0@@",
+        "# latency: 222 us, #4/4, CPU#0 | (M:preempt VP:0, KP:0, SP:0 HP:0 #P:1)",
+        "#    | task: stress-ng-shm-52 (uid:0 nice:0 policy:0 rt_prio:0)",
+        "#  => started at: free_pcppages_bulk",
+        "#  => ended at:   free_pcppages_bulk",
+        " => free_pcppages_bulk",
+        " => free_unref_page_commit",
+        " => free_unref_page_list",
+        "@@WINDOW 3.61 700000 12 1@@",
+        "@@CYCLICTEST@@",
+        "# Min Latencies: 00015",
+        "# Avg Latencies: 00019",
+        "# Max Latencies: 00034",
+    ]
+    sections, ct = trace.parse(lines, "t")
+    assert ct == {"min": 15, "avg": 19, "max": 34}
+    first = sections[0]
+    assert (first.latency_us, first.cpu, first.task) == (222, 0, "stress-ng-shm")
+    assert first.started == first.ended == "free_pcppages_bulk"
+    assert first.stack == ("free_pcppages_bulk", "free_unref_page_commit", "free_unref_page_list")
+    assert sections[1].latency_us == 12 and not sections[1].stack
+    with pytest.raises(TandemError, match="no tracer windows"):
+        trace.parse(lines[-4:], "t")
+    text = trace.report([trace.Boot(1, ct, sections)], "x", 1000, 4096, False)
+    path = "`free_pcppages_bulk < free_unref_page_commit < free_unref_page_list`"
+    assert f"| {path} | 1 | 1 | 222 | 222 |" in text
+    assert "Longest on cyclictest's CPU: 222 µs on CPU 0 (cyclictest on CPU 0)" in text

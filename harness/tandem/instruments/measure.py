@@ -85,20 +85,31 @@ measure_rtos() {{
 	echo "@@RESULT $1 rtos@@"
 	tandem-lat report /tmp/lat.a /tmp/lat.b "$3" || fail "tandem-lat report"
 }}
-# measure_cyclictest ID SAMPLES CORE|any ISOLATED(yes|no); stops the loads
-# before reporting, as measure_rtos.
+# Called with the phase's ID right before cyclictest starts and right after
+# it ends (the loads still running); an experiment's script may redefine them
+# to record what the kernel did meanwhile.
+cell_before() {{ :; }}
+cell_after() {{ :; }}
+# measure_cyclictest ID SAMPLES CORE|any ISOLATED(yes|no) [SERIES(yes|no)];
+# stops the loads before reporting, as measure_rtos. SERIES yes: also every
+# sample's latency in loop order (cyclictest -v, kept in memory by cyclictest
+# and written to tmpfs), as @@SERIES ID@@ and one JSON list.
 measure_cyclictest() {{
 	echo "@@PHASE $1@@"
 	sleep "$SETTLE_S"
 	pin=""
 	[ "$3" = any ] || pin="-a $3"
-	cmd="cyclictest -m -p 99 -i $PERIOD_US -l $2 -t 1 $pin -q"
+	verbose=""
+	[ "${{5:-no}}" = yes ] && verbose="-v"
+	cmd="cyclictest -m -p 99 -i $PERIOD_US -l $2 -t 1 $pin -q $verbose"
 	cmd="$cmd -h {CYCLICTEST_HIST_US} --histfile=/tmp/ct.hist"
+	cell_before "$1"
 	if [ "$4" = yes ]; then
-		sh -c "echo \$\$ > /sys/fs/cgroup/rt/cgroup.procs && exec $cmd" >/dev/null 2>&1
+		sh -c "echo \$\$ > /sys/fs/cgroup/rt/cgroup.procs && exec $cmd" >/tmp/ct.out 2>&1
 	else
-		$cmd >/dev/null 2>&1
+		$cmd >/tmp/ct.out 2>&1
 	fi || fail "cyclictest"
+	cell_after "$1"
 	load_stop
 	echo "@@RESULT $1 cyclictest@@"
 	# cyclictest pads with zeros; busybox awk reads 0-led numbers as octal
@@ -117,6 +128,14 @@ measure_cyclictest() {{
 			printf "\"histogram\": [%s]}}\n", h
 		}}
 	' /tmp/ct.hist
+	if [ -n "$verbose" ]; then
+		echo "@@SERIES $1@@"
+		# -v lines: "thread: loop: latency"
+		awk -F: '
+			NF == 3 && $1 + 0 == 0 && $2 ~ /^ *[0-9]+$/ {{ s = s sep ($3 + 0); sep = ", " }}
+			END {{ print "[" s "]" }}
+		' /tmp/ct.out
+	fi
 }}
 """
 
@@ -258,6 +277,29 @@ def from_cyclictest(obj: dict[str, object], where: str) -> Latency:
         samples,
         overflow,
     )
+
+
+def marked_json(lines: Iterable[str], marker: str, where: str) -> dict[str, object]:
+    """Phase id -> the JSON value on the line after each `@@MARKER ID@@`
+    (what an experiment's script adds beside the measurements)."""
+    head = re.compile(rf"^@@{re.escape(marker)} (\S+)@@$")
+    out: dict[str, object] = {}
+    pending: str | None = None
+    for line in lines:
+        line = line.strip()
+        m = head.match(line)
+        if m:
+            pending = m.group(1)
+            continue
+        if pending is not None:
+            try:
+                out[pending] = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise TandemError(f"{where}: {marker} of phase {pending}: bad JSON ({e})") from None
+            pending = None
+    if pending is not None:
+        raise TandemError(f"{where}: {marker} of phase {pending} printed nothing")
+    return out
 
 
 def parse_results(lines: Iterable[str], where: str) -> dict[str, Latency]:

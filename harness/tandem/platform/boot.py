@@ -88,6 +88,9 @@ class BootOptions:
     # With partitions: commands for other partitions' Linux, by name, run
     # at the same time (their output is in ExecResult.partitions).
     partition_scripts: tuple[tuple[str, str], ...] = ()
+    # Another Linux image than Tandem's (build/linux/.../Image), e.g. the
+    # latency-tracing kernel of `make trace-kernel`; None: Tandem's.
+    kernel: Path | None = None
 
 
 @dataclass
@@ -178,6 +181,9 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     for name in others:
         config.partition(options.smp, name)
 
+    kernel_path = options.kernel or KERNEL
+    if not kernel_path.is_file():
+        raise TandemError(f"no Linux image {kernel_path}")
     run_dir = _new_log_dir()
 
     initrd: list[bytes] = [INITRAMFS.read_bytes()]
@@ -226,7 +232,7 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     )
     (run_dir / "bootconfig.bin").write_bytes(boot_config)
     (run_dir / "workload.bin").write_bytes(workload)
-    kernel = (KERNEL.read_bytes(),)
+    kernel = (kernel_path.read_bytes(),)
     initramfs = tuple(initrd)
     table = b""
     consoles: tuple[Path | None, Path | None] | None = None

@@ -4,38 +4,89 @@ CPU affinity and disk I/O load. Linux alone (config linux-only).
 
 Kernel load, always on: per core one stress-ng worker each of shm, switch
 (context switches), timer and memrate, as the paper's shared-memory,
-scheduler, timer and memory loads. Affinity on: cyclictest alone in a cpuset
-partition on the last core, the loads pinned to the others (not possible on
-one core, so that cell is skipped). I/O load on: stress-ng hdd workers, one per
-core, writing files on ext2 on a virtio-blk disk backed by a host file.
+scheduler, timer and memory loads. Affinity off: the loads and cyclictest on
+every core. Affinity on: cyclictest alone in a cpuset partition on the last
+core, the loads pinned to the others (not possible on one core, so that cell
+is skipped). I/O load on: stress-ng hdd workers, one per core, writing files
+on ext2 on a virtio-blk disk backed by a host file.
+
+Each repetition boots once per core count, at its own start phase
+(`rep_phase_us`), and measures every cell of that count in that boot; the
+cause part (`script.py`) adds cells with another page-list high mark. Every
+cell keeps cyclictest's per-sample series, a 20 ms memory timeline and
+kernel counters (`analysis.py` reads them).
 """
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
+from tandem.errors import TandemError
 from tandem.exp.common import (
     Boot,
     Progress,
+    boot_lines,
     boot_options,
-    latency_columns,
     phase_latencies,
     rep_phase_us,
-    run_boot,
     write_histograms,
     write_summary,
 )
+from tandem.exp.linux_rt.analysis import Measured, cause_rows, grid_rows
 from tandem.exp.linux_rt.plot import plot
 from tandem.exp.linux_rt.report import report
-from tandem.exp.linux_rt.script import cells, guest_script, phase_id
+from tandem.exp.linux_rt.script import boot_cells, guest_script
 from tandem.exp.linux_rt.spec import NAME, PERIOD_US, SCHEMA
 from tandem.exp.scenario import Scenario
-from tandem.instruments.measure import Latency, merged
+from tandem.instruments.measure import marked_json, parse_results
 
 # The Experiment interface (tandem.exp.REGISTRY).
 __all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
 
-COLUMNS = ("cores", "affinity", "io_load", "samples", "min_us", "avg_us", "p99_us", "max_us")
+COLUMNS = (
+    "cores",
+    "affinity",
+    "io_load",
+    "samples",
+    "min_us",
+    "avg_us",
+    "p99_us",
+    "max_us",
+    "max_median_us",
+    "max_low_us",
+    "max_high_us",
+    "p999_median_us",
+)
+
+
+def _series(value: object, where: str) -> list[int]:
+    if not isinstance(value, list) or not all(
+        isinstance(x, int) and not isinstance(x, bool) for x in value
+    ):
+        raise TandemError(f"{where}: cyclictest's series is not a list of integers")
+    return list(value)
+
+
+def _memory(value: object, where: str) -> list[tuple[float, int, int, int]]:
+    if not isinstance(value, list):
+        raise TandemError(f"{where}: the memory timeline is not a list")
+    out = []
+    for item in value:
+        if (
+            not isinstance(item, list)
+            or len(item) != 4
+            or not all(isinstance(x, int | float) and not isinstance(x, bool) for x in item)
+        ):
+            raise TandemError(f"{where}: bad memory timeline entry {item!r}")
+        out.append((float(item[0]), int(item[1]), int(item[2]), int(item[3])))
+    return out
+
+
+def _counters(value: object, where: str) -> dict[str, object]:
+    if not isinstance(value, dict) or "pcp_high" not in value or "start_s" not in value:
+        raise TandemError(f"{where}: bad counters {value!r}")
+    return value
 
 
 def run(s: Scenario, out: Path) -> dict[str, object]:
@@ -43,7 +94,7 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     timing = s.text("timing")
     core_counts = s.integers("cores")
     progress = Progress(NAME, len(core_counts) * reps)
-    measured: dict[tuple[int, bool, bool], list[Latency]] = {}
+    measured: list[Measured] = []
     for rep in range(1, reps + 1):
         for cores in core_counts:
             progress.next(f"{cores} core(s), rep {rep}/{reps}, {timing} timing")
@@ -59,20 +110,40 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
                 ),
                 script=guest_script(s, cores),
             )
-            results = run_boot(boot, out / "raw", progress)
-            cell_keys = cells(s, cores)
-            pids = [phase_id(aff, io) for aff, io in cell_keys]
-            for (aff, io), lat in zip(
-                cell_keys, phase_latencies(results, boot.label, pids, progress), strict=True
-            ):
-                measured.setdefault((cores, aff, io), []).append(lat)
-    rows: list[dict[str, object]] = []
-    hist_rows: list[tuple[list[object], Latency]] = []
-    for (cores, aff, io), lats in sorted(measured.items()):
-        cell = merged(lats)
-        rows.append({"cores": cores, "affinity": aff, "io_load": io, **latency_columns(cell, lats)})
-        hist_rows.append(([cores, aff, io], cell))
-    write_histograms(out / "histograms.csv", ["cores", "affinity", "io_load"], hist_rows)
+            lines, where = boot_lines(boot, out / "raw", progress)
+            results = parse_results(lines, where)
+            counters = marked_json(lines, "COUNTERS", where)
+            series = marked_json(lines, "SERIES", where)
+            memory = marked_json(lines, "MEMORY", where)
+            todo = boot_cells(s, cores)
+            lats = phase_latencies(results, boot.label, [c.pid for c in todo], progress)
+            for cell, lat in zip(todo, lats, strict=True):
+                here = f"{where}: phase {cell.pid}"
+                for name, got in (("counters", counters), ("series", series), ("memory", memory)):
+                    if cell.pid not in got:
+                        raise TandemError(f"{here}: no {name}")
+                m = Measured(
+                    cores=cores,
+                    rep=rep,
+                    cell=cell,
+                    latency=lat,
+                    series=_series(series[cell.pid], here),
+                    memory=_memory(memory[cell.pid], here),
+                    counters=_counters(counters[cell.pid], here),
+                )
+                if len(m.series) != lat.samples:
+                    raise TandemError(
+                        f"{here}: {len(m.series)} samples in the series, {lat.samples} counted"
+                    )
+                measured.append(m)
+    _write_raw(out / "raw", measured)
+    grid = [m for m in measured if m.cell.part == "cells"]
+    rows, merged_cells = grid_rows(grid)
+    write_histograms(
+        out / "histograms.csv",
+        ["cores", "affinity", "io_load"],
+        [([c, a, i], lat) for (c, a, i), lat in merged_cells],
+    )
     summary: dict[str, object] = {
         "experiment": NAME,
         "timing": timing,
@@ -81,6 +152,27 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
         "period_us": PERIOD_US,
         "scenario": s.values,
         "rows": rows,
+        "cause": cause_rows([m for m in measured if m.cell.part == "cause"], grid),
     }
     write_summary(out, summary, COLUMNS)
     return summary
+
+
+def _write_raw(raw: Path, measured: list[Measured]) -> None:
+    """The tail samples (every sample is in the console logs) and the
+    memory timelines, as CSV beside the boots' logs."""
+    raw.mkdir(parents=True, exist_ok=True)
+    with (raw / "tail.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["cores", "rep", "cell", "loop", "latency_us", "time_s", "freeing"])
+        for m in measured:
+            for i, us, t, freeing in m.tail_samples():
+                w.writerow([m.cores, m.rep, m.cell.pid, i, us, round(t, 3), int(freeing)])
+    with (raw / "memory.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["cores", "rep", "cell", "time_s", "memfree_kib", "shmem_kib", "loops"])
+        for m in measured:
+            for t, free, shmem, loops in m.memory:
+                w.writerow(
+                    [m.cores, m.rep, m.cell.pid, round(t - m.load_start_s, 3), free, shmem, loops]
+                )

@@ -1,18 +1,23 @@
-"""The `linux-rt` plots: cyclictest's distributions and the worst case
-against the number of cores, beside the paper's (its fig. 1-3)."""
+"""The `linux-rt` plots: cyclictest's distributions, the worst case against
+the number of cores beside the paper's (its fig. 1-3), and a timeline of the
+cell with the most tail samples: free memory and the late samples."""
 
 from __future__ import annotations
 
+import csv
+import gzip
+import statistics
 from pathlib import Path
+from typing import TextIO
 
-from tandem.exp.common import num, summary_list
+from tandem.exp.common import summary_list
+from tandem.exp.linux_rt.analysis import TAIL_US
+from tandem.exp.linux_rt.orderings import core_counts, find, rep_max
 from tandem.exp.linux_rt.spec import PAPER
 
 
 def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
-    """Fig. 1-3 of the paper, from our data: distributions and worst cases."""
-    import csv
-
+    """Fig. 1-3 of the paper, from our data, and the timeline."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -35,7 +40,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
             ax.step(xs, [h[x] for x in xs], where="post", label=f"{cores} core(s)")
         ax.set_yscale("log")
         ax.set_xlabel("wake-up latency (µs)")
-        ax.set_ylabel("samples")
+        ax.set_ylabel("samples (repetitions merged)")
         ax.set_title(f"affinity {'on' if aff else 'off'}, I/O load {'on' if io else 'off'}")
         ax.legend(fontsize=8)
     fig.suptitle(f"linux-rt: cyclictest distributions ({timing} timing, QEMU)")
@@ -46,15 +51,19 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for aff, io in combos:
-        pts = sorted(
-            (int(num(r, "cores")), num(r, "max_us"))
-            for r in rows
-            if r["affinity"] == aff and r["io_load"] == io
-        )
-        ax.plot(
-            [p[0] for p in pts],
-            [p[1] for p in pts],
+        pts = [
+            (c, rep_max(r)) for c in core_counts(rows) if (r := find(rows, c, aff, io)) is not None
+        ]
+        meds = [statistics.median(v) for _, v in pts]
+        ax.errorbar(
+            [c for c, _ in pts],
+            meds,
+            yerr=[
+                [m - min(v) for m, (_, v) in zip(meds, pts, strict=True)],
+                [max(v) - m for m, (_, v) in zip(meds, pts, strict=True)],
+            ],
             marker="o",
+            capsize=3,
             label=f"ours: affinity {'on' if aff else 'off'}, I/O {'on' if io else 'off'}",
         )
     for label, paper_key in (
@@ -72,7 +81,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
             label=f"{label} (Xeon hw)",
         )
     ax.set_xlabel("cores")
-    ax.set_ylabel("worst-case latency (µs)")
+    ax.set_ylabel("worst-case latency (µs): median, range over repetitions")
     ax.set_yscale("log")
     ax.legend(fontsize=7)
     ax.set_title(f"linux-rt: worst case vs cores ({timing} timing, QEMU)")
@@ -80,4 +89,67 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
     p2 = run_dir / "worst_vs_cores.png"
     fig.savefig(p2, dpi=110)
     plt.close(fig)
-    return [p1, p2]
+    out = [p1, p2]
+    p3 = _timeline(run_dir, plt)
+    if p3 is not None:
+        out.append(p3)
+    return out
+
+
+def _raw(run_dir: Path, name: str) -> Path | None:
+    """raw/NAME, or raw/NAME.gz once the finished run compressed it."""
+    for path in (run_dir / "raw" / name, run_dir / "raw" / f"{name}.gz"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _open_text(path: Path) -> TextIO:
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", newline="")
+    return path.open(newline="")
+
+
+def _timeline(run_dir: Path, plt: object) -> Path | None:
+    """Free memory and the tail samples of the boot cell with the most
+    tail samples, against the time since its loads started."""
+    tail_csv, memory_csv = _raw(run_dir, "tail.csv"), _raw(run_dir, "memory.csv")
+    if tail_csv is None or memory_csv is None:
+        return None
+    late: dict[tuple[str, str, str], list[tuple[float, int]]] = {}
+    with _open_text(tail_csv) as f:
+        for rec in csv.DictReader(f):
+            key = (rec["cores"], rec["rep"], rec["cell"])
+            late.setdefault(key, []).append((float(rec["time_s"]), int(rec["latency_us"])))
+    if not late:
+        return None
+    key = max(late, key=lambda k: (len(late[k]), k))
+    mem = []
+    with _open_text(memory_csv) as f:
+        for rec in csv.DictReader(f):
+            if (rec["cores"], rec["rep"], rec["cell"]) == key and int(rec["loops"]) >= 0:
+                mem.append((float(rec["time_s"]), int(rec["memfree_kib"]) / 1024))
+    import matplotlib.pyplot as pyplot
+
+    assert plt is pyplot
+    fig, ax = pyplot.subplots(figsize=(7, 4))
+    ax.plot([t for t, _ in mem], [m for _, m in mem], color="tab:blue", label="MemFree")
+    ax.set_xlabel("s since the loads started")
+    ax.set_ylabel("MemFree (MiB)", color="tab:blue")
+    ax2 = ax.twinx()
+    ax2.plot(
+        [t for t, _ in late[key]],
+        [us for _, us in late[key]],
+        "o",
+        color="tab:red",
+        ms=3,
+        label=f"samples >= {TAIL_US} µs",
+    )
+    ax2.set_ylabel(f"cyclictest samples >= {TAIL_US} µs (µs)", color="tab:red")
+    cores, rep, cell = key
+    ax.set_title(f"linux-rt: {cores} core(s), {cell}, repetition {rep}")
+    fig.tight_layout()
+    p = run_dir / "timeline.png"
+    fig.savefig(p, dpi=110)
+    pyplot.close(fig)
+    return p

@@ -7,6 +7,7 @@ from tandem.exp.scenario import Key
 
 NAME = "linux-rt"
 PERIOD_US = 1000
+PARTS = ("cells", "cause")
 
 SCHEMA = {
     "settle_ms": Key(int, "ms a load runs before measuring starts", minimum=0, maximum=10_000),
@@ -21,6 +22,15 @@ SCHEMA = {
         str, "bytes each hdd worker writes before starting over", choices=("8M", "16M", "32M")
     ),
     "disk_mib": Key(int, "size of the virtio-blk disk", minimum=64, maximum=4096),
+    "affinity_with_io": Key(
+        bool, "also measure affinity and I/O load at once (not a figure of the paper)"
+    ),
+    "parts": Key(
+        list,
+        "cells: the paper's grid; cause: the page-list high mark of other core counts",
+        item=str,
+        choices=PARTS,
+    ),
 }
 
 # Paper 001's worst cases (µs), Xeon 8 cores, Linux 2.6.34 PREEMPT, real hardware.
