@@ -47,6 +47,7 @@ help:
 	@echo "make test    set up, build, lint, host unit tests and QEMU tests"
 	@echo "make build   build firmware, kernel, driver, tools and initramfs"
 	@echo "make bench   boot-time benchmark (./tandem bench boot)"
+	@echo "make trace-kernel  a Linux with latency tracers (build/linux-trace; ./tandem exp kernel-trace)"
 	@echo "make setup   install what the build needs (Debian bookworm, root)"
 	@echo "make fresh-test  make test and a boot in a throwaway Debian root (slow; root)"
 	@echo "make clean   remove build outputs (keeps downloaded packages)"
