@@ -408,7 +408,12 @@ def linux_rt_claims(root: Path = RESULTS) -> list[Claim]:
         return [_not_run(paper, c, f) for c, f in claims]
     run_id, s = found
     rows = _rows(s)
-    reps = f"median (range) of {s.get('reps', 1)} repetitions, {_mode_of(s)}"
+    n = int(_f(s.get("reps", 1)))
+    reps = (
+        f"median (range) of {n} repetitions, {_mode_of(s)}"
+        if n > 1
+        else f"one repetition, {_mode_of(s)}"
+    )
     grows = orderings.grows_with_cores(rows)
     # The cause part: one core with the page-list high mark of more cores.
     pcp = sorted(
