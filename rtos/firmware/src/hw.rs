@@ -185,6 +185,17 @@ pub fn yield_to_linux() {
     };
 }
 
+/// Whether the normal world's side has an interrupt pending for this core:
+/// the monitor's doorbell (Group 0) or one of Linux's (Non-secure Group 1),
+/// both signalled as FIQ at S-EL1, where FIQs stay masked (ISR_EL1.F shows
+/// them pending all the same).
+pub(crate) fn normal_world_calls() -> bool {
+    let isr: u64;
+    // SAFETY: reading ISR_EL1 has no side effects.
+    unsafe { core::arch::asm!("mrs {}, isr_el1", out(reg) isr, options(nomem, nostack)) };
+    isr & (1 << 6) != 0
+}
+
 /// Waits here, at S-EL1, until an interrupt is pending (masked or not).
 pub fn wait_for_interrupt() {
     // SAFETY: waiting has no memory effects; the RTOS's WFI is not trapped

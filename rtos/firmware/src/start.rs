@@ -113,7 +113,7 @@ fn idle(core: usize) -> ! {
         hw::take_interrupts();
         let now = hw::now();
         stats::busy(core, now - back);
-        if may_leave(now, hw::timer_deadline(), LEAVE) {
+        if may_leave(now, hw::timer_deadline(), LEAVE, hw::normal_world_calls()) {
             hw::yield_to_linux();
         } else {
             hw::wait_for_interrupt();
