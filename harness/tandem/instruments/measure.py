@@ -46,8 +46,11 @@ load_start() {{
 	# time for anything else; 10 kHz is a busy but sane timer load.
 	kernel) stress-ng --shm "$2" --switch "$2" --timer "$2" --timer-freq 10000 \
 		--memrate "$2" --memrate-bytes "$MEMORY_BYTES" $pin -q >/dev/null 2>&1 & ;;
-	io) stress-ng --hdd "$2" --hdd-bytes "$HDD_BYTES" --temp-path /mnt/disk $pin -q \
-		>/dev/null 2>&1 & ;;
+	# --hdd-opts fsync: a hdd worker unlinks its file as soon as it has
+	# opened it, so without a sync its dirty pages are dropped at close and
+	# never reach the disk (linux-rt run 20261126-154326: 0 sectors).
+	io) stress-ng --hdd "$2" --hdd-bytes "$HDD_BYTES" --hdd-opts fsync \
+		--temp-path /mnt/disk $pin -q >/dev/null 2>&1 & ;;
 	*) fail "unknown load $1" ;;
 	esac
 	LOADS="$LOADS $!"
