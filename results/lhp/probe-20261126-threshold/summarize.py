@@ -1,17 +1,20 @@
 """Each CPU's longest spin wait per hackbench run in this probe's console
 logs, grouped by the function that waited: count and the five longest (µs).
-Usage: python3 summarize.py LOG..."""
+Usage, from the repository's root: .venv/bin/python
+results/lhp/probe-20261126-threshold/summarize.py LOG..."""
 
 from __future__ import annotations
 
-import re
 import sys
+from pathlib import Path
 
-TICK_US = 0.016  # the virt board's 62.5 MHz counter
-HEAD = re.compile(r"^cpu\d+ ticks (\d+) lock \S+ irqs \d+$")
+# The harness's own parser of tandem_spin_longest and the board's counter.
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "harness"))
+from tandem.exp.lhp.parse import LONGEST_HEAD
+from tandem.platform.board import load_board
 
 
-def summarize(path: str) -> None:
+def summarize(path: str, tick_us: float) -> None:
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
     boot = "(one boot)"
@@ -19,9 +22,9 @@ def summarize(path: str) -> None:
     for i, line in enumerate(lines):
         if line.startswith("=== "):
             boot = line[4:]
-        elif m := HEAD.match(line):
+        elif m := LONGEST_HEAD.match(line.strip()):
             waiter = lines[i + 2].strip().split("+")[0]
-            wait_us = int(m.group(1)) * TICK_US
+            wait_us = int(m.group(2)) * tick_us
             waits.setdefault(boot, {}).setdefault(waiter, []).append(wait_us)
     for boot, by_waiter in waits.items():
         print(
@@ -33,5 +36,6 @@ def summarize(path: str) -> None:
 
 
 if __name__ == "__main__":
+    tick = 1e6 / load_board().counter_hz
     for log in sys.argv[1:]:
-        summarize(log)
+        summarize(log, tick)
