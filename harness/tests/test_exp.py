@@ -1109,3 +1109,31 @@ def test_linux_rt_kernel_trace_parses_windows() -> None:
     path = "`free_pcppages_bulk < free_unref_page_commit < free_unref_page_list`"
     assert f"| {path} | 1 | 1 | 222 | 222 |" in text
     assert "Longest on cyclictest's CPU: 222 µs on CPU 0 (cyclictest on CPU 0)" in text
+
+
+def test_a_run_is_stamped_before_it_measures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit made during a two-hour run must not be recorded as what the
+    run measured: the provenance is collected before the first boot."""
+    from tandem import provenance
+
+    events: list[str] = []
+
+    def stamp(values: object) -> dict[str, object]:
+        events.append("stamp")
+        return {"commit": "at-start"}
+
+    def measure(s: scenario.Scenario, out: Path) -> dict[str, object]:
+        events.append("measure")
+        return {"experiment": "stamped"}
+
+    fake = exp.Experiment(
+        "stamped", rtos_app.SCHEMA, measure, lambda d, s: None, lambda d, c: "report\n"
+    )
+    write(tmp_path, "stamped", APP_SCENARIO.format(name="stamped"))
+    monkeypatch.setattr(provenance, "collect", stamp)
+    monkeypatch.setattr(exp, "get", lambda name, directory: fake)
+    out = exp.run("stamped", quick=False, overrides={}, out_root=tmp_path / "r", directory=tmp_path)
+    assert events == ["stamp", "measure"]
+    assert json.loads((out / "summary.json").read_text())["provenance"] == {"commit": "at-start"}

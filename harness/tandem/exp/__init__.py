@@ -110,11 +110,14 @@ def run(
     partial = PartialRun(out_root / name)
     print(f"exp {name}: measuring into {partial.dir}", file=sys.stderr)
     command = command_line(name, quick, s.overrides)
+    # Stamped before measuring: a run lasts up to two hours, and a commit or
+    # an edit made meanwhile must not be recorded as what it measured.
+    stamp = provenance.collect(s.values)
     try:
         started = time.monotonic()
         summary = exp.run(s, partial.dir)
         summary["command"] = command
-        summary["provenance"] = provenance.collect(s.values)
+        summary["provenance"] = stamp
         summary["host_seconds"] = round(time.monotonic() - started, 1)
         write_atomic(partial.dir / "summary.json", json.dumps(summary, indent=2) + "\n")
         finish(exp, partial.dir, summary, command)
