@@ -269,6 +269,8 @@ def restart(
     if count < 1:
         raise TandemError("bench restart: --count must be at least 1")
     clock = Clock()
+    # Taken before the boot, as `tandem exp run` does.
+    stamp = provenance.collect({"timing": options.timing, "quantum_ns": options.quantum_ns})
 
     def echo(line: str) -> None:
         generation = clock.line(line, time.monotonic())
@@ -318,9 +320,7 @@ def restart(
         "rtos_jobs": {str(c): j for c, (j, _) in cores.items()},
         "rtos_missed": {str(c): x for c, (_, x) in cores.items()},
         "rtos_missed_total": status.missed,
-        "provenance": provenance.collect(
-            {"timing": options.timing, "quantum_ns": options.quantum_ns}
-        ),
+        "provenance": stamp,
         "restarts": rows,
     }
     out = new_run_dir(out_root / "restart")

@@ -158,6 +158,9 @@ def run(
     boots: list[Boot] = []
     started = time.monotonic()
     quantum_ns = BootOptions().quantum_ns
+    # Taken before the first boot, as `tandem exp run` does (the trace runs
+    # for hours; a commit meanwhile is not what it measured).
+    stamp = provenance.collect({"timing": "percore", "quantum_ns": quantum_ns})
     for n in cores:
         text = script(n, samples, io, settle_ms)
         opts = BootOptions(
@@ -193,7 +196,7 @@ def run(
             }
             for b in boots
         ],
-        "provenance": provenance.collect({"timing": "percore", "quantum_ns": quantum_ns}),
+        "provenance": stamp,
         "host_seconds": round(time.monotonic() - started, 1),
     }
     write_atomic(partial.dir / "summary.json", json.dumps(summary, indent=2) + "\n")
