@@ -143,7 +143,12 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
 
 @pytest.mark.qemu
 def test_heteroos_trace_shows_core_3_never_in_linux(tmp_path: Path) -> None:
-    out = trace.run(BootOptions(config="heteroos"), 10.0, "hackbench", tmp_path)
+    # Per-core timing: the RTOS's 1 ms tick on core 3 then lands in every
+    # 10 ms window. In host timing a host busy with the three loaded vCPUs
+    # can hold core 3's timer back for the whole window (2 of 14 boots on
+    # 2026-11-26, one under make test, read core 3 100 % idle).
+    options = BootOptions(config="heteroos", timing="percore")
+    out = trace.run(options, 10.0, "hackbench", tmp_path)
     assert out.parent == tmp_path / "trace"
     summary = json.loads((out / "summary.json").read_text())
     share = summary["share"]
