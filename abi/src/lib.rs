@@ -10,6 +10,7 @@ extern crate std;
 pub mod boot;
 pub mod image;
 pub mod partition;
+pub mod priority;
 pub mod rpc;
 pub mod shm;
 pub mod smc;

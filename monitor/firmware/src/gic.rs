@@ -10,12 +10,15 @@ use arm_sysregs::el3::accessors::write_icc_sre_el3;
 use arm_sysregs::el3::registers::IccSreEl3;
 use core::ptr::NonNull;
 use safe_mmio::UniqueMmioPointer;
+use tandem_abi::priority;
 use tandem_board::BOARD;
 use tandem_lock::SpinLock;
 
 static GIC: SpinLock<Option<GicV3<'static>>> = SpinLock::new(None);
 
-/// The monitor's doorbell: a Group 0 SGI (Group 0 is EL3's own).
+/// The monitor's doorbell: a Group 0 SGI (Group 0 is EL3's own), below every
+/// RTOS interrupt (`tandem_abi::priority`): Linux can make the monitor ring
+/// it at will, and while it is pending, it must hide none of the RTOS's.
 const DOORBELL: IntId = IntId::sgi(BOARD.sgi.monitor);
 
 /// Distributor setup, once, by the boot core before any other core runs Rust.
@@ -37,8 +40,11 @@ pub fn init_distributor() {
 
 /// Per-core setup: wake this core's redistributor (Linux cannot: GICR_WAKER is
 /// secure-only), make its SGIs and PPIs Non-secure Group 1 except the secure
-/// timer, and let lower ELs use the system-register CPU interface.
-pub fn init_this_core(core: usize) {
+/// timer, and let lower ELs use the system-register CPU interface. On a core
+/// Linux never runs on (`linux_here` false), Linux's group is not signalled
+/// at all: an interrupt Linux routed or sent there would stay pending for
+/// ever, keep the RTOS's idle core leaving and the monitor's wait waking.
+pub fn init_this_core(core: usize, linux_here: bool) {
     // SAFETY: sets SRE, DFB, DIB and Enable; SRE never goes from 1 to 0.
     unsafe {
         write_icc_sre_el3(IccSreEl3::SRE | IccSreEl3::DFB | IccSreEl3::DIB | IccSreEl3::ENABLE)
@@ -66,7 +72,9 @@ pub fn init_this_core(core: usize) {
     redist
         .set_group(DOORBELL, Group::Secure(SecureIntGroup::Group0))
         .expect("an SGI");
-    redist.set_interrupt_priority(DOORBELL, 0).expect("an SGI");
+    redist
+        .set_interrupt_priority(DOORBELL, priority::MONITOR_DOORBELL)
+        .expect("an SGI");
     redist.enable_interrupt(DOORBELL, true).expect("an SGI");
     drop(guard);
     // PMR resets to 0, a Secure-range priority; while SCR_EL3.FIQ is set the
@@ -74,11 +82,12 @@ pub fn init_this_core(core: usize) {
     // unmask its interrupts. Open it fully; each world sets its own after.
     GicCpuInterface::set_priority_mask(0xFF);
     GicCpuInterface::enable_group0(true);
-    GicCpuInterface::enable_group1_non_secure(true);
+    GicCpuInterface::enable_group1_non_secure(linux_here);
 }
 
 /// Whether this core's CPU interface signals Linux's interrupts (Non-secure
-/// Group 1).
+/// Group 1). Linux turns it on again itself when it starts on the core (its
+/// GIC driver writes ICC_IGRPEN1_EL1, Non-secure Group 1's own enable).
 pub fn normal_world_interrupts(on: bool) {
     GicCpuInterface::enable_group1_non_secure(on);
 }
@@ -121,7 +130,11 @@ fn pending(group: InterruptGroup) -> Option<IntId> {
 }
 
 /// Acknowledges this core's doorbell if it rang; true if it did. Any other
-/// Group 0 interrupt (none should exist) is acknowledged and reported.
+/// Group 0 interrupt (none should exist: Linux cannot make one, the group
+/// registers being secure) is acknowledged and reported. An RTOS interrupt
+/// pending at once ranks above the doorbell and hides it (the highest
+/// pending interrupt is not of Group 0): then the doorbell stays pending
+/// and is taken after the RTOS's turn.
 #[inline(always)]
 pub fn take_doorbell() -> bool {
     // Inline up to here: an RTOS interrupt preempting Linux finds no Group 0

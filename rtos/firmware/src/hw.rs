@@ -7,6 +7,7 @@ use arm_gic::gicv3::{GicCpuInterface, GicV3, SgiTarget, SgiTargetGroup};
 use arm_gic::{IntId, InterruptGroup};
 use core::ptr::NonNull;
 use safe_mmio::UniqueMmioPointer;
+use tandem_abi::priority;
 use tandem_abi::smc::tos;
 use tandem_board::BOARD;
 use tandem_lock::SpinLock;
@@ -18,15 +19,16 @@ pub const RESCHEDULE: IntId = IntId::sgi(BOARD.sgi.reschedule);
 /// GICD_ISPENDR<n>: set-pending registers of the distributor.
 const GICD_ISPENDR: usize = 0x200;
 /// Priority of the kernel's interrupts (its timer, the reschedule SGI): in
-/// the secure half, above anything of Linux's.
-const PRIORITY: u8 = 0x20;
+/// the secure half, above anything of Linux's and the monitor's doorbell
+/// (`tandem_abi::priority`).
+const PRIORITY: u8 = priority::RTOS_KERNEL;
 /// Priority of the applications' interrupts: still above anything of
 /// Linux's, but below the kernel's, so that when both are pending the timer
 /// is taken first, and that the timer preempts an application's top half
 /// (a preemption group of its own: see `init_core`), however often and
 /// however long Linux makes an application's interrupt run (the RPC
 /// doorbell rings for every RPC_NOTIFY).
-const APP_PRIORITY: u8 = 0x30;
+const APP_PRIORITY: u8 = priority::RTOS_APPS;
 
 static GIC: SpinLock<Option<GicV3<'static>>> = SpinLock::new(None);
 
@@ -188,7 +190,9 @@ pub fn yield_to_linux() {
 /// Whether the normal world's side has an interrupt pending for this core:
 /// the monitor's doorbell (Group 0) or one of Linux's (Non-secure Group 1),
 /// both signalled as FIQ at S-EL1, where FIQs stay masked (ISR_EL1.F shows
-/// them pending all the same).
+/// them pending all the same). Both rank below every RTOS interrupt, so
+/// this is seen only when none of the RTOS's is pending; and the monitor
+/// does not let Linux's be signalled on a core where Linux is off.
 pub(crate) fn normal_world_calls() -> bool {
     let isr: u64;
     // SAFETY: reading ISR_EL1 has no side effects.
