@@ -10,6 +10,9 @@
 #[cfg(test)]
 extern crate std;
 
+pub mod inject;
+pub mod lifecycle;
+pub mod logring;
 pub mod memory_map;
 pub mod platform;
 pub mod psci;

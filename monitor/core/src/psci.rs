@@ -16,7 +16,18 @@
 //! its own instance's cores, starts them only inside its own RAM, and its
 //! restart turns only its own cores off. Without, every core is instance 0
 //! with all of normal RAM.
+//!
+//! While the monitor stops an instance ([`PsciState::stop`], its reboot or
+//! power-off: `crate::lifecycle`), the instance's CPU_ONs are refused and
+//! any it had pending are dropped, so no core can start the old Linux after
+//! it stopped there; [`PsciState::restart`] ends that.
+//!
+//! Changes happen under the monitor's PSCI lock; Linux's queries
+//! (AFFINITY_INFO, PV_TIME_ST, a CPU_ON of a core already on) are answered
+//! from a [`PsciView`] published after every change, without the lock, so
+//! no storm of calls from other cores can hold a core at EL3.
 
+use core::sync::atomic::{AtomicU8, Ordering};
 use tandem_abi::MAX_CORES;
 use tandem_abi::partition::MAX_PARTITIONS;
 use tandem_abi::smc::ret;
@@ -73,6 +84,8 @@ pub struct PsciState {
     instance: [u8; MAX_CORES],
     /// Each instance's RAM: where its cores may start.
     ram: [MemoryRange; MAX_PARTITIONS],
+    /// Each instance being stopped by the monitor (until its restart).
+    stopping: [bool; MAX_PARTITIONS],
     board: Board,
 }
 
@@ -85,6 +98,7 @@ impl PsciState {
             present: [false; MAX_CORES],
             instance: [0; MAX_CORES],
             ram: [board.normal_ram; MAX_PARTITIONS],
+            stopping: [false; MAX_PARTITIONS],
             board,
         }
     }
@@ -134,6 +148,7 @@ impl PsciState {
     }
 
     /// PSCI CPU_ON from `caller`: validate and mark the target pending.
+    /// Refused (INTERNAL_FAILURE) while the monitor stops the instance.
     pub fn cpu_on(
         &mut self,
         caller: usize,
@@ -142,11 +157,11 @@ impl PsciState {
         context_id: u64,
     ) -> Result<(), i64> {
         let core = self.present_core(caller, target_mpidr)?;
-        let in_linux_ram = self.ram[self.instance(core)].contains(entry, 4)
-            && !self.board.shared.contains(entry & !0xFFF, 1)
-            && entry.is_multiple_of(4);
-        if !in_linux_ram {
+        if !valid_entry(&self.board, self.ram[self.instance(core)], entry) {
             return Err(ret::INVALID_ADDRESS);
+        }
+        if self.stopping[self.instance(core)] {
+            return Err(ret::INTERNAL_FAILURE);
         }
         match self.cores[core] {
             CoreState::On => Err(ret::ALREADY_ON),
@@ -161,6 +176,9 @@ impl PsciState {
     /// A parked core looks for work: its entry point and context id if a
     /// CPU_ON is pending for it (and it is then `On`).
     pub fn take_pending(&mut self, core: usize) -> Option<(u64, u64)> {
+        if self.stopping[self.instance(core)] {
+            return None;
+        }
         match self.cores[core] {
             CoreState::OnPending { entry, context_id } => {
                 self.cores[core] = CoreState::On;
@@ -176,11 +194,34 @@ impl PsciState {
         let others_alive = (0..MAX_CORES).any(|i| {
             i != core && self.instance[i] == self.instance[core] && self.cores[i] != CoreState::Off
         });
-        if self.cores[core] != CoreState::On || !others_alive {
+        if self.cores[core] != CoreState::On || !others_alive || self.stopping[self.instance(core)]
+        {
             return Err(ret::DENIED);
         }
         self.cores[core] = CoreState::Off;
         Ok(())
+    }
+
+    /// The monitor stops `instance` (its reboot or power-off): every core
+    /// of it is off for PSCI, the CPU_ONs it had pending are dropped and
+    /// new ones refused until [`Self::restart`]. Returns false if it was
+    /// being stopped already (a second request changes nothing).
+    pub fn stop(&mut self, instance: usize) -> bool {
+        if self.stopping[instance] {
+            return false;
+        }
+        self.stopping[instance] = true;
+        for ((state, present), i) in self.cores.iter_mut().zip(self.present).zip(self.instance) {
+            if present && usize::from(i) == instance {
+                *state = CoreState::Off;
+            }
+        }
+        true
+    }
+
+    /// Whether the monitor is stopping (or has stopped) `instance`.
+    pub fn stopping(&self, instance: usize) -> bool {
+        self.stopping[instance]
     }
 
     /// Linux restarts (the monitor stopped it on every core of its
@@ -194,11 +235,27 @@ impl PsciState {
                 *state = CoreState::Off;
             }
         }
+        self.stopping[usize::from(instance)] = false;
         self.cores[boot_core] = CoreState::OnPending { entry, context_id };
     }
 
+    /// Publishes every core's state to `view`, for the lock-free queries.
+    pub fn publish(&self, view: &PsciView) {
+        for core in 0..MAX_CORES {
+            let code = match (self.present[core], self.cores[core]) {
+                (false, _) => view::ABSENT,
+                (true, CoreState::Off) => view::OFF,
+                (true, CoreState::OnPending { .. }) => view::ON_PENDING,
+                (true, CoreState::On) => view::ON,
+            };
+            view.state[core].store(code, Ordering::Release);
+            view.instance[core].store(self.instance[core], Ordering::Release);
+        }
+    }
+
     /// PSCI AFFINITY_INFO from `caller`: only level 0 (a single core) is
-    /// supported.
+    /// supported. (Linux's calls are answered by [`PsciView::affinity_info`],
+    /// which must agree with this; the tests check it.)
     pub fn affinity_info(
         &self,
         caller: usize,
@@ -214,6 +271,93 @@ impl PsciState {
             CoreState::Off => affinity::OFF,
             CoreState::OnPending { .. } => affinity::ON_PENDING,
         })
+    }
+}
+
+/// Whether `entry` may start a core of an instance with RAM `ram`: inside
+/// it, word aligned, and not in the shared region.
+fn valid_entry(board: &Board, ram: MemoryRange, entry: u64) -> bool {
+    ram.contains(entry, 4) && !board.shared.contains(entry & !0xFFF, 1) && entry.is_multiple_of(4)
+}
+
+/// [`PsciView`]'s state codes.
+mod view {
+    pub const ABSENT: u8 = 0;
+    pub const OFF: u8 = 1;
+    pub const ON_PENDING: u8 = 2;
+    pub const ON: u8 = 3;
+}
+
+/// Every core's PSCI state as the last change under the lock left it, read
+/// without the lock. A query answered from it may be a moment old, as any
+/// answer about another core is by the time its caller reads it.
+#[derive(Debug)]
+pub struct PsciView {
+    state: [AtomicU8; MAX_CORES],
+    instance: [AtomicU8; MAX_CORES],
+}
+
+impl PsciView {
+    /// Every core absent, as [`PsciState::new`].
+    pub const fn new() -> Self {
+        Self {
+            state: [const { AtomicU8::new(view::ABSENT) }; MAX_CORES],
+            instance: [const { AtomicU8::new(0) }; MAX_CORES],
+        }
+    }
+
+    fn code(&self, core: usize) -> u8 {
+        self.state[core].load(Ordering::Acquire)
+    }
+
+    /// The core `mpidr` names, if it is present for Linux and in `caller`'s
+    /// instance (as [`PsciState`] checks it).
+    fn present_core(&self, board: &Board, caller: usize, mpidr: u64) -> Result<usize, i64> {
+        if mpidr & !MPIDR_AFFINITY_MASK != 0 {
+            return Err(ret::INVALID_PARAMETERS);
+        }
+        match board.core_index(mpidr) {
+            Some(i)
+                if i < MAX_CORES
+                    && caller < MAX_CORES
+                    && self.code(i) != view::ABSENT
+                    && self.instance[caller].load(Ordering::Acquire)
+                        == self.instance[i].load(Ordering::Acquire) =>
+            {
+                Ok(i)
+            }
+            _ => Err(ret::INVALID_PARAMETERS),
+        }
+    }
+
+    /// AFFINITY_INFO, as [`PsciState::affinity_info`] answers it.
+    pub fn affinity_info(
+        &self,
+        board: &Board,
+        caller: usize,
+        target_mpidr: u64,
+        lowest_level: u64,
+    ) -> Result<i64, i64> {
+        if lowest_level != 0 {
+            return Err(ret::INVALID_PARAMETERS);
+        }
+        let core = self.present_core(board, caller, target_mpidr)?;
+        Ok(match self.code(core) {
+            view::ON => affinity::ON,
+            view::ON_PENDING => affinity::ON_PENDING,
+            _ => affinity::OFF,
+        })
+    }
+
+    /// Whether `core` runs Linux (`On`).
+    pub fn is_on(&self, core: usize) -> bool {
+        core < MAX_CORES && self.code(core) == view::ON
+    }
+}
+
+impl Default for PsciView {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

@@ -6,20 +6,28 @@
 //! handler: PSCI_FEATURES answers from it, the fuzz test and the generated
 //! C header (`tandem-abi-gen`) enumerate it, so the list exists once.
 
-use crate::psci::PsciState;
+use crate::lifecycle::{Instances, Lifecycle};
+use crate::psci::{CheckIn, PsciState, PsciView};
 use crate::smc::{Args, Function, Outcome, Service, Signal, SmcCall, Table, World, owner};
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use tandem_abi::smc::*;
-use tandem_board::Board;
+use tandem_board::{Board, MemoryRange};
 use tandem_lock::SpinLock;
 
 /// State the services work on, shared by every core. Only PSCI's power
-/// states change at run time, so only they sit behind a lock: the RTOS's
-/// YIELD, taken on every world switch, never waits for another core.
+/// states change at run time, so only they sit behind a lock, and no core
+/// ever waits for it at EL3 on Linux's behalf: a Linux call that finds it
+/// taken is issued again ([`Outcome::Retry`]), Linux's queries read a view
+/// published after every change, and the RTOS's YIELD, taken on every
+/// world switch, touches none of it.
 #[derive(Debug)]
 pub struct Monitor {
-    /// PSCI power states.
-    pub psci: SpinLock<PsciState>,
+    /// PSCI power states (private: every change republishes `psci_view`).
+    psci: SpinLock<PsciState>,
+    /// The power states as the last change left them, read without the lock.
+    psci_view: PsciView,
+    /// Linux's stops and restarts (`crate::lifecycle`).
+    pub lifecycle: Lifecycle,
     /// The board we run on.
     pub board: Board,
     /// PV time is offered (boot configuration feature `FEATURE_STEAL_TIME`;
@@ -34,11 +42,25 @@ pub struct Monitor {
     maybe_pending: AtomicU64,
 }
 
+/// What an idle core's look for a Linux entry found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pending {
+    /// Nothing is waiting for this core.
+    Nothing,
+    /// A CPU_ON (or a restart) left this entry and context ID: Linux starts.
+    Entry(u64, u64),
+    /// Something may wait, but another core holds the PSCI lock: look again
+    /// without sleeping, after the RTOS had its turn if it has work.
+    Busy,
+}
+
 impl Monitor {
     /// Fresh state for `board`: every core off, no PV time, no RPC.
     pub const fn new(board: Board) -> Self {
         Self {
             psci: SpinLock::new(PsciState::new(board)),
+            psci_view: PsciView::new(),
+            lifecycle: Lifecycle::new(),
             board,
             steal_time: AtomicBool::new(false),
             rpc_cores: AtomicU8::new(0),
@@ -47,25 +69,130 @@ impl Monitor {
         }
     }
 
+    /// Runs `f` on the PSCI state under its lock, waiting for the lock (cold
+    /// boot, the monitor's own restarts: never on a Linux call), then
+    /// publishes the view.
+    fn psci_locked<R>(&self, f: impl FnOnce(&mut PsciState) -> R) -> R {
+        let mut psci = self.psci.lock();
+        let r = f(&mut psci);
+        psci.publish(&self.psci_view);
+        r
+    }
+
+    /// Runs `f` on the PSCI state if its lock is free, then publishes the
+    /// view; `None` if another core holds it.
+    fn psci_if_free<R>(&self, f: impl FnOnce(&mut PsciState) -> R) -> Option<R> {
+        let mut psci = self.psci.try_lock()?;
+        let r = f(&mut psci);
+        psci.publish(&self.psci_view);
+        Some(r)
+    }
+
+    /// A Linux call's change to the PSCI state, or [`Outcome::Retry`] if the
+    /// lock is taken.
+    fn psci_call(&self, f: impl FnOnce(&mut PsciState) -> Outcome) -> Outcome {
+        self.psci_if_free(f).unwrap_or(Outcome::Retry)
+    }
+
+    /// Sets this boot's Linux instances and gives each core to its
+    /// instance in PSCI. Boot core, at cold boot, before any Linux runs.
+    pub fn configure_linux(&self, instances: Instances, cores: usize) {
+        self.lifecycle.configure(instances);
+        self.psci_locked(|p| {
+            for (i, instance) in instances.iter().enumerate() {
+                for c in (0..cores).filter(|&c| instance.has_core(c)) {
+                    let ram = MemoryRange {
+                        base: instance.ram.base,
+                        size: instance.ram.size,
+                    };
+                    p.assign(c, i, ram);
+                }
+            }
+        });
+    }
+
+    /// `core` reached the monitor at cold boot, in `role`.
+    pub fn check_in(&self, core: usize, role: CheckIn) {
+        self.psci_locked(|p| p.check_in(core, role));
+    }
+
     /// The Linux entry waiting for `core`, if any (then the core is `On`).
     /// Takes the PSCI lock only when a CPU_ON or a restart since the last
-    /// look may have left one, so an idle core waiting for its RTOS's
-    /// interrupt never queues behind Linux's PSCI calls.
-    pub fn take_pending(&self, core: usize) -> Option<(u64, u64)> {
+    /// look may have left one, and never waits for it: an idle core waiting
+    /// for its RTOS's interrupt never queues behind Linux's PSCI calls.
+    pub fn take_pending(&self, core: usize) -> Pending {
         let bit = 1u64 << core;
         // Cleared before the lock: a CPU_ON accepted after this sets the bit
         // again once its state is in, and the next look finds it.
         if self.maybe_pending.fetch_and(!bit, Ordering::AcqRel) & bit == 0 {
-            return None;
+            return Pending::Nothing;
         }
-        self.psci.lock().take_pending(core)
+        match self.psci_if_free(|p| p.take_pending(core)) {
+            Some(Some((entry, context_id))) => Pending::Entry(entry, context_id),
+            Some(None) => Pending::Nothing,
+            None => {
+                self.maybe_pending.fetch_or(bit, Ordering::AcqRel);
+                Pending::Busy
+            }
+        }
     }
 
-    /// Linux starts again from `entry` on `boot_core` (`PsciState::restart`).
-    pub fn restart_linux(&self, boot_core: usize, entry: u64, context_id: u64) {
-        self.psci.lock().restart(boot_core, entry, context_id);
+    /// Whether Linux must stop on `core` (its instance is being stopped).
+    #[inline(always)]
+    pub fn stop_requested(&self, core: usize) -> bool {
+        self.lifecycle.stop_requested(core)
+    }
+
+    /// Linux on `core` asked to stop (SYSTEM_OFF, `restart` false) or to
+    /// restart (SYSTEM_RESET): decides what happens. Its instance is marked
+    /// stopping in PSCI (its pending CPU_ONs dropped, new ones refused) and
+    /// each of its cores asked to stop, in one step under the PSCI lock, so
+    /// that no core can start this Linux after it stopped there.
+    fn stop_linux(&self, core: usize, restart: bool) -> Outcome {
+        let Some(instance) = self.lifecycle.instance_of(core) else {
+            // Only Linux's cores call; a core without one has nothing to stop.
+            return Outcome::value(ret::DENIED);
+        };
+        let cores = self
+            .lifecycle
+            .instances()
+            .map_or(0, |i| i.get(instance).cores);
+        self.psci_call(|p| {
+            if !p.stop(instance) {
+                // Under way already: this core stops with the others.
+                return Outcome::StopLinux { restart, wake: 0 };
+            }
+            self.lifecycle.request_stop(instance, cores, restart);
+            Outcome::StopLinux {
+                restart,
+                wake: cores & !(1 << core),
+            }
+        })
+    }
+
+    /// Linux is off on `core` now (it was asked to stop). Returns the boot
+    /// core to wake (another core), which may be waiting for this.
+    pub fn linux_stopped(&self, core: usize) -> Option<usize> {
+        self.lifecycle.stopped(core)
+    }
+
+    /// Instance `index` starts again from `entry` on its boot core with x0 =
+    /// `context_id` (its images are copied): every other core of it is off
+    /// again, its CPU_ONs accepted again. Returns its new generation.
+    pub fn restart_linux(&self, index: usize, entry: u64, context_id: u64) -> u32 {
+        let boot_core = self
+            .lifecycle
+            .instances()
+            .expect("a restart follows cold boot")
+            .get(index)
+            .boot_core;
+        let generation = self.psci_locked(|p| {
+            p.restart(boot_core, entry, context_id);
+            self.lifecycle.restarted(index)
+        });
         self.maybe_pending
             .fetch_or(1 << boot_core, Ordering::Release);
+        generation
     }
 
     /// Turns PV time (stolen-time accounting) on or off. Boot core only,
@@ -103,7 +230,7 @@ pub const SERVICES: Table<Monitor> = Table::new(&[
         callers: &[World::Secure],
         functions: &[
             function(tos::YIELD, |_, _| Outcome::YieldToNormal),
-            function(tos::STOP, |_, _| Outcome::SystemOff),
+            function(tos::STOP, |_, _| Outcome::MachineOff),
         ],
     },
     Service {
@@ -176,28 +303,44 @@ const PSCI: &[Function<Monitor>] = &[
     function(PSCI_CPU_ON_32, cpu_on),
     function(PSCI_CPU_ON_64, cpu_on),
     function(PSCI_CPU_OFF, |m, call| {
-        match m.psci.lock().cpu_off(call.core) {
+        m.psci_call(|p| match p.cpu_off(call.core) {
             Ok(()) => Outcome::CpuOff,
             Err(e) => Outcome::value(e),
-        }
+        })
     }),
     function(PSCI_AFFINITY_INFO_32, affinity_info),
     function(PSCI_AFFINITY_INFO_64, affinity_info),
     function(PSCI_MIGRATE_INFO_TYPE, |_, _| {
         Outcome::value(PSCI_MIGRATE_INFO_TYPE_NOT_PRESENT.into())
     }),
-    function(PSCI_SYSTEM_OFF, |_, _| Outcome::SystemOff),
-    function(PSCI_SYSTEM_RESET, |_, _| Outcome::SystemReset),
+    function(PSCI_SYSTEM_OFF, system_off),
+    function(PSCI_SYSTEM_RESET, |m, call| m.stop_linux(call.core, true)),
     function(PSCI_SYSTEM_RESET2_32, system_reset2),
     function(PSCI_SYSTEM_RESET2_64, system_reset2),
 ];
 
+/// SYSTEM_OFF: Linux alone stops (its power-off) and the RTOS runs on,
+/// unless the boot configuration (or its partition) says its power-off
+/// ends the machine.
+fn system_off(m: &Monitor, call: &Args<'_>) -> Outcome {
+    let ends_machine = m
+        .lifecycle
+        .instance_of(call.core)
+        .zip(m.lifecycle.instances())
+        .is_some_and(|(i, all)| all.get(i).off_stops_machine);
+    if ends_machine {
+        Outcome::MachineOff
+    } else {
+        m.stop_linux(call.core, false)
+    }
+}
+
 /// SYSTEM_RESET2: the one architectural reset type, a warm reset, which
 /// the monitor carries out as SYSTEM_RESET; no vendor types.
-fn system_reset2(_: &Monitor, call: &Args<'_>) -> Outcome {
+fn system_reset2(m: &Monitor, call: &Args<'_>) -> Outcome {
     const SYSTEM_WARM_RESET: u32 = 0;
     if call.arg(1) as u32 == SYSTEM_WARM_RESET {
-        Outcome::SystemReset
+        m.stop_linux(call.core, true)
     } else {
         Outcome::value(ret::INVALID_PARAMETERS)
     }
@@ -234,28 +377,27 @@ fn cpu_suspend(_: &Monitor, call: &Args<'_>) -> Outcome {
 }
 
 fn cpu_on(m: &Monitor, call: &Args<'_>) -> Outcome {
-    let accepted = m
-        .psci
-        .lock()
-        .cpu_on(call.core, call.arg(1), call.arg(2), call.arg(3));
-    match accepted {
-        // Accepted: the target is a present core.
-        Ok(()) => match m.board.core_index(call.arg(1)) {
-            Some(target) => {
-                m.maybe_pending.fetch_or(1 << target, Ordering::Release);
-                Outcome::ReturnAndSignal([0; 4], Signal::wake(target))
-            }
-            None => Outcome::value(ret::INTERNAL_FAILURE),
+    m.psci_call(
+        |p| match p.cpu_on(call.core, call.arg(1), call.arg(2), call.arg(3)) {
+            // Accepted: the target is a present core.
+            Ok(()) => match m.board.core_index(call.arg(1)) {
+                Some(target) => {
+                    m.maybe_pending.fetch_or(1 << target, Ordering::Release);
+                    Outcome::ReturnAndSignal([0; 4], Signal::wake(target))
+                }
+                None => Outcome::value(ret::INTERNAL_FAILURE),
+            },
+            Err(e) => Outcome::value(e),
         },
-        Err(e) => Outcome::value(e),
-    }
+    )
 }
 
+/// AFFINITY_INFO, from the published view: Linux polls it (a core going
+/// off), and a storm of it from other cores must not hold anyone at EL3.
 fn affinity_info(m: &Monitor, call: &Args<'_>) -> Outcome {
     result(
-        m.psci
-            .lock()
-            .affinity_info(call.core, call.arg(1), call.arg(2)),
+        m.psci_view
+            .affinity_info(&m.board, call.core, call.arg(1), call.arg(2)),
     )
 }
 
@@ -276,8 +418,7 @@ fn pv_time_st(m: &Monitor, call: &Args<'_>) -> Outcome {
     if !m.steal_time() {
         return Outcome::NOT_SUPPORTED;
     }
-    let on = call.core < m.board.max_cores
-        && m.psci.lock().state(call.core) == crate::psci::CoreState::On;
+    let on = call.core < m.board.max_cores && m.psci_view.is_on(call.core);
     if !on {
         return Outcome::INVALID_PARAMETERS;
     }
@@ -308,8 +449,9 @@ fn rpc_notify(m: &Monitor, call: &Args<'_>) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::psci::CheckIn;
     use crate::smc::FunctionId;
+    use tandem_abi::boot::{Policies, Policy};
+    use tandem_abi::image::Span;
     use tandem_board::BOARD;
 
     /// `fid` with x1.. = `args` from `from` on `core`, imm16 0.
@@ -320,27 +462,46 @@ mod tests {
         handle(m, &SmcCall::new(&regs, 0, from, core))
     }
 
-    fn booted() -> Monitor {
+    /// Linux's RAM in these tests: all of the board's normal RAM.
+    fn normal_ram() -> Span {
+        Span {
+            base: BOARD.normal_ram.base,
+            size: BOARD.normal_ram.size,
+        }
+    }
+
+    /// A monitor after cold boot: one Linux on cores 0-3 (its SYSTEM_OFF
+    /// stopping it alone unless `off_stops_machine`), started on core 0.
+    fn booted_with(off_stops_machine: bool) -> Monitor {
         let m = Monitor::new(BOARD);
-        m.psci.lock().check_in(
+        let policies = Policies::uniform(4, Policy::Shared);
+        m.configure_linux(
+            Instances::new(&policies, None, normal_ram(), off_stops_machine),
+            4,
+        );
+        m.check_in(
             0,
             CheckIn::BootCore {
                 entry: 0x4020_0000,
                 context_id: 0,
             },
         );
-        m.psci.lock().take_pending(0);
+        assert_eq!(m.take_pending(0), Pending::Entry(0x4020_0000, 0));
         for c in 1..4 {
-            m.psci.lock().check_in(c, CheckIn::Secondary);
+            m.check_in(c, CheckIn::Secondary);
         }
         m
+    }
+
+    fn booted() -> Monitor {
+        booted_with(false)
     }
 
     #[test]
     fn an_idle_core_looks_past_the_psci_lock_until_a_cpu_on() {
         let m = std::sync::Arc::new(booted());
         // Every core's first look may find the boot entry; then none.
-        assert_eq!(m.take_pending(2), None);
+        assert_eq!(m.take_pending(2), Pending::Nothing);
         // Linux's cores hold the lock (a storm of PSCI calls): an idle
         // core's look must not wait for it.
         let held = m.psci.lock();
@@ -349,17 +510,60 @@ mod tests {
         std::thread::spawn(move || tx.send(looker.take_pending(2)).unwrap());
         let looked = rx.recv_timeout(std::time::Duration::from_secs(2));
         drop(held);
-        assert_eq!(looked, Ok(None), "the look waited for the PSCI lock");
+        assert_eq!(
+            looked,
+            Ok(Pending::Nothing),
+            "the look waited for the PSCI lock"
+        );
         // After a CPU_ON the look takes the lock and finds the entry, once.
         assert!(matches!(
             smc(&m, PSCI_CPU_ON_64, &[2, 0x4030_0000, 9]),
             Outcome::ReturnAndSignal(..)
         ));
-        assert_eq!(m.take_pending(2), Some((0x4030_0000, 9)));
-        assert_eq!(m.take_pending(2), None);
+        assert_eq!(m.take_pending(2), Pending::Entry(0x4030_0000, 9));
+        assert_eq!(m.take_pending(2), Pending::Nothing);
         // A restart leaves the boot core's entry to its look.
         m.restart_linux(0, 0x4020_0000, 0x4800_0000);
-        assert_eq!(m.take_pending(0), Some((0x4020_0000, 0x4800_0000)));
+        assert_eq!(m.take_pending(0), Pending::Entry(0x4020_0000, 0x4800_0000));
+    }
+
+    #[test]
+    fn no_linux_call_waits_for_the_psci_lock_at_el3() {
+        let m = booted();
+        assert!(matches!(
+            smc(&m, PSCI_CPU_ON_64, &[2, 0x4030_0000, 9]),
+            Outcome::ReturnAndSignal(..)
+        ));
+        // Another core holds the lock, as a storm of calls keeps it.
+        let held = m.psci.lock();
+        // Changes are issued again later: the caller's core returns to its
+        // world (where the RTOS's interrupts are taken) instead of spinning.
+        for (core, fid, args) in [
+            (0, PSCI_CPU_ON_64, &[1u64, 0x4030_0000, 0][..]),
+            (0, PSCI_CPU_OFF, &[][..]),
+            (1, PSCI_SYSTEM_RESET, &[][..]),
+            (1, PSCI_SYSTEM_OFF, &[][..]),
+            (1, PSCI_SYSTEM_RESET2_64, &[0, 0][..]),
+        ] {
+            assert_eq!(
+                call_from(&m, World::NonSecure, core, fid, args),
+                Outcome::Retry,
+                "{fid:#x}"
+            );
+        }
+        // Queries are answered from the published view, lock or not.
+        assert_eq!(smc(&m, PSCI_AFFINITY_INFO_64, &[2, 0]), Outcome::value(2));
+        assert_eq!(smc(&m, PSCI_AFFINITY_INFO_64, &[0, 0]), Outcome::value(0));
+        assert_eq!(smc(&m, PSCI_AFFINITY_INFO_64, &[1, 0]), Outcome::value(1));
+        m.set_steal_time(true);
+        assert!(matches!(
+            smc_on(&m, 0, pv_time::ST, 0),
+            Outcome::Return([a, 0, 0, 0]) if a != 0
+        ));
+        // An idle core's look says it must come back, and keeps the hint.
+        assert_eq!(m.take_pending(2), Pending::Busy);
+        drop(held);
+        assert_eq!(m.take_pending(2), Pending::Entry(0x4030_0000, 9));
     }
 
     #[test]
@@ -401,7 +605,7 @@ mod tests {
     fn the_rtos_may_stop_the_machine_and_linux_may_not() {
         let m = booted();
         let stop = |from| call_from(&m, from, 0, tos::STOP, &[]);
-        assert_eq!(stop(World::Secure), Outcome::SystemOff);
+        assert_eq!(stop(World::Secure), Outcome::MachineOff);
         assert_eq!(stop(World::NonSecure), Outcome::NOT_SUPPORTED);
     }
 
@@ -501,25 +705,55 @@ mod tests {
             smc(&m, PSCI_CPU_ON_64, &[1, 0x4020_0000, 9]),
             Outcome::value(ret::ON_PENDING)
         );
-        m.psci.lock().take_pending(1);
+        assert_eq!(m.take_pending(1), Pending::Entry(0x4020_0000, 9));
         let off = call_from(&m, World::NonSecure, 1, PSCI_CPU_OFF, &[]);
         assert_eq!(off, Outcome::CpuOff);
         assert_eq!(smc(&m, PSCI_AFFINITY_INFO_64, &[1, 0]), Outcome::value(1));
     }
 
     #[test]
-    fn system_calls() {
+    fn linux_power_off_stops_linux_alone_unless_it_ends_the_machine() {
         let m = booted();
-        assert_eq!(smc(&m, PSCI_SYSTEM_OFF, &[]), Outcome::SystemOff);
-        assert_eq!(smc(&m, PSCI_SYSTEM_RESET, &[]), Outcome::SystemReset);
         assert_eq!(
-            smc(&m, PSCI_SYSTEM_RESET2_64, &[0, 0]),
-            Outcome::SystemReset
+            smc(&m, PSCI_SYSTEM_OFF, &[]),
+            Outcome::StopLinux {
+                restart: false,
+                wake: 0b1110
+            }
         );
-        assert_eq!(
-            smc(&m, PSCI_SYSTEM_RESET2_32, &[0, 7]),
-            Outcome::SystemReset
-        );
+        let m = booted_with(true);
+        assert_eq!(smc(&m, PSCI_SYSTEM_OFF, &[]), Outcome::MachineOff);
+        assert!(!m.stop_requested(0), "the machine ends: nothing to stop");
+    }
+
+    #[test]
+    fn system_calls() {
+        for (fid, args) in [
+            (PSCI_SYSTEM_RESET, &[][..]),
+            (PSCI_SYSTEM_RESET2_64, &[0, 0][..]),
+            (PSCI_SYSTEM_RESET2_32, &[0, 7][..]),
+        ] {
+            let m = booted();
+            // From core 2: the stop starts there, the others are woken.
+            assert_eq!(
+                call_from(&m, World::NonSecure, 2, fid, args),
+                Outcome::StopLinux {
+                    restart: true,
+                    wake: 0b1011
+                },
+                "{fid:#x}"
+            );
+            assert!((0..4).all(|c| m.stop_requested(c)));
+            // A second reset while it stops changes nothing (wakes nobody).
+            assert_eq!(
+                smc(&m, PSCI_SYSTEM_RESET, &[]),
+                Outcome::StopLinux {
+                    restart: true,
+                    wake: 0
+                }
+            );
+        }
+        let m = booted();
         for bad in [1, 0x8000_0000, 0x8000_0001] {
             assert_eq!(
                 smc(&m, PSCI_SYSTEM_RESET2_64, &[bad, 0]),
@@ -567,7 +801,7 @@ mod tests {
             smc(&m, PSCI_CPU_ON_64, &[2, 0x4020_0000, 0]),
             Outcome::ReturnAndSignal([0; 4], Signal::wake(2))
         );
-        m.psci.lock().take_pending(2);
+        assert_eq!(m.take_pending(2), Pending::Entry(0x4020_0000, 0));
         assert_eq!(
             smc_on(&m, 2, pv_time::ST, 0),
             Outcome::Return([record(2), 0, 0, 0])

@@ -171,10 +171,25 @@ pub enum Outcome {
     Standby,
     /// Power the calling core down; it never returns to the caller.
     CpuOff,
-    /// Power the machine off.
-    SystemOff,
-    /// Reset the machine.
-    SystemReset,
+    /// Power the machine off (the RTOS's STOP; a Linux whose power-off the
+    /// boot configuration says ends the machine).
+    MachineOff,
+    /// Stop the caller's Linux on this core at once, and on every core in
+    /// `wake`, which must be woken to stop it (empty when a stop of it was
+    /// under way already); start it again afterwards if `restart` (its
+    /// reboot or panic: PSCI SYSTEM_RESET), or leave it off (SYSTEM_OFF).
+    /// The RTOS and other Linux instances run on.
+    StopLinux {
+        /// Start this Linux again once it is off everywhere.
+        restart: bool,
+        /// Other cores to wake so that they stop it too (bit per core).
+        wake: u64,
+    },
+    /// The call could not be served now without waiting at EL3 (a lock
+    /// another core holds): the caller issues it again, the monitor
+    /// returning to it first, so that an interrupt of the RTOS on its core
+    /// is taken in between rather than after the wait.
+    Retry,
 }
 
 impl Outcome {
