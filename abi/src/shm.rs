@@ -101,8 +101,18 @@ pub struct CoreRecord {
     /// Of those, the jobs that preempted Linux here while it held none but
     /// was spinning for one (RTOS; wrapping).
     pub dispatch_preempted_waiting: u32,
+    /// Accesses of Linux's that trapped to EL3 and were refused with an
+    /// Undefined Instruction exception, such as the GIC's Group 0
+    /// registers (monitor; wrapping; never logged: docs/security.md).
+    pub monitor_refused_traps: u32,
+    /// Times this core's monitor woke from waiting for an interrupt and
+    /// found nothing to do (monitor; wrapping): an interrupt nobody takes
+    /// would keep it spinning.
+    pub monitor_idle_wakeups: u32,
+    /// PSCI CPU_OFFs of this core Linux made (monitor; wrapping).
+    pub monitor_cpu_offs: u32,
     /// Reserved: the record's size stays whole cache lines.
-    pub reserved: [u32; 13],
+    pub reserved: [u32; 10],
 }
 
 /// One world switch in a trace ring.
@@ -450,6 +460,9 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
         "CORE_OFF_DISPATCH_PREEMPTED_WAITING",
         dispatch_preempted_waiting
     ),
+    record!("CORE_OFF_MONITOR_REFUSED_TRAPS", monitor_refused_traps),
+    record!("CORE_OFF_MONITOR_IDLE_WAKEUPS", monitor_idle_wakeups),
+    record!("CORE_OFF_MONITOR_CPU_OFFS", monitor_cpu_offs),
     CConstant {
         name: "LATENCY_OFFSET",
         value: LATENCY_OFFSET as i64,

@@ -215,6 +215,10 @@ TANDEM_CORE_ATTR32(dispatch_preempted_holding,
 		   TANDEM_CORE_OFF_DISPATCH_PREEMPTED_HOLDING);
 TANDEM_CORE_ATTR32(dispatch_preempted_waiting,
 		   TANDEM_CORE_OFF_DISPATCH_PREEMPTED_WAITING);
+/* What the monitor refused, counted instead of logged (docs/security.md). */
+TANDEM_CORE_ATTR32(refused_traps, TANDEM_CORE_OFF_MONITOR_REFUSED_TRAPS);
+TANDEM_CORE_ATTR32(idle_wakeups, TANDEM_CORE_OFF_MONITOR_IDLE_WAKEUPS);
+TANDEM_CORE_ATTR32(cpu_offs, TANDEM_CORE_OFF_MONITOR_CPU_OFFS);
 
 /* RTOS busy time, converted from counter ticks to microseconds. */
 static ssize_t rtos_busy_us_show(struct kobject *kobj,
@@ -258,6 +262,9 @@ static struct attribute *tandem_core_attrs[] = {
 	&core_attr_dispatch_starts.attr,
 	&core_attr_dispatch_preempted_holding.attr,
 	&core_attr_dispatch_preempted_waiting.attr,
+	&core_attr_refused_traps.attr,
+	&core_attr_idle_wakeups.attr,
+	&core_attr_cpu_offs.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(tandem_core);

@@ -1,5 +1,12 @@
 //! The monitor's log on the secure UART: one line per message, prefixed with the
 //! time since reset (generic counter) and the core.
+//!
+//! Two ways in. [`crate::log!`] writes the line at once: cold boot, and the
+//! ends of the machine (a refusal to start, a panic). [`crate::note!`] keeps
+//! it in the core's ring (`tandem_monitor_core::logring`) for an idle
+//! core's look loop to write out later, without waiting for the UART
+//! ([`drain`]): everything Linux can make the monitor do, it can make it do
+//! in a loop, so those paths never wait for the console.
 
 use arm_pl011_uart::{DataBits, LineConfig, PL011Registers, Parity, StopBits, Uart};
 use arm_sysregs::el0::accessors::read_cntpct_el0;
@@ -7,8 +14,10 @@ use arm_sysregs::el1::accessors::read_mpidr_el1;
 use core::fmt::{self, Write};
 use core::ptr::NonNull;
 use safe_mmio::UniqueMmioPointer;
+use tandem_abi::MAX_CORES;
 use tandem_board::BOARD;
 use tandem_lock::SpinLock;
+use tandem_monitor_core::logring::LogRing;
 
 use crate::log;
 
@@ -70,19 +79,83 @@ impl Write for Line<'_> {
     }
 }
 
-/// Writes one log line (used by [`crate::log!`]).
+/// A line's prefix: the time since reset and the core.
+struct Prefix {
+    us: u64,
+    core: usize,
+}
+
+impl Prefix {
+    fn now() -> Self {
+        Self {
+            us: BOARD.ticks_to_us(read_cntpct_el0().bits()),
+            core: core_index(),
+        }
+    }
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[{:>6}.{:06}] monitor/{}",
+            self.us / 1_000_000,
+            self.us % 1_000_000,
+            self.core
+        )
+    }
+}
+
+/// Writes one log line now (used by [`crate::log!`]).
 pub fn print(args: fmt::Arguments) {
-    let us = BOARD.ticks_to_us(read_cntpct_el0().bits());
-    let core = core_index();
+    let prefix = Prefix::now();
     if let Some(uart) = CONSOLE.lock().as_mut() {
-        let _ = writeln!(
-            Line(uart),
-            "[{:>6}.{:06}] monitor/{}: {}",
-            us / 1_000_000,
-            us % 1_000_000,
-            core,
-            args
-        );
+        let _ = writeln!(Line(uart), "{prefix}: {args}");
+    }
+}
+
+/// Bytes of each core's ring of lines kept for later: a few dozen lines.
+const RING_BYTES: usize = 4096;
+
+/// Each core's lines kept for later; only that core writes its ring.
+static NOTES: [LogRing<RING_BYTES>; MAX_CORES] = [const { LogRing::new() }; MAX_CORES];
+
+/// Keeps one log line for later (used by [`crate::note!`]): formatted now,
+/// with the time it happened, written out by [`drain`]. Never waits.
+pub fn keep(args: fmt::Arguments) {
+    let prefix = Prefix::now();
+    if let Some(ring) = NOTES.get(prefix.core) {
+        ring.push_fmt(format_args!("{prefix}: {args}"));
+    }
+}
+
+/// Writes out kept lines, as many as the UART takes without waiting, if no
+/// other core is writing the console. Called by idle cores only.
+pub fn drain() {
+    if NOTES.iter().all(LogRing::is_empty) {
+        return;
+    }
+    let Some(mut console) = CONSOLE.try_lock() else {
+        return;
+    };
+    let Some(uart) = console.as_mut() else {
+        return;
+    };
+    for ring in &NOTES {
+        let dropped = ring.take_dropped();
+        if dropped != 0 {
+            let _ = writeln!(Line(uart), "{}: {dropped} lines dropped", Prefix::now());
+        }
+        ring.drain(|b| {
+            if uart.is_tx_fifo_full() {
+                return false;
+            }
+            if b == b'\n' {
+                uart.write_word(b'\r');
+            }
+            uart.write_word(b);
+            true
+        });
     }
 }
 
@@ -94,8 +167,16 @@ pub fn print_emergency(args: fmt::Arguments) {
     print(args);
 }
 
-/// Logs a line to the secure console.
+/// Logs a line to the secure console now: cold boot and the machine's end
+/// only, never on a path Linux can trigger (use [`note!`] there).
 #[macro_export]
 macro_rules! log {
     ($($arg:tt)*) => { $crate::console::print(format_args!($($arg)*)) };
+}
+
+/// Keeps a line for the secure console, written out when a core is idle:
+/// for every path Linux can trigger.
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => { $crate::console::keep(format_args!($($arg)*)) };
 }

@@ -10,7 +10,7 @@
 //! here and nowhere else ([`LinuxEl1`], [`RtosEl1`]; docs/monitor.md has the
 //! table).
 
-use crate::shm::SwitchLog;
+use crate::shm::{CoreCounts, SwitchLog};
 use core::cell::UnsafeCell;
 use core::mem::offset_of;
 use tandem_abi::MAX_CORES;
@@ -414,6 +414,8 @@ pub struct CoreState {
     pub rtos_el1: RtosEl1,
     /// World switches here, published to the shared region.
     pub switches: SwitchLog,
+    /// What Linux made the monitor refuse here, and its idle wake-ups.
+    pub counts: CoreCounts,
     /// Which world runs and which runs next (`tandem_monitor_core::switch`).
     pub switch: CoreSwitch,
 }
@@ -444,6 +446,7 @@ pub static CORES: PerCore = PerCore(UnsafeCell::new(
             linux_el1: LinuxEl1::RESET,
             rtos_el1: RtosEl1::RESET,
             switches: SwitchLog::ZERO,
+            counts: CoreCounts::ZERO,
             switch: CoreSwitch::new(false, false),
         }
     }; MAX_CORES],

@@ -26,6 +26,7 @@ use tandem_abi::boot::{BootConfig, BootConfigError, Policies, Policy};
 use tandem_abi::image::{HYP_MAGIC, ImageError, RtosImageHeader, Span};
 use tandem_abi::partition::{self, PartitionError, PartitionTable, Partitions};
 use tandem_board::BOARD;
+use tandem_monitor_core::lifecycle::{BOOT_CORE, Instances};
 use tandem_monitor_core::psci::CheckIn;
 
 /// Settings every core needs in EL3 before anything else runs.
@@ -223,8 +224,16 @@ fn refuse(why: core::fmt::Arguments) -> ! {
 /// Where each instance starts (set by the boot core at cold boot).
 static STARTS: spin::Once<[Option<linux::Start>; partition::MAX_PARTITIONS]> = spin::Once::new();
 
+/// The Linux instances, configured at cold boot.
+fn instances() -> &'static Instances {
+    trap::MONITOR
+        .lifecycle
+        .instances()
+        .expect("configured at cold boot")
+}
+
 fn check_in(core: usize) {
-    let instances = linux::instances();
+    let instances = instances();
     let role = match instances.of_core(core) {
         None => CheckIn::NotForLinux,
         Some(i) if instances.get(i).boot_core == core => {
@@ -239,10 +248,10 @@ fn check_in(core: usize) {
         }
         Some(_) => CheckIn::Secondary,
     };
-    if !linux::uses_hyp() && has_el2() {
+    if !instances.hyp && has_el2() {
         el2_out_of_the_way();
     }
-    trap::MONITOR.psci.lock().check_in(core, role);
+    trap::MONITOR.check_in(core, role);
 }
 
 /// The boot core, after .bss and .data are set up.
@@ -271,11 +280,11 @@ extern "C" fn primary_main(core: usize) -> ! {
         )),
     };
     let steal_time = blob.steal_time();
-    if !policies.of(linux::BOOT_CORE).has_linux() {
+    if !policies.of(BOOT_CORE).has_linux() {
         refuse(format_args!(
             "core {} must run Linux (policy shared or linux), not {:?}",
-            linux::BOOT_CORE,
-            policies.of(linux::BOOT_CORE)
+            BOOT_CORE,
+            policies.of(BOOT_CORE)
         ));
     }
     let partitions = match read_partitions(&policies) {
@@ -298,34 +307,27 @@ extern "C" fn primary_main(core: usize) -> ! {
             ));
         }
     }
-    linux::configure(linux::Instances::new(
-        &policies,
-        partitions.as_ref(),
-        blob.linux_off_stops_machine(),
-    ));
-    let starts = match linux::load() {
+    let normal_ram = Span {
+        base: BOARD.normal_ram.base,
+        size: BOARD.normal_ram.size,
+    };
+    trap::MONITOR.configure_linux(
+        Instances::new(
+            &policies,
+            partitions.as_ref(),
+            normal_ram,
+            blob.linux_off_stops_machine(),
+        ),
+        policies.cores(),
+    );
+    let starts = match linux::load(instances()) {
         Ok(starts) => starts,
         Err((i, e)) => refuse(format_args!(
             "Linux's images (instance {i}) in secure flash at {:#x} unusable: {e}; boot with ./tandem, which writes them",
-            BOARD.linux_images + linux::instances().get(i).images
+            BOARD.linux_images + instances().get(i).images
         )),
     };
     STARTS.call_once(|| starts);
-    {
-        let mut psci = trap::MONITOR.psci.lock();
-        for (i, instance) in linux::instances().iter().enumerate() {
-            for c in (0..policies.cores()).filter(|c| instance.cores >> c & 1 != 0) {
-                psci.assign(
-                    c,
-                    i,
-                    tandem_board::MemoryRange {
-                        base: instance.ram.base,
-                        size: instance.ram.size,
-                    },
-                );
-            }
-        }
-    }
     if policies.any_rtos()
         && let Err(e) = load_rtos()
     {
@@ -338,9 +340,11 @@ extern "C" fn primary_main(core: usize) -> ! {
     trap::MONITOR.set_steal_time(steal_time);
     trap::MONITOR.set_rpc_cores(blob.rpc_cores());
     gic::init_distributor();
-    gic::init_this_core(core);
+    gic::init_this_core(core, policies.of(core).has_linux());
     shm::init(policies.cores() as u32, &policies);
-    linux::install_stub();
+    if let Err(e) = linux::install_stub() {
+        refuse(format_args!("{e}"));
+    }
     check_in(core);
     // Logged before the secondaries start: the RTOS prints on the same
     // secure UART from every core, and the two images share no lock.
@@ -349,7 +353,7 @@ extern "C" fn primary_main(core: usize) -> ! {
     if steal_time {
         log!("PV time on: stolen time accounted, Linux's WFI trapped");
     }
-    for (instance, start) in linux::instances().iter().zip(starts.iter().flatten()) {
+    for (instance, start) in instances().iter().zip(starts.iter().flatten()) {
         let off = if instance.off_stops_machine {
             "powers the machine off"
         } else if instance.name != 0 {
@@ -389,7 +393,8 @@ extern "C" fn primary_main(core: usize) -> ! {
 extern "C" fn secondary_main(core: usize) -> ! {
     mmu::enable();
     init_el3();
-    gic::init_this_core(core);
+    let linux_here = trap::POLICIES.get().is_some_and(|p| p.of(core).has_linux());
+    gic::init_this_core(core, linux_here);
     check_in(core);
     trap::start_core(core)
 }

@@ -190,3 +190,61 @@ impl SwitchLog {
         }
     }
 }
+
+/// The monitor's counts of what Linux made it refuse, of Linux's CPU_OFFs
+/// and of its idle wake-ups that found nothing to do, and where it
+/// publishes them: counted, not logged, since Linux can make any of them
+/// happen in a loop.
+#[derive(Clone, Copy, Debug)]
+pub struct CoreCounts {
+    refused_traps: u32,
+    idle_wakeups: u32,
+    cpu_offs: u32,
+    record: *mut CoreRecord,
+}
+
+impl CoreCounts {
+    /// Nothing yet, published nowhere (before a core starts).
+    pub const ZERO: Self = Self {
+        refused_traps: 0,
+        idle_wakeups: 0,
+        cpu_offs: 0,
+        record: core::ptr::null_mut(),
+    };
+
+    /// Nothing yet, for `core`, a core the board has.
+    pub fn new(core: usize) -> Self {
+        Self {
+            // SAFETY: only an address is computed, from the ABI's offset for
+            // a core the board has, inside the reserved region.
+            record: unsafe { base().add(core_record_offset(core)) } as *mut CoreRecord,
+            ..Self::ZERO
+        }
+    }
+
+    /// One more access of Linux's refused (an Undefined Instruction).
+    pub fn refused_trap(&mut self) {
+        self.refused_traps = self.refused_traps.wrapping_add(1);
+        // SAFETY: `new` pointed `record` at this core's record inside the
+        // region; an aligned u32 store.
+        unsafe {
+            addr_of_mut!((*self.record).monitor_refused_traps).write_volatile(self.refused_traps)
+        };
+    }
+
+    /// One more wake-up of the idle monitor that found nothing to do.
+    pub fn idle_wakeup(&mut self) {
+        self.idle_wakeups = self.idle_wakeups.wrapping_add(1);
+        // SAFETY: as in `refused_trap`.
+        unsafe {
+            addr_of_mut!((*self.record).monitor_idle_wakeups).write_volatile(self.idle_wakeups)
+        };
+    }
+
+    /// One more PSCI CPU_OFF of this core.
+    pub fn cpu_off(&mut self) {
+        self.cpu_offs = self.cpu_offs.wrapping_add(1);
+        // SAFETY: as in `refused_trap`.
+        unsafe { addr_of_mut!((*self.record).monitor_cpu_offs).write_volatile(self.cpu_offs) };
+    }
+}

@@ -8,13 +8,15 @@ use crate::context::{
     CORES, CoreState, SCR_NORMAL_WORLD, SCR_SECURE_WORLD, SCR_TWI, SPSR_EL1H_MASKED,
     SPSR_EL2H_MASKED, WorldContext, resume_world, resume_yielded, stack_top,
 };
-use crate::{linux, log, shm};
+use crate::{console, linux, log, note, shm};
 use arm_sysregs::el3::accessors::read_esr_el3;
 use spin::Once;
 use tandem_abi::boot::Policies;
 use tandem_board::BOARD;
+use tandem_monitor_core::inject;
+use tandem_monitor_core::lifecycle::Instances;
 use tandem_monitor_core::platform::Platform;
-use tandem_monitor_core::services::{self, Monitor};
+use tandem_monitor_core::services::{self, Monitor, Pending};
 use tandem_monitor_core::smc::{Outcome, SmcCall, World};
 use tandem_monitor_core::steal::ticks_to_ns;
 use tandem_monitor_core::switch::{CoreSwitch, Event, LinuxEntry, Next, Step};
@@ -60,8 +62,8 @@ unsafe fn saved<'a>(ctx: *mut WorldContext) -> &'a mut WorldContext {
 }
 
 /// A synchronous exception from Linux: an SMC, or its WFI (trapped only with
-/// stolen-time accounting on). Nothing else is routed here with our SCR_EL3
-/// settings; anything that is gets logged and skipped.
+/// stolen-time accounting on). Any other access that traps to EL3 (the GIC's
+/// Group 0 registers, while SCR_EL3.FIQ is set) is refused.
 pub extern "C" fn normal_sync(ctx: *mut WorldContext) -> *mut WorldContext {
     let esr = read_esr_el3().bits();
     if esr >> 26 == EC_SMC64 {
@@ -69,14 +71,14 @@ pub extern "C" fn normal_sync(ctx: *mut WorldContext) -> *mut WorldContext {
     }
     // SAFETY: the vector code's argument.
     let trapped = unsafe { saved(ctx) };
-    trapped.elr_el3 += 4;
     // ISS bit 0 (TI) tells WFE from WFI.
     if esr >> 26 == EC_WFX && esr & 1 == 0 {
+        trapped.elr_el3 += 4;
         let core = trapped.core as usize;
         let event = linux_waits(core);
         return resume(switch(core, Some(World::NonSecure), event), core);
     }
-    unexpected_normal_trap(esr, trapped.elr_el3 - 4);
+    refuse(trapped);
     ctx
 }
 
@@ -91,11 +93,66 @@ fn linux_waits(core: usize) -> Event {
     Event::LinuxWfi { secure_pending }
 }
 
-/// Out of line, so Linux's SMC path keeps nothing for the message.
+/// Refuses the access `trapped` made: an Undefined Instruction exception at
+/// the level that made it, as for an instruction the core does not have,
+/// and a count in the core's record. Nothing is logged: Linux can do this
+/// in a loop, and a line on the console would hold the core at EL3 for
+/// milliseconds on hardware. Out of line, so Linux's SMC path keeps
+/// nothing for it.
 #[cold]
 #[inline(never)]
-fn unexpected_normal_trap(esr: u64, at: u64) {
-    log!("unexpected trap from Linux: ESR {esr:#x} at {at:#x}; skipped");
+fn refuse(trapped: &mut WorldContext) {
+    state(trapped.core as usize).counts.refused_trap();
+    let from_el = trapped.spsr_el3 >> 2 & 0b11;
+    let sctlr = if from_el == 2 {
+        arm_sysregs::el2::accessors::read_sctlr_el2().bits()
+    } else {
+        arm_sysregs::el1::accessors::read_sctlr_el1().bits()
+    };
+    let Ok(undefined) = inject::undefined(trapped.spsr_el3, sctlr) else {
+        // Not from EL1 or EL2 (cannot trap here with our settings): skip it.
+        trapped.elr_el3 += 4;
+        return;
+    };
+    let vbar = if undefined.el == 2 {
+        write_el2_exception(trapped);
+        arm_sysregs::el2::accessors::read_vbar_el2().bits()
+    } else {
+        write_el1_exception(trapped);
+        arm_sysregs::el1::accessors::read_vbar_el1().bits()
+    };
+    trapped.elr_el3 = vbar + undefined.vector_offset;
+    trapped.spsr_el3 = undefined.spsr;
+}
+
+/// ESR, ELR and SPSR of EL1 as the core sets them taking an Undefined
+/// Instruction exception for the access `trapped` made. Linux's EL1
+/// registers are live while it traps (the monitor swaps them only on a
+/// world switch).
+fn write_el1_exception(trapped: &WorldContext) {
+    use arm_sysregs::el1::accessors::{write_elr_el1, write_esr_el1, write_spsr_el1};
+    use arm_sysregs::el1::registers::{ElrEl1, EsrEl1, SpsrEl1};
+    write_esr_el1(EsrEl1::from_bits_retain(inject::ESR_UNDEFINED));
+    // SAFETY: Linux's own exception registers, written as the core would on
+    // taking the exception; the monitor's return to Linux uses ELR_EL3.
+    unsafe {
+        write_elr_el1(ElrEl1::from_bits_retain(trapped.elr_el3));
+        write_spsr_el1(SpsrEl1::from_bits_retain(trapped.spsr_el3));
+    }
+}
+
+/// As [`write_el1_exception`], for an access the normal world's EL2 layer
+/// made.
+fn write_el2_exception(trapped: &WorldContext) {
+    use arm_sysregs::el2::accessors::{write_elr_el2, write_esr_el2, write_spsr_el2};
+    use arm_sysregs::el2::registers::{ElrEl2, EsrEl2, SpsrEl2};
+    write_esr_el2(EsrEl2::from_bits_retain(inject::ESR_UNDEFINED));
+    // SAFETY: the layer's own exception registers, as the core would write
+    // them; EL3 returns through ELR_EL3.
+    unsafe {
+        write_elr_el2(ElrEl2::from_bits_retain(trapped.elr_el3));
+        write_spsr_el2(SpsrEl2::from_bits_retain(trapped.spsr_el3));
+    }
 }
 
 /// A synchronous exception from the RTOS: an SMC, its only way here
@@ -150,47 +207,42 @@ fn smc(ctx: *mut WorldContext, esr: u64, from: World) -> *mut WorldContext {
         // The RTOS keeps only x18-x29 across YIELD (`tos::YIELD`): no result
         // is written for it.
         Outcome::YieldToNormal => Event::Yield,
+        // Issued again: back to the SMC instruction, its registers as they
+        // were; an RTOS interrupt pending here is taken on the way.
+        Outcome::Retry => {
+            caller.elr_el3 -= 4;
+            return ctx;
+        }
         Outcome::CpuOff => {
-            log!("off");
+            state(core).counts.cpu_off();
+            // Linux's timers and interrupts no longer wake this core.
+            Plat::linux_stopped_here();
             Event::CpuOff
         }
-        // The RTOS's STOP (it cannot run as configured) ends the machine;
-        // so does Linux's SYSTEM_OFF when the boot configuration (or its
-        // partition) says so.
-        Outcome::SystemOff if from == World::Secure || linux::off_stops_machine(core) => {
-            Plat::system_off()
-        }
-        Outcome::SystemReset if from == World::Secure => Plat::system_reset(),
-        // Linux's reboot, panic or power-off: Linux alone stops, on every
-        // core, and starts again after a reset; the RTOS runs on.
-        Outcome::SystemOff => stop_linux(core, false),
-        Outcome::SystemReset => stop_linux(core, true),
+        Outcome::MachineOff => Plat::system_off(),
+        Outcome::StopLinux { restart, wake } => stop_linux(core, restart, wake),
     };
     resume(switch(core, Some(from), event), core)
 }
 
 /// Linux on `core` asked to stop (SYSTEM_OFF) or to restart
-/// (SYSTEM_RESET): every core running that Linux (its partition's, with
-/// partitions) is asked to stop it, this one first. Its boot core starts it
-/// again once it is off everywhere; other partitions run on.
+/// (SYSTEM_RESET), and `services` made it so: its other cores in `wake` are
+/// woken to stop it too, this one stops it now. Its boot core starts it
+/// again once it is off everywhere; the RTOS and other partitions run on.
 #[cold]
 #[inline(never)]
-fn stop_linux(core: usize, restart: bool) -> ! {
-    let Some(instance) = linux::instance_of(core) else {
-        // Only Linux's cores trap from the normal world.
-        stop_here(core, Some(World::NonSecure));
-        look(core)
-    };
-    let linux_cores = linux::instances().get(instance).cores;
-    if linux::request_stop(instance, restart) {
-        log!(
-            "Linux{} asked to {} (core {core}): stopping it on cores {linux_cores:#x}",
+fn stop_linux(core: usize, restart: bool, wake: u64) -> ! {
+    if wake != 0 {
+        let instance = MONITOR.lifecycle.instance_of(core).unwrap_or(0);
+        note!(
+            "Linux{} asked to {} (core {core}): stopping it on cores {:#x}",
             partition_name(instance),
-            if restart { "restart" } else { "power off" }
+            if restart { "restart" } else { "power off" },
+            wake | 1 << core
         );
-        for c in (0..BOARD.max_cores).filter(|&c| c != core && linux_cores >> c & 1 != 0) {
-            Plat::wake(c);
-        }
+    }
+    for c in (0..BOARD.max_cores).filter(|&c| wake >> c & 1 != 0) {
+        Plat::wake(c);
     }
     stop_here(core, Some(World::NonSecure));
     look(core)
@@ -205,16 +257,22 @@ fn stop_here(core: usize, from: Option<World>) {
     let _ = switch(core, from, Event::StopLinux);
     Plat::linux_stopped_here();
     shm::linux_stopped(core);
-    linux::stopped(core);
-    let boot_core = linux::boot_core_of(core);
-    if core != boot_core {
+    if let Some(boot_core) = MONITOR.linux_stopped(core) {
         Plat::wake(boot_core);
     }
 }
 
+/// This boot's Linux instances (configured at cold boot).
+fn instances() -> &'static Instances {
+    MONITOR
+        .lifecycle
+        .instances()
+        .expect("configured at cold boot")
+}
+
 /// " (partition X)" for a partition's messages; nothing without partitions.
 fn partition_name(instance: usize) -> PartitionName {
-    PartitionName(linux::instances().get(instance).name)
+    PartitionName(instances().get(instance).name)
 }
 
 /// Formats as " (partition X)", or nothing for the one Linux.
@@ -231,33 +289,33 @@ impl core::fmt::Display for PartitionName {
 }
 
 /// On an instance's boot core, with its Linux off everywhere: one step of
-/// copying its images from flash again; after the last, it starts here as
-/// at cold boot. Between steps the look loop lets the RTOS run.
+/// copying its images from flash again; after the last (and the stub
+/// written again), it starts here as at cold boot. Between steps the look
+/// loop lets the RTOS run.
 #[cold]
 #[inline(never)]
 fn restart_linux(core: usize, instance: usize) {
-    match linux::copy_step(instance) {
+    match linux::copy_step(instances(), instance) {
         None => {}
         Some(Ok(start)) => {
-            MONITOR.restart_linux(core, start.entry, start.dtb);
-            let generation = linux::restarted(instance);
+            let generation = MONITOR.restart_linux(instance, start.entry, start.dtb);
             // The shared region's count is the first instance's (the
             // one Linux, or partition A, which has Tandem's driver).
             if instance == 0 {
                 shm::publish_linux_generation(generation);
             }
-            if linux::uses_hyp() {
-                log!(
+            if instances().hyp {
+                note!(
                     "Linux{} restarts (generation {generation}); the RTOS and the other partitions ran on",
                     partition_name(instance)
                 );
             } else {
-                log!("Linux restarts (generation {generation}); the RTOS ran on");
+                note!("Linux restarts (generation {generation}); the RTOS ran on (core {core})");
             }
         }
         Some(Err(e)) => {
-            linux::restart_refused(instance);
-            log!(
+            MONITOR.lifecycle.restart_refused(instance);
+            note!(
                 "Linux{} not restarted: its images in secure flash are unusable: {e}",
                 partition_name(instance)
             );
@@ -278,7 +336,7 @@ pub extern "C" fn lower_fiq(ctx: *mut WorldContext) -> *mut WorldContext {
     // SAFETY: the vector code's argument.
     let core = unsafe { saved(ctx) }.core as usize;
     let doorbell = Plat::take_doorbell();
-    if doorbell && linux::stop_requested(core) {
+    if doorbell && MONITOR.stop_requested(core) {
         stop_here(core, Some(World::NonSecure));
         look(core);
     }
@@ -380,30 +438,42 @@ fn record(core: usize, state: &mut CoreState, step: &Step, now: u64) {
 
 /// The core is in the monitor with no world to resume: looks for work (a
 /// pending CPU_ON, an RTOS interrupt) and waits for an interrupt (the
-/// doorbell, or the RTOS's) until there is some.
+/// doorbell, or the RTOS's) until there is some. While it waits with
+/// nothing to do, it writes out the lines kept for the console.
 fn look(core: usize) -> ! {
+    let mut woken = false;
     loop {
         Plat::take_doorbell();
-        if linux::stop_requested(core) {
+        if MONITOR.stop_requested(core) {
             stop_here(core, None);
         }
-        if let Some(instance) = linux::restart_due(core) {
+        let restarting = MONITOR.lifecycle.restart_due(core);
+        if let Some(instance) = restarting {
             restart_linux(core, instance);
         }
-        let pending = MONITOR
-            .take_pending(core)
-            .map(|(entry, context_id)| LinuxEntry { entry, context_id });
+        let (pending, busy) = match MONITOR.take_pending(core) {
+            Pending::Entry(entry, context_id) => (Some(LinuxEntry { entry, context_id }), false),
+            Pending::Nothing => (None, false),
+            Pending::Busy => (None, true),
+        };
         let secure_pending = state(core).switch.rtos() && Plat::secure_interrupt_pending();
         let event = Event::Look {
             pending,
             secure_pending,
         };
+        let found_work = restarting.is_some() || pending.is_some() || secure_pending;
         if let Then::Resume(ctx) = switch(core, None, event) {
             // SAFETY: a context of this core's, just made.
             unsafe { resume_world(ctx) }
         }
-        // While a restart's copy goes on, the next step follows at once.
-        if linux::restart_due(core).is_none() {
+        if woken && !found_work {
+            state(core).counts.idle_wakeup();
+        }
+        // While a restart's copy goes on, or another core holds the PSCI
+        // lock with an entry maybe waiting, the next pass follows at once.
+        woken = restarting.is_none() && !busy;
+        if woken {
+            console::drain();
             Plat::wait_for_interrupt();
         }
     }
@@ -418,7 +488,7 @@ fn look(core: usize) -> ! {
 fn fresh_normal(core: usize, state: &mut CoreState) -> *mut WorldContext {
     let e = state.switch.linux_entry();
     let twi = if MONITOR.steal_time() { SCR_TWI } else { 0 };
-    if linux::uses_hyp() {
+    if instances().hyp {
         state.normal = WorldContext {
             elr_el3: BOARD.hyp_ram.base,
             spsr_el3: SPSR_EL2H_MASKED,
@@ -429,7 +499,7 @@ fn fresh_normal(core: usize, state: &mut CoreState) -> *mut WorldContext {
         };
         state.normal.x[0] = e.entry;
         state.normal.x[1] = e.context_id;
-        state.normal.x[2] = linux::take_start(core).into();
+        state.normal.x[2] = MONITOR.lifecycle.take_start(core).into();
         // SAFETY: reset values for an EL1 that starts from scratch.
         unsafe { state.linux_el1.reset() };
         return &mut state.normal;
@@ -483,6 +553,7 @@ pub fn start_core(core: usize) -> ! {
     let state = state(core);
     state.switch = CoreSwitch::new(has_rtos(core), MONITOR.steal_time());
     state.switches = shm::SwitchLog::new(core);
+    state.counts = shm::CoreCounts::new(core);
     match switch(core, None, Event::Reset) {
         // SAFETY: a fresh context for this core.
         Then::Resume(ctx) => unsafe { resume_world(ctx) },
