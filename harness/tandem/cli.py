@@ -283,7 +283,8 @@ def parser() -> argparse.ArgumentParser:
         help="every claim of the papers beside our latest runs: results/CLAIMS.md and the "
         "README's table",
         description="Evaluates each claim on the latest full run that measures it "
-        "(harness/tandem/claims.py) and writes results/CLAIMS.md and the README's table.",
+        "(harness/tandem/exp/NAME/claims.py) and writes results/CLAIMS.md and the README's "
+        "table.",
     )
     etr = esub.add_parser(
         "kernel-trace",
@@ -314,7 +315,7 @@ def _exp(args: argparse.Namespace) -> int:
     if args.exp == "claims":
         from tandem import claims
 
-        out = claims.write()
+        out = claims.write(exp.claim_tests())
         print(out.read_text(), end="")
         print(f"(claims: {out}; README table updated)", file=sys.stderr)
         return 0

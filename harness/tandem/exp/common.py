@@ -19,7 +19,7 @@ from tandem.errors import TandemError
 from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import PHASE, Latency, parse_results
 from tandem.platform.boot import BootOptions, run_exec
-from tandem.results import write_atomic
+from tandem.results import PARTIAL, write_atomic
 
 # What QEMU does and does not model, for every report.
 QEMU_CAVEATS = {
@@ -209,12 +209,28 @@ def read_summary(run_dir: Path, experiment: str) -> dict[str, object]:
     return data
 
 
-def num(row: Mapping[str, object], key: str) -> float:
-    """A number from a summary row (rows come from JSON: typed as object)."""
-    value = row[key]
-    if not isinstance(value, int | float):
+def num(row: Mapping[str, object], key: str, default: float | None = None) -> float:
+    """A number from a summary row (rows come from JSON: typed as object);
+    `default` where the row has none (absent or null), else an error."""
+    value = row.get(key)
+    if value is None and default is not None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise TandemError(f"summary row {row!r}: '{key}' is not a number")
     return float(value)
+
+
+def numbers(row: Mapping[str, object], key: str) -> list[float]:
+    """A list of numbers from a summary row; none where the row has no list."""
+    values = row.get(key)
+    if not isinstance(values, list):
+        return []
+    out = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TandemError(f"summary row {row!r}: '{key}' holds {value!r}, not a number")
+        out.append(float(value))
+    return out
 
 
 def fmt_us(value: object) -> str:
@@ -243,12 +259,35 @@ def paired_words(gains: list[float]) -> str:
     )
 
 
-def summary_list(summary: dict[str, object], key: str = "rows") -> list[dict[str, object]]:
-    """A list of rows from a summary (summaries come from JSON: typed as object)."""
+def summary_list(
+    summary: Mapping[str, object], key: str = "rows", required: bool = True
+) -> list[dict[str, object]]:
+    """A list of rows from a summary (summaries come from JSON: typed as
+    object). Without the list: an error, or none if not `required` (a part
+    an older or quick run did not measure)."""
     value = summary.get(key)
     if not isinstance(value, list):
+        if not required:
+            return []
         raise TandemError(f"summary of '{summary.get('experiment')}' without a '{key}' list")
-    return value
+    return [row for row in value if isinstance(row, dict)]
+
+
+def finished_runs(experiment: str, root: Path) -> list[tuple[str, dict[str, object]]]:
+    """(run id, summary) of every finished run of `experiment` under `root`,
+    newest first: no `latest` link, no unfinished `.partial` run, no folder
+    without a summary (a probe's)."""
+    base = root / experiment
+    if not base.is_dir():
+        return []
+    return [
+        (d.name, read_summary(d, experiment))
+        for d in sorted(base.iterdir(), reverse=True)
+        if d.is_dir()
+        and not d.is_symlink()
+        and not d.name.endswith(PARTIAL)
+        and (d / "summary.json").is_file()
+    ]
 
 
 def median_change_ci(

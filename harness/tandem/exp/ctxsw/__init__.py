@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.exp.common import Boot, Progress, boot_lines, boot_options, write_summary
+from tandem.exp.ctxsw.claims import claims
 from tandem.exp.ctxsw.parse import hand_off_cycles, parse_record, per_switch
 from tandem.exp.ctxsw.plot import plot
 from tandem.exp.ctxsw.report import report
@@ -36,7 +37,7 @@ from tandem.platform.configs import TLB_MODES, Ctxsw
 from tandem.platform.paths import ROOT
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
 
 RTOS_ELF = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release" / "tandem-rtos"
 # The RTOS's code (and the protected tasks' code) lies in the first MiB of

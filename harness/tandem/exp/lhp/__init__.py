@@ -34,6 +34,7 @@ from tandem.exp.common import (
     num,
     rep_phase_us,
 )
+from tandem.exp.lhp.claims import claims
 from tandem.exp.lhp.parse import (
     HACKBENCH_TIME,
     SYSBENCH_TIME,
@@ -74,7 +75,7 @@ from tandem.platform.boot import DETERMINISTIC, BootOptions
 from tandem.results import write_atomic
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
 
 
 def _boot(
