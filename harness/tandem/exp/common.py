@@ -19,44 +19,14 @@ from tandem.errors import TandemError
 from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import PHASE, Latency, parse_results
 from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.timing import Timing
 from tandem.results import PARTIAL, write_atomic
 
-# What QEMU does and does not model, for every report.
-QEMU_CAVEATS = {
-    "virtual": (
-        "Virtual timing (`-icount shift=0,sleep=off`): one guest instruction is one "
-        "nanosecond and all vCPUs take turns in one host thread. Path lengths are exact "
-        "and repeatable, as long as no other vCPU's turn falls inside the path (the clock "
-        "counts every vCPU's instructions); and a core whose interrupt fires waits until "
-        "the round robin reaches its vCPU, so with several busy cores the response times "
-        "include QEMU's scheduling slices (tens to hundreds of µs), which real hardware "
-        "does not have. QEMU models no caches and no memory bus: a memory load costs no "
-        "more than any other instructions."
-    ),
-    "percore": (
-        "Per-core timing (Tandem's QEMU, `-icount shift=0,sleep=off,quantum=Q`): each "
-        "vCPU has its own clock (its own instructions, one per nanosecond); the vCPU with "
-        "the lowest clock runs next for at most the quantum Q, so the cores advance "
-        "together within Q, a timer interrupt reaches a waiting (WFI) core exactly at its "
-        "deadline (a core that other cores keep interrupting may take it up to about 2 Q "
-        "late: docs/security.md), an event between cores (an interrupt, a store another "
-        "core waits for) is seen within Q, and a rerun with the same inputs is the same "
-        "run. QEMU models no caches, no TLB cost, no memory bus and no GIC latency: a "
-        "memory load costs no more than any other instruction, and loaded cores do not "
-        "slow each other down."
-    ),
-    "host": (
-        "Host timing (multi-threaded TCG, real time): each vCPU is a host thread. On a "
-        "host with fewer cores than vCPUs the host's scheduler preempts vCPUs for "
-        "milliseconds, which shows up as latency. QEMU models no caches and no memory "
-        "bus, so memory load only competes for host CPU time."
-    ),
-}
 
-
-def boot_options(s: Scenario, **options: Any) -> BootOptions:  # noqa: ANN401
-    """BootOptions for one of the scenario's boots, with its quantum."""
-    return BootOptions(quantum_ns=s.integer("quantum_ns"), **options)
+def boot_options(s: Scenario, timing: str, **options: Any) -> BootOptions:  # noqa: ANN401
+    """BootOptions for one of the scenario's boots: `timing`, one of its
+    timing modes, with its quantum."""
+    return BootOptions(timing=Timing(timing, s.integer("quantum_ns")), **options)
 
 
 def rep_phase_us(rep: int) -> int:

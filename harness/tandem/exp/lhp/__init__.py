@@ -71,7 +71,8 @@ from tandem.exp.scenario import Scenario
 from tandem.instruments import pathcount
 from tandem.instruments.measure import from_rtos
 from tandem.platform.board import load_board
-from tandem.platform.boot import DETERMINISTIC, BootOptions
+from tandem.platform.boot import BootOptions
+from tandem.platform.timing import Timing
 from tandem.results import write_atomic
 
 # The Experiment interface (tandem.exp.REGISTRY).
@@ -315,7 +316,7 @@ def e3(
         count_csv = out / "raw" / f"{label}.pathcount.csv"
         count_csv.parent.mkdir(parents=True, exist_ok=True)
         timing = s.text("sweep_timing")
-        counting = timing in DETERMINISTIC
+        counting = Timing(timing).deterministic
         lines = _boot(
             label,
             boot_options(
