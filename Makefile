@@ -196,6 +196,9 @@ lint:
 	@for p in linux/patches/*.patch; do \
 		echo "checkpatch $$p"; $(KSRC)/scripts/checkpatch.pl --no-tree --strict --quiet --terse - < $$p || exit 1; \
 	done
+	@# results/ keeps only what the prose cites, raw data in one archive per run
+	@# (results/README.md, "What is kept").
+	scripts/check-results.py
 	.venv/bin/ruff check harness
 	.venv/bin/ruff format --check harness
 	cd harness && ../.venv/bin/mypy --strict tandem tests

@@ -1,9 +1,12 @@
 """`tandem exp claims`: every claim of the five papers beside what our latest
 runs show, as results/CLAIMS.md and a short table in the README.
 
-Each claim has a test fixed here, before any run was judged by it: what
-counts as reproduced is decided by these functions, never by hand, and a
-claim with no run that measures it says so. Verdicts:
+Each experiment tests its paper's claims in its own package
+(tandem/exp/NAME/claims.py, `Experiment.claims`), each test fixed before any
+run was judged by it: what counts as reproduced is decided by those
+functions, never by hand, and a claim with no run that measures it says so.
+This module holds what they share: the claim, its verdicts, which run a
+claim is judged on, and the table they are written as. Verdicts:
 
 - reproduced: our runs show the claim, by its test;
 - not reproduced: our runs measured it and the test fails;
@@ -14,16 +17,14 @@ claim with no run that measures it says so. Verdicts:
 
 from __future__ import annotations
 
-import json
 import re
-import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.platform.paths import RESULTS, ROOT
-from tandem.results import PARTIAL, write_atomic
+from tandem.results import write_atomic
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -49,690 +50,30 @@ class Claim:
     verdict: str
 
 
-def _runs(experiment: str, root: Path) -> list[tuple[str, Summary]]:
-    """Finished runs of `experiment`, newest first, with their summaries."""
-    base = root / experiment
-    if not base.is_dir():
-        return []
-    out = []
-    for d in sorted(base.iterdir(), reverse=True):
-        if d.is_symlink() or not d.is_dir() or d.name.endswith(PARTIAL):
-            continue
-        path = d / "summary.json"
-        if path.exists():
-            summary = json.loads(path.read_text())
-            if isinstance(summary, dict):
-                out.append((d.name, summary))
-    return out
-
-
-def _latest(
+def latest_full(
     runs: list[tuple[str, Summary]], has: Callable[[Summary], bool]
 ) -> tuple[str, Summary] | None:
-    """The newest full (not quick) run with the data a claim needs."""
+    """The newest full (not quick) run with the data a claim needs, of
+    `runs` newest first (exp/common.finished_runs)."""
     for run_id, summary in runs:
         if not summary.get("quick") and has(summary):
             return run_id, summary
     return None
 
 
-def _rows(summary: Summary, key: str = "rows") -> list[dict[str, object]]:
-    rows = summary.get(key)
-    if not isinstance(rows, list):
-        return []
-    return [r for r in rows if isinstance(r, dict)]
-
-
-def _f(v: object) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        raise TandemError(f"expected a number, got {v!r}")
-    return float(v)
-
-
-def _floats(v: object) -> list[float]:
-    return [_f(x) for x in v] if isinstance(v, list) else []
-
-
-def _mode_of(summary: Summary) -> str:
-    prov = summary.get("provenance")
-    timing = prov.get("timing") if isinstance(prov, dict) else None
-    if isinstance(timing, dict) and timing:
-        q = timing.get("quantum_ns")
-        modes = sorted({str(v) for k, v in timing.items() if k.endswith("timing")})
-        return ", ".join(modes) + (f" (Q = {q} ns)" if "percore" in modes else "")
-    return str(summary.get("timing", "?"))
-
-
-def _not_run(paper: str, claim: str, figure: str) -> Claim:
+def not_run(paper: str, claim: str, figure: str) -> Claim:
+    """A claim no finished run has the data for."""
     return Claim(paper, claim, figure, "-", "-", NOT_RUN)
 
 
-# --- paper 000 §3: lock-holder preemption (lhp) -----------------------------
+# An experiment's claims on the runs under a results folder.
+ClaimTests = Callable[[Path], list[Claim]]
 
 
-def _sweep(summary: Summary, policy: str) -> dict[int, dict[str, object]]:
-    return {
-        int(_f(r["period_us"])): r for r in _rows(summary, "period_sweep") if r["policy"] == policy
-    }
-
-
-def _longest_words(longest: object) -> str:
-    """Linux alone's longest wait: its lock's waiter and whether it was
-    interrupted (runs that recorded it)."""
-    waits = [w for w in longest if isinstance(w, dict)] if isinstance(longest, list) else []
-    if not waits:
-        return ""
-    w = max(waits, key=lambda x: _f(x.get("us")))
-    stack = w.get("stack")
-    frames = [str(f).split("+")[0] for f in stack[1:3]] if isinstance(stack, list) else []
-    return (
-        f"; a waiter in {' <- '.join(frames) or '?'}, interrupted {w.get('irqs')} times; "
-        "per repetition " + ", ".join(f"{_f(x.get('us')):.0f}" for x in waits) + " µs"
-    )
-
-
-def _cause_words(static: dict[str, object], policy: dict[str, object]) -> str:
-    """What the RTOS's jobs preempted under static and `policy`: Linux
-    holding a lock or spinning for one (runs that counted it)."""
-    a, b = static.get("preempted_runs"), policy.get("preempted_runs")
-    if not isinstance(a, dict) or not isinstance(b, dict):
-        return ""
-
-    def share(d: dict[str, object], key: str) -> str:
-        jobs = sum(_floats(d.get("starts")))
-        return f"{sum(_floats(d.get(key))) / jobs:.1%}" if jobs else "-"
-
-    return (
-        f" (jobs that preempted a holder {share(a, 'holding')} -> {share(b, 'holding')}, "
-        f"a spinning waiter {share(a, 'waiting')} -> {share(b, 'waiting')})"
-    )
-
-
-def lhp_claims(root: Path = RESULTS) -> list[Claim]:
-    runs = _runs("lhp", root)
-    out: list[Claim] = []
-    paper = "000 §3"
-
-    claim = "Linux alone's longest spin wait (the threshold of 'long') is a real lock hold time"
-    figure = "(threshold on R-Car H1; tens of µs expected)"
-    e1 = _latest(runs, lambda s: bool(_rows(s, "period_sweep")))
-    if e1:
-        run_id, s = e1
-        t = _f(s["long_spin_threshold_us"])
-        out.append(
-            Claim(
-                paper,
-                claim,
-                figure,
-                f"{t:.1f} µs ({_mode_of(s)}){_longest_words(s.get('baseline_longest'))}",
-                run_id,
-                REPRODUCED if t < 100 else NOT_REPRODUCED,
-            )
-        )
-        static = _sweep(s, "static")
-        periods = sorted(static)
-        longs = [_f(static[p]["long_spin_waits"]) for p in periods]
-        out.append(
-            Claim(
-                paper,
-                "The shorter the RTOS period, the more long spin waits (static)",
-                "Eval 1: more long waits at shorter periods",
-                ", ".join(f"{p / 1000:g} ms: {n:.0f}" for p, n in zip(periods, longs, strict=True)),
-                run_id,
-                REPRODUCED if len(longs) >= 2 and longs[0] > longs[-1] else NOT_REPRODUCED,
-            )
-        )
-        migrate = _sweep(s, "migrate")
-        fewer = [
-            p
-            for p in periods
-            if p in migrate and _f(migrate[p]["long_spin_waits"]) < _f(static[p]["long_spin_waits"])
-        ]
-        out.append(
-            Claim(
-                paper,
-                "migrate has fewer long spin waits than static at every period",
-                "Eval 1: migration always below static",
-                f"fewer at {len(fewer)} of {len(periods)} periods",
-                run_id,
-                REPRODUCED if periods and len(fewer) == len(periods) else NOT_REPRODUCED,
-            )
-        )
-        if 1000 in static and 1000 in migrate:
-            a = _floats(static[1000].get("long_spin_waits_runs"))
-            b = _floats(migrate[1000].get("long_spin_waits_runs"))
-            cuts = [(x - y) / x if x else (0.0 if y else 1.0) for x, y in zip(a, b, strict=False)]
-            ours = (
-                f"static / migrate {_f(static[1000]['long_spin_waits']):.0f} / "
-                f"{_f(migrate[1000]['long_spin_waits']):.0f}; cut per pair "
-                + ", ".join(f"{c:.0%}" for c in cuts)
-            )
-            ok = bool(cuts) and all(c >= 0.5 for c in cuts)
-            ours += _cause_words(static[1000], migrate[1000])
-            strict = _sweep(s, "migrate-strict").get(1000)
-            if strict:
-                c = _floats(strict.get("long_spin_waits_runs"))
-                strict_cuts = [(x - y) / x if x else 0.0 for x, y in zip(a, c, strict=False)]
-                ours += (
-                    "; migrate-strict (also off cores spinning for a lock, ours): "
-                    f"{_f(strict['long_spin_waits']):.0f}, cut per pair "
-                    + ", ".join(f"{x:.0%}" for x in strict_cuts)
-                    + _cause_words(static[1000], strict)
-                )
-            out.append(
-                Claim(
-                    paper,
-                    "At 1 ms / 500 µs, migrate cuts long spin waits by at least half, in every "
-                    "paired repetition",
-                    "Eval 1: far fewer at short periods",
-                    ours,
-                    run_id,
-                    REPRODUCED if ok else NOT_REPRODUCED,
-                )
-            )
-    else:
-        out.append(_not_run(paper, claim, figure))
-
-    claim = "hackbench is faster with migrate than static (1 ms / 500 µs), beyond the spread"
-    figure = "Eval 2: migration better in every benchmark"
-    e2 = _latest(runs, lambda s: bool(_rows(s, "bench")))
-    if e2:
-        run_id, s = e2
-        by = {(r["bench"], r["policy"]): r for r in _rows(s, "bench")}
-        st, mi = by.get(("hackbench", "static")), by.get(("hackbench", "migrate"))
-        if st and mi:
-            a, b = _floats(st["runs_s"]), _floats(mi["runs_s"])
-            ok = len(a) >= 5 and len(b) >= 5 and max(b) < min(a)
-            faster = sum(1 for x, y in zip(a, b, strict=False) if y < x)
-            out.append(
-                Claim(
-                    paper,
-                    claim,
-                    figure,
-                    f"median {statistics.median(a):.2f} s static, {statistics.median(b):.2f} s "
-                    f"migrate; ranges {min(a):.2f}-{max(a):.2f} / {min(b):.2f}-{max(b):.2f} s; "
-                    f"migrate faster in {faster} of {min(len(a), len(b))} pairs ({_mode_of(s)})",
-                    run_id,
-                    REPRODUCED if ok else NOT_REPRODUCED,
-                )
-            )
-    else:
-        out.append(_not_run(paper, claim, figure))
-
-    claim = "The RTOS's worst dispatch path grows by at most 10 µs with migrate (SGI included)"
-    figure = "Eval 3: worst 14 µs static, 21 µs migration (hardware)"
-    e3 = _latest(runs, lambda s: bool(_rows(s, "overhead")))
-    if e3:
-        run_id, s = e3
-        by_policy = {r["policy"]: r for r in _rows(s, "overhead")}
-        st, mi = by_policy.get("static"), by_policy.get("migrate")
-        if st and mi:
-            worst_static = _f(st["max_us"])
-            worst_migrate = _f(mi["max_us"]) + _f(mi.get("handoff_wait_max_us") or 0)
-            grow = worst_migrate - worst_static
-            out.append(
-                Claim(
-                    paper,
-                    claim,
-                    figure,
-                    f"worst {worst_static:.2f} µs static, {worst_migrate:.2f} µs migrate with "
-                    f"the SGI's delivery ({grow:+.2f} µs; {_mode_of(s)})",
-                    run_id,
-                    REPRODUCED if grow <= 10 else NOT_REPRODUCED,
-                )
-            )
-    else:
-        out.append(_not_run(paper, claim, figure))
-
-    claim = "Publishing the lock state costs Linux little (our target: at most 2 % on hackbench)"
-    figure = "requirement 2: a minimal Linux change"
-    patch = _latest(runs, lambda s: isinstance(s.get("lock_patch_overhead_pct"), int | float))
-    if patch:
-        run_id, s = patch
-        pct = _f(s["lock_patch_overhead_pct"])
-        out.append(
-            Claim(
-                paper,
-                claim,
-                figure,
-                f"{pct:+.2f} % ({_mode_of(s)})",
-                run_id,
-                REPRODUCED if pct <= 2 else NOT_REPRODUCED,
-            )
-        )
-    else:
-        out.append(_not_run(paper, claim, figure))
-    return out
-
-
-# --- paper 000 §4: capacity --------------------------------------------------
-
-
-def capacity_claims(root: Path = RESULTS) -> list[Claim]:
-    paper = "000 §4"
-    claim = "At 80 % RTOS load every capacity-aware mode beats none beyond the spread"
-    figure = "hackbench better with cpu_power set, more so at 80 %"
-    found = _latest(_runs("capacity", root), lambda s: bool(_rows(s)))
-    if not found:
-        return [_not_run(paper, claim, figure)]
-    run_id, s = found
-    rows = {(str(r["rtos_load"]), r["mode"], r["bench"]): r for r in _rows(s)}
-
-    def runs(load: str, mode: str) -> list[float]:
-        r = rows.get((load, mode, "hackbench"))
-        return _floats(r["runs_s"]) if r else []
-
-    def med(load: str, mode: str) -> float | None:
-        r = runs(load, mode)
-        return statistics.median(r) if r else None
-
-    out: list[Claim] = []
-    none80 = runs("80", "none")
-    aware = [m for m in ("static", "steal", "both") if runs("80", m)]
-    beats = [m for m in aware if none80 and max(runs("80", m)) < min(none80)]
-
-    def ms(load: str, mode: str) -> str:
-        r = runs(load, mode)
-        return f"{mode} {statistics.median(r) * 1000:.0f} ms (range {(max(r) - min(r)) * 1000:.0f})"
-
-    ours = ", ".join(ms("80", m) for m in ["none", *aware] if runs("80", m))
-    out.append(
-        Claim(
-            paper,
-            claim,
-            figure,
-            f"medians {ours}; every run below none's fastest: {', '.join(beats) or 'none'} "
-            f"({_mode_of(s)})",
-            run_id,
-            REPRODUCED if aware and len(beats) == len(aware) else NOT_REPRODUCED,
-        )
-    )
-    gains: dict[str, dict[str, float]] = {}
-    for mode in ("static", "steal", "both"):
-        for load in ("50", "80"):
-            n, with_mode = med(load, "none"), med(load, mode)
-            if n and with_mode:
-                gains.setdefault(mode, {})[load] = 1 - with_mode / n
-    both_loads = {m: g for m, g in gains.items() if len(g) == 2}
-    if both_loads:
-        out.append(
-            Claim(
-                paper,
-                "Every capacity-aware mode gains more at 80 % RTOS load than at 50 %",
-                "larger effect at 80 %",
-                "time saved against none: "
-                + "; ".join(
-                    f"{m} {g['50']:+.1%} at 50 %, {g['80']:+.1%} at 80 %"
-                    for m, g in both_loads.items()
-                ),
-                run_id,
-                REPRODUCED
-                if all(g["80"] > g["50"] for g in both_loads.values())
-                else NOT_REPRODUCED,
-            )
-        )
-    st, sl = runs("changing", "static"), runs("changing", "steal")
-    if st and sl:
-        faster = sum(1 for x, y in zip(st, sl, strict=False) if y < x)
-        out.append(
-            Claim(
-                paper,
-                "With a load that changes, stolen time (steal) beats static capacities",
-                "future work in the paper (dynamic load)",
-                f"medians static {statistics.median(st) * 1000:.0f} ms, steal "
-                f"{statistics.median(sl) * 1000:.0f} ms; steal faster in {faster} of "
-                f"{min(len(st), len(sl))} pairs",
-                run_id,
-                REPRODUCED if faster == min(len(st), len(sl)) else NOT_REPRODUCED,
-            )
-        )
-    return out
-
-
-# --- paper 001: Linux on multicore (linux-rt) --------------------------------
-
-
-def linux_rt_claims(root: Path = RESULTS) -> list[Claim]:
-    """Each ordering beyond the spread of the repetitions' worst cases
-    (tandem/exp/linux_rt/orderings.py, which the report uses too)."""
-    from tandem.exp.linux_rt import orderings
-
-    paper = "001"
-    found = _latest(_runs("linux-rt", root), lambda s: bool(_rows(s)))
-    claims = [
-        ("The worst case grows with the number of cores", "90 / 540 / 600 µs on 1 / 4 / 8 cores"),
-        ("CPU affinity lowers the worst case", "4 cores 540 -> 90 µs, 8 cores 600 -> 140 µs"),
-        ("Disk I/O load raises the worst case", "720 / 1 350 / 3 440 µs on 1 / 4 / 8 cores"),
-    ]
-    if not found:
-        return [_not_run(paper, c, f) for c, f in claims]
-    run_id, s = found
-    rows = _rows(s)
-    n = int(_f(s.get("reps", 1)))
-    reps = (
-        f"median (range) of {n} repetitions, {_mode_of(s)}"
-        if n > 1
-        else f"one repetition, {_mode_of(s)}"
-    )
-    grows = orderings.grows_with_cores(rows)
-    # The cause part: one core with the page-list high mark of more cores.
-    pcp = sorted(
-        (int(_f(r["pcp_as_cores"])), orderings.spread(orderings.rep_max(r)))
-        for r in _rows(s, "cause")
-        if _f(r["cores"]) == 1 and not r.get("pcp_default")
-    )
-    cause = (
-        "; one core with the interrupts-off page-freeing batch (pcp high mark) of "
-        + " / ".join(str(c) for c, _ in pcp)
-        + " cores: "
-        + " / ".join(w for _, w in pcp)
-        + " µs"
-        if pcp
-        else ""
-    )
-    out = [
-        Claim(
-            paper,
-            claims[0][0],
-            claims[0][1],
-            f"cores: {grows.detail}{cause}; {reps}" if grows else "-",
-            run_id,
-            REPRODUCED if grows and grows.holds else NOT_REPRODUCED,
-        )
-    ]
-    for (claim, figure), checks in (
-        (claims[1], orderings.affinity_lowers(rows)),
-        (claims[2], orderings.io_raises(rows)),
-    ):
-        out.append(
-            Claim(
-                paper,
-                claim,
-                figure,
-                "; ".join(f"{c.what.split(':')[0]} {c.detail}" for c in checks) + f"; {reps}",
-                run_id,
-                REPRODUCED if checks and all(c.holds for c in checks) else NOT_REPRODUCED,
-            )
-        )
-    return out
-
-
-# --- paper 002: RPC ------------------------------------------------------------
-
-
-def rpc_claims(root: Path = RESULTS) -> list[Claim]:
-    paper = "002"
-    claims = [
-        (
-            "A busy/block crossover exists in the task-pair metric",
-            "busy/block crosses 1 near 1.7 KB",
-        ),
-        ("The driver's calibrated x_opt is within x1.5 of the crossover", "x_opt = 1.70 KB"),
-        (
-            "auto (busy below x_opt, else block) is within 5 % of the better mode at every size",
-            "the OS picks the mode per call",
-        ),
-    ]
-    found = _latest(_runs("rpc", root), lambda s: bool(_rows(s)))
-    if not found:
-        return [_not_run(paper, c, f) for c, f in claims]
-    run_id, s = found
-    cross = s.get("crossover_bytes")
-    x_opt = s.get("x_opt_bytes")
-    med = {(int(_f(r["bytes"])), r["mode"]): _f(r["median_ms"]) for r in _rows(s)}
-    sizes = sorted({b for b, _ in med})
-    ratios = [
-        f"{b} B {med[(b, 'busy')] / med[(b, 'block')]:.2f}"
-        for b in sizes
-        if (b, "busy") in med and (b, "block") in med
-    ]
-    out = [
-        Claim(
-            paper,
-            claims[0][0],
-            claims[0][1],
-            (f"crossover {_f(cross):.0f} B; " if isinstance(cross, int | float) else "none; ")
-            + "busy/block "
-            + ", ".join(ratios)
-            + f" ({_mode_of(s)})",
-            run_id,
-            REPRODUCED if isinstance(cross, int | float) else NOT_REPRODUCED,
-        )
-    ]
-    if isinstance(cross, int | float) and isinstance(x_opt, int | float) and x_opt > 0:
-        ratio = max(x_opt / cross, cross / x_opt)
-        out.append(
-            Claim(
-                paper,
-                claims[1][0],
-                claims[1][1],
-                f"x_opt {x_opt:.0f} B against a crossover at {cross:.0f} B (x{ratio:.2f})",
-                run_id,
-                REPRODUCED if ratio <= 1.5 else NOT_REPRODUCED,
-            )
-        )
-    else:
-        out.append(
-            Claim(
-                paper,
-                claims[1][0],
-                claims[1][1],
-                f"x_opt {x_opt}, crossover {cross}",
-                run_id,
-                NOT_REPRODUCED,
-            )
-        )
-    over = [
-        med[(b, "auto")] / min(med[(b, "busy")], med[(b, "block")]) - 1
-        for b in sizes
-        if {(b, "auto"), (b, "busy"), (b, "block")} <= med.keys()
-    ]
-    out.append(
-        Claim(
-            paper,
-            claims[2][0],
-            claims[2][1],
-            f"worst {max(over):+.1%} above the better mode" if over else "-",
-            run_id,
-            REPRODUCED if over and max(over) <= 0.05 else NOT_REPRODUCED,
-        )
-    )
-    return out
-
-
-# --- paper 003: domains --------------------------------------------------------
-
-
-def domains_claims(root: Path = RESULTS) -> list[Claim]:
-    paper = "003"
-    claims = [
-        (
-            "HeteroOS's worst case is below SMP's and Affinity's under every load",
-            "only HeteroOS met 50 µs under every load",
-        ),
-        ("HeteroOS answers within 5 µs with no load", "6 µs (ARM11 MPCore, 210 MHz)"),
-        (
-            "The worst case grows with the number of memory-loaded cores",
-            "SMP 54 / 120 / 165 / 202 µs, HeteroOS 6 / 11 / 15 / 19 µs for 0-3 cores",
-        ),
-        (
-            "HeteroOS's worst case is below DualUnix's under every load",
-            "DualUnix over 100 µs, HeteroOS 6-19 µs",
-        ),
-        (
-            "DualUnix's average under scheduling load is below Affinity's",
-            "fig. 9: two kernels share no kernel data or critical sections",
-        ),
-    ]
-    found = _latest(_runs("domains", root), lambda s: bool(_rows(s)))
-    if not found:
-        return [_not_run(paper, c, f) for c, f in claims]
-    run_id, s = found
-    rows = _rows(s)
-
-    def worst(env: str, load: str, cores: int | None = None) -> float | None:
-        for r in rows:
-            if (
-                r["env"] == env
-                and r["load"] == load
-                and (cores is None or int(_f(r["loaded_cores"])) == cores)
-            ):
-                return _f(r["max_us"])
-        return None
-
-    loads = sorted({str(r["load"]) for r in rows if _f(r["loaded_cores"]) in (0, 3)})
-    parts, below = [], True
-    for load in loads:
-        h, smp, aff = worst("heteroos", load), worst("smp", load), worst("affinity", load)
-        if h is None:
-            continue
-        parts.append(
-            f"{load}: heteroos {h:.2f}, smp {smp if smp is None else f'{smp:.1f}'}, "
-            f"affinity {aff if aff is None else f'{aff:.1f}'} µs"
-        )
-        below = below and all(x is None or h < x for x in (smp, aff))
-    out = [
-        Claim(
-            paper,
-            claims[0][0],
-            claims[0][1],
-            "; ".join(parts) + f" ({_mode_of(s)})",
-            run_id,
-            REPRODUCED if parts and below else NOT_REPRODUCED,
-        )
-    ]
-    idle = worst("heteroos", "none")
-    out.append(
-        Claim(
-            paper,
-            claims[1][0],
-            claims[1][1],
-            f"{idle:.2f} µs" if idle is not None else "-",
-            run_id,
-            REPRODUCED if idle is not None and idle <= 5 else NOT_REPRODUCED,
-        )
-    )
-    series = []
-    for env in ("smp", "heteroos"):
-        pts = sorted(
-            (int(_f(r["loaded_cores"])), _f(r["max_us"]))
-            for r in rows
-            if r["env"] == env and r["load"] == "memory"
-        )
-        if pts:
-            series.append(f"{env} " + " / ".join(f"{w:.1f}" for _, w in pts))
-    out.append(
-        Claim(
-            paper,
-            claims[2][0],
-            claims[2][1],
-            ("; ".join(series) + " µs. ") if series else "",
-            run_id,
-            NEEDS_MODEL,
-        )
-    )
-    dual_parts, dual_below = [], True
-    for load in loads:
-        h, d = worst("heteroos", load), worst("dualunix", load)
-        if h is None or d is None:
-            continue
-        dual_parts.append(f"{load}: heteroos {h:.2f}, dualunix {d:.1f} µs")
-        dual_below = dual_below and h < d
-    out.append(
-        Claim(
-            paper,
-            claims[3][0],
-            claims[3][1],
-            "; ".join(dual_parts) + f" ({_mode_of(s)})" if dual_parts else "-",
-            run_id,
-            REPRODUCED
-            if dual_parts and dual_below
-            else NOT_RUN
-            if not dual_parts
-            else NOT_REPRODUCED,
-        )
-    )
-
-    def average(env: str) -> float | None:
-        for r in rows:
-            if r["env"] == env and r["load"] == "scheduling" and "avg_us" in r:
-                return _f(r["avg_us"])
-        return None
-
-    d_avg, a_avg = average("dualunix"), average("affinity")
-    out.append(
-        Claim(
-            paper,
-            claims[4][0],
-            claims[4][1],
-            f"dualunix {d_avg:.2f}, affinity {a_avg:.2f} µs ({_mode_of(s)})"
-            if d_avg is not None and a_avg is not None
-            else "-",
-            run_id,
-            NOT_RUN
-            if d_avg is None or a_avg is None
-            else REPRODUCED
-            if d_avg < a_avg
-            else NOT_REPRODUCED,
-        )
-    )
-    return out
-
-
-# --- paper 004: context switches (ctxsw) ------------------------------------------
-
-
-def ctxsw_claims(root: Path = RESULTS) -> list[Claim]:
-    paper = "004"
-    claim = "Address-space tags (FCSE; ASIDs here) show no clear gain (5 % or more) on QEMU"
-    figure = "100 switches: 7.5 s without FCSE, 7.43 s with (0.9 %)"
-    found = _latest(_runs("ctxsw", root), lambda s: bool(_rows(s)))
-    if not found:
-        return [_not_run(paper, claim, figure), _not_run(paper, "ASIDs pay off on hardware", "-")]
-    run_id, s = found
-    rows = [r for r in _rows(s) if _f(r["pages"]) == min(_f(x["pages"]) for x in _rows(s))]
-    parts, gains = [], []
-    for timing in sorted({str(r["timing"]) for r in rows}):
-        by = {r["mode"]: _f(r["per_switch_ns"]) for r in rows if r["timing"] == timing}
-        if "asid" in by and "flush" in by:
-            gain = by["flush"] / by["asid"] - 1
-            gains.append(gain)
-            parts.append(
-                f"{timing}: flush {by['flush']:.0f} ns, asid {by['asid']:.0f} ns ({gain:+.1%})"
-            )
-    return [
-        Claim(
-            paper,
-            claim,
-            figure,
-            "; ".join(parts),
-            run_id,
-            REPRODUCED if gains and all(g < 0.05 for g in gains) else NOT_REPRODUCED,
-        ),
-        Claim(
-            paper,
-            "ASIDs save the TLB refills a switch costs on hardware",
-            "(the paper's hypothesis)",
-            "QEMU's TLB is not tagged: both modes flush",
-            run_id,
-            NEEDS_MODEL,
-        ),
-    ]
-
-
-ALL: tuple[Callable[[Path], list[Claim]], ...] = (
-    lhp_claims,
-    capacity_claims,
-    linux_rt_claims,
-    rpc_claims,
-    domains_claims,
-    ctxsw_claims,
-)
-
-
-def collect(root: Path = RESULTS) -> list[Claim]:
-    """Every claim, evaluated on the latest runs under `root`."""
-    return [c for f in ALL for c in f(root)]
+def collect(tests: Iterable[ClaimTests], root: Path = RESULTS) -> list[Claim]:
+    """Every claim, evaluated on the latest runs under `root`, in the order
+    of `tests` (the registry's: tandem.exp.claim_tests)."""
+    return [c for test in tests for c in test(root)]
 
 
 def _cell(text: str) -> str:
@@ -768,7 +109,8 @@ def document(claims: list[Claim]) -> str:
         "Generated by `./tandem exp claims` from the latest full run of each experiment "
         "under `results/` (never edited by hand); each run's `summary.json` says what "
         "produced it (commit, QEMU, timing mode and quantum). The test of each claim is in "
-        "`harness/tandem/claims.py`. QEMU figures are not hardware figures.\n\n"
+        "its experiment's `harness/tandem/exp/NAME/claims.py`. QEMU figures are not "
+        "hardware figures.\n\n"
         + ", ".join(f"{n} {v}" for v, n in counts.items())
         + ".\n\n"
         + table(claims)
@@ -785,9 +127,10 @@ def update_readme(claims: list[Claim], readme: Path = README) -> None:
     write_atomic(readme, pattern.sub(lambda _: block, text))
 
 
-def write(root: Path = RESULTS, readme: Path | None = README) -> Path:
-    """Writes root/CLAIMS.md (and the README's table); returns its path."""
-    claims = collect(root)
+def write(tests: Iterable[ClaimTests], root: Path = RESULTS, readme: Path | None = README) -> Path:
+    """Writes root/CLAIMS.md (and the README's table) from the experiments'
+    claim tests; returns its path."""
+    claims = collect(tests, root)
     out = root / "CLAIMS.md"
     write_atomic(out, document(claims))
     if readme is not None:

@@ -4,16 +4,19 @@ link beside, and files that appear whole or not at all."""
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import shutil
+import tarfile
 import time
 from pathlib import Path
 
 # Suffix of a run directory still being written; renamed when the run ends well.
 PARTIAL = ".partial"
-# Raw files above this size are kept gzipped: console logs of a long run are
-# megabytes of text that compress tenfold, and results/ is in git.
-COMPRESS_ABOVE_BYTES = 16 * 1024
+# Where a run keeps its raw data while it measures, and the one archive it
+# becomes when the run finishes (pack_raw).
+RAW = "raw"
+RAW_ARCHIVE = "raw.tar.xz"
 
 
 def new_run_dir(parent: Path) -> Path:
@@ -59,9 +62,9 @@ class PartialRun:
         self.dir.mkdir()
 
     def finish(self) -> Path:
-        """Compresses its raw data, gives the directory its final name and
-        points `latest` at it."""
-        compress_raw(self.dir / "raw")
+        """Packs its raw data into one archive, gives the directory its
+        final name and points `latest` at it."""
+        pack_raw(self.dir)
         self.dir.rename(self.final)
         mark_latest(self.final)
         return self.final
@@ -71,25 +74,51 @@ class PartialRun:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def compress_raw(raw: Path, above: int = COMPRESS_ABOVE_BYTES) -> list[Path]:
-    """Replaces every file under `raw` larger than `above` bytes by NAME.gz
-    (`zcat` or `gzip -dk` gets it back). No time stamp goes into the gzip
-    header, so the same data gives the same bytes. Returns the new files."""
+def pack_raw(run_dir: Path) -> Path | None:
+    """Replaces the run's raw/ folder by one archive, run_dir/raw.tar.xz:
+    every boot's console log and the instruments' files, which only a new
+    parse of the run needs. One compressed file instead of hundreds keeps
+    results/ small in git (results/README.md, "What is kept"); the console
+    logs of one run are alike and compress together.
+
+    Files a run gzipped are stored uncompressed in the archive (xz does
+    better on the text than on gzip's output). The archive's entries have
+    no owner and no time, in name order, so the same data packs to the same
+    bytes. Returns the archive, or None without raw/."""
+    raw = run_dir / RAW
     if not raw.is_dir():
-        return []
-    written = []
-    for path in sorted(raw.rglob("*")):
-        if not path.is_file() or path.suffix == ".gz" or path.stat().st_size <= above:
-            continue
-        packed = path.with_name(path.name + ".gz")
-        tmp = packed.with_name(packed.name + ".tmp")
-        with (
-            path.open("rb") as src,
-            tmp.open("wb") as dst,
-            gzip.GzipFile(filename="", mode="wb", fileobj=dst, mtime=0) as gz,
-        ):
-            shutil.copyfileobj(src, gz)
-        os.replace(tmp, packed)
-        path.unlink()
-        written.append(packed)
-    return written
+        return None
+    archive = run_dir / RAW_ARCHIVE
+    tmp = archive.with_name(archive.name + ".tmp")
+    with tarfile.open(tmp, "w:xz", preset=9) as tar:
+        for path in sorted(p for p in raw.rglob("*") if p.is_file()):
+            name = path.relative_to(run_dir).as_posix()
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                name, data = name.removesuffix(".gz"), gzip.decompress(data)
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    os.replace(tmp, archive)
+    shutil.rmtree(raw)
+    return archive
+
+
+def raw_file(run_dir: Path, name: str) -> bytes | None:
+    """raw/NAME of a run, wherever it is kept: the raw/ folder of a run
+    still measuring (NAME, or NAME.gz), or the raw.tar.xz of a finished run;
+    None if the run has none."""
+    for path in (run_dir / RAW / name, run_dir / RAW / f"{name}.gz"):
+        if path.is_file():
+            data = path.read_bytes()
+            return gzip.decompress(data) if path.suffix == ".gz" else data
+    archive = run_dir / RAW_ARCHIVE
+    if not archive.is_file():
+        return None
+    with tarfile.open(archive, "r:xz") as tar:
+        try:
+            member = tar.extractfile(f"{RAW}/{name}")
+        except KeyError:
+            return None
+        return member.read() if member is not None else None

@@ -17,6 +17,7 @@ from tandem.platform import capacity, dtb
 from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.configs import Workload
+from tandem.platform.timing import Timing
 
 HALF_ON_1 = Workload(core=1, period_us=1000, work_us=500)
 
@@ -145,7 +146,7 @@ def _snapshot(text: str) -> dict[str, float]:
 def _steal_run(mode: str) -> list[dict[str, float]]:
     """Snapshots: idle start, idle end, load start, load end."""
     r = run_exec(
-        BootOptions(timing="virtual", smp=2, workload=HALF_ON_1, capacity=mode),
+        BootOptions(timing=Timing("virtual"), smp=2, workload=HALF_ON_1, capacity=mode),
         STEAL_SCRIPT,
         timeout_s=300,
     )
@@ -168,7 +169,7 @@ def _fractions(before: dict[str, float], after: dict[str, float], core: int) -> 
 @pytest.mark.qemu
 def test_static_capacity_in_sysfs() -> None:
     r = run_exec(
-        BootOptions(timing="virtual", workload=HALF_ON_1, capacity="static"),
+        BootOptions(timing=Timing("virtual"), workload=HALF_ON_1, capacity="static"),
         "cat /sys/devices/system/cpu/cpu[0-3]/cpu_capacity",
         timeout_s=300,
     )

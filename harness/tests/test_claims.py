@@ -10,12 +10,13 @@ import pytest
 
 from tandem import claims
 from tandem.errors import TandemError
+from tandem.exp import capacity, claim_tests, domains, lhp, linux_rt, rpc
 
 
 def _write(root: Path, experiment: str, run: str, summary: dict[str, object]) -> None:
     d = root / experiment / run
     d.mkdir(parents=True)
-    (d / "summary.json").write_text(json.dumps(summary))
+    (d / "summary.json").write_text(json.dumps({"experiment": experiment, **summary}))
 
 
 def _verdicts(found: list[claims.Claim]) -> dict[str, str]:
@@ -54,11 +55,11 @@ def _lhp(cut: float, threshold: float) -> dict[str, object]:
 
 def test_lhp_claims_follow_the_numbers(tmp_path: Path) -> None:
     _write(tmp_path, "lhp", "20260101-000000", _lhp(cut=0.8, threshold=30))
-    got = _verdicts(claims.lhp_claims(tmp_path))
+    got = _verdicts(lhp.claims(tmp_path))
     assert set(got.values()) == {claims.REPRODUCED}, got
     # A newer run where migrate cuts only 20 % and the threshold is 300 µs.
     _write(tmp_path, "lhp", "20260102-000000", _lhp(cut=0.2, threshold=300))
-    found = claims.lhp_claims(tmp_path)
+    found = lhp.claims(tmp_path)
     got = _verdicts(found)
     assert (
         got[
@@ -76,7 +77,7 @@ def test_quick_and_unfinished_runs_are_not_claims(tmp_path: Path) -> None:
     quick = _lhp(cut=0.8, threshold=30) | {"quick": True}
     _write(tmp_path, "lhp", "20260101-000000", quick)
     (tmp_path / "lhp" / "20260102-000000.partial").mkdir()
-    assert {c.verdict for c in claims.lhp_claims(tmp_path)} == {claims.NOT_RUN}
+    assert {c.verdict for c in lhp.claims(tmp_path)} == {claims.NOT_RUN}
 
 
 def test_rpc_claims(tmp_path: Path) -> None:
@@ -91,14 +92,14 @@ def test_rpc_claims(tmp_path: Path) -> None:
         "20260101-000000",
         {"quick": False, "rows": rows, "crossover_bytes": 4000, "x_opt_bytes": 5000},
     )
-    assert set(_verdicts(claims.rpc_claims(tmp_path)).values()) == {claims.REPRODUCED}
+    assert set(_verdicts(rpc.claims(tmp_path)).values()) == {claims.REPRODUCED}
     _write(
         tmp_path,
         "rpc",
         "20260102-000000",
         {"quick": False, "rows": rows, "crossover_bytes": 4000, "x_opt_bytes": 9000},
     )
-    got = claims.rpc_claims(tmp_path)
+    got = rpc.claims(tmp_path)
     assert got[1].verdict == claims.NOT_REPRODUCED and "x2.25" in got[1].ours
 
 
@@ -124,7 +125,7 @@ def _capacity(none80: list[float], steal50: float) -> dict[str, object]:
 
 def test_capacity_claims(tmp_path: Path) -> None:
     _write(tmp_path, "capacity", "20260101-000000", _capacity([1.3, 1.31, 1.32], 0.99))
-    got = _verdicts(claims.capacity_claims(tmp_path))
+    got = _verdicts(capacity.claims(tmp_path))
     assert got == {
         "At 80 % RTOS load every capacity-aware mode beats none beyond the spread": (
             claims.REPRODUCED
@@ -138,7 +139,7 @@ def test_capacity_claims(tmp_path: Path) -> None:
     # none's fastest run at 80 % below steal's slowest; steal saves more of
     # none's time at 50 % (16 %) than at 80 %.
     _write(tmp_path, "capacity", "20260102-000000", _capacity([1.03, 1.2, 1.22], 0.85))
-    found = claims.capacity_claims(tmp_path)
+    found = capacity.claims(tmp_path)
     assert {c.verdict for c in found[:2]} == {claims.NOT_REPRODUCED}
     assert "every run below none's fastest: static" in found[0].ours
     assert "steal +15.8% at 50 %, +14.2% at 80 %" in found[1].ours
@@ -153,7 +154,7 @@ def test_domains_growth_with_loaded_cores_needs_a_bus_model(tmp_path: Path) -> N
         if not (load == "none" and k == 3)
     ]
     _write(tmp_path, "domains", "20260101-000000", {"quick": False, "rows": rows})
-    found = claims.domains_claims(tmp_path)
+    found = domains.claims(tmp_path)
     assert [c.verdict for c in found] == [
         claims.REPRODUCED,
         claims.REPRODUCED,
@@ -172,18 +173,18 @@ def test_domains_dualunix_claims(tmp_path: Path) -> None:
         if not (load == "none" and k == 3)
     ]
     _write(tmp_path, "domains", "20260101-000000", {"quick": False, "rows": rows})
-    found = claims.domains_claims(tmp_path)
+    found = domains.claims(tmp_path)
     assert [c.verdict for c in found[3:]] == [claims.REPRODUCED, claims.REPRODUCED]
     rows = [dict(r, avg_us=5.0) if r["env"] == "dualunix" else r for r in rows]
     _write(tmp_path, "domains", "20260101-000001", {"quick": False, "rows": rows})
-    assert claims.domains_claims(tmp_path)[4].verdict == claims.NOT_REPRODUCED
+    assert domains.claims(tmp_path)[4].verdict == claims.NOT_REPRODUCED
 
 
 def test_document_and_readme_table(tmp_path: Path) -> None:
     _write(tmp_path, "lhp", "20260101-000000", _lhp(cut=0.8, threshold=30))
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n{claims.BEGIN}\nstale table\n{claims.END}\n\nafter\n")
-    out = claims.write(tmp_path, readme)
+    out = claims.write(claim_tests(), tmp_path, readme)
     text = out.read_text()
     assert "| 000 §3 |" in text and "**reproduced**" in text and "not run" in text
     new = readme.read_text()
@@ -191,7 +192,7 @@ def test_document_and_readme_table(tmp_path: Path) -> None:
     assert "| paper | claim | verdict |" in new
     readme.write_text("# no block\n")
     with pytest.raises(TandemError, match="no <!-- claims:begin"):
-        claims.write(tmp_path, readme)
+        claims.write(claim_tests(), tmp_path, readme)
 
 
 def _linux_rt(off: dict[int, list[float]], on: list[float], io: list[float]) -> dict[str, object]:
@@ -221,14 +222,14 @@ def _linux_rt(off: dict[int, list[float]], on: list[float], io: list[float]) -> 
 def test_linux_rt_claims_need_the_ordering_beyond_the_spread(tmp_path: Path) -> None:
     grows = {1: [80.0, 90.0, 100.0], 4: [200.0, 300.0, 400.0], 8: [500.0, 550.0, 600.0]}
     _write(tmp_path, "linux-rt", "20260101-000000", _linux_rt(grows, [5, 6, 7], [700, 800, 900]))
-    got = _verdicts(claims.linux_rt_claims(tmp_path))
+    got = _verdicts(linux_rt.claims(tmp_path))
     assert set(got.values()) == {claims.REPRODUCED}, got
     # Medians that grow, but the most cores' lowest repetition is below the
     # fewest cores' highest; affinity overlapping on one repetition; I/O
     # raising the median only.
     overlap = {1: [80.0, 90.0, 300.0], 4: [200.0, 300.0, 400.0], 8: [250.0, 550.0, 600.0]}
     _write(tmp_path, "linux-rt", "20260102-000000", _linux_rt(overlap, [5, 6, 250], [95, 560, 610]))
-    found = claims.linux_rt_claims(tmp_path)
+    found = linux_rt.claims(tmp_path)
     assert {c.verdict for c in found} == {claims.NOT_REPRODUCED}, found
     assert all(c.run == "20260102-000000" for c in found)
     assert "median (range) of 3 repetitions" in found[0].ours

@@ -20,6 +20,7 @@ from tandem.exp.ctxsw import script as ctxsw_script
 from tandem.platform.apps import AppRun, workload_blob
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.configs import Ctxsw, load_config
+from tandem.platform.timing import Timing
 
 # The stray task's ID (its place in the applications table, rtos/apps/table.rs:
 # after the demo's 7 tasks, periodic's 1, the four RPC servers and the pair)
@@ -150,7 +151,7 @@ def test_a_stray_access_stops_only_that_task() -> None:
     The fault comes after the pair, well before the first status line, so
     misses are counted from that line on."""
     options = BootOptions(
-        timing="virtual",
+        timing=Timing("virtual"),
         smp=2,
         ctxsw=Ctxsw(core=1, mode="asid", pages=4, switches=20_000, stray=True),
     )

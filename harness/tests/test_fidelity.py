@@ -13,6 +13,7 @@ import pytest
 from tandem.errors import TandemError
 from tandem.instruments import bench, fidelity
 from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.timing import Timing
 
 Q = 1000
 
@@ -128,7 +129,7 @@ def test_report_and_plot_render(tmp_path: Path) -> None:
 
 
 def _probe(timing: str, tmp_path: Path, rounds: int = 40) -> fidelity.Samples:
-    options = BootOptions(timing=timing, quantum_ns=Q, smp=4)
+    options = BootOptions(timing=Timing(timing, Q), smp=4)
     return fidelity.boot(options, rounds, 50_000, tmp_path, timing, cost=False)
 
 
@@ -171,7 +172,7 @@ def test_percore_runs_repeat_exactly(tmp_path: Path) -> None:
 @pytest.mark.qemu
 def test_latency_under_hackbench_stays_within_two_microseconds(tmp_path: Path) -> None:
     out = bench.latency(
-        BootOptions(timing="percore", quantum_ns=Q, smp=4), 1, 100, 1000, out_root=tmp_path
+        BootOptions(timing=Timing("percore", Q), smp=4), 1, 100, 1000, out_root=tmp_path
     )
     summary = json.loads((out / "summary.json").read_text())
     loaded = next(p for p in summary["phases"] if p["load"] == "hackbench")
@@ -181,7 +182,7 @@ def test_latency_under_hackbench_stays_within_two_microseconds(tmp_path: Path) -
 
 @pytest.mark.qemu
 def test_a_hundred_percore_boots_without_a_hang() -> None:
-    options = BootOptions(timing="percore", quantum_ns=Q, smp=4)
+    options = BootOptions(timing=Timing("percore", Q), smp=4)
 
     def boot(_: int) -> int:
         result = run_exec(options, "nproc\n", timeout_s=120)

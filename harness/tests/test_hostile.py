@@ -16,9 +16,10 @@ import os
 
 import pytest
 
-from tandem.platform import qemu_command, rtos_status
+from tandem.platform import rtos_status
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.configs import Workload
+from tandem.platform.timing import DEFAULT_QUANTUM_NS, Timing
 
 # The RTOS core under attack: the RTOS alone runs there (config heteroos,
 # Linux on cores 0-2), so between its jobs the core waits in the monitor;
@@ -29,7 +30,7 @@ RPC_NOTIFY = 0xC200_0002
 AFFINITY_INFO = 0xC400_0004
 ATTACK_S = int(os.environ.get("TANDEM_ATTACK_S", "2"))
 QUIET_S = int(os.environ.get("TANDEM_QUIET_S", str(ATTACK_S)))
-QUANTUM_NS = int(os.environ.get("TANDEM_QUANTUM_NS", str(qemu_command.DEFAULT_QUANTUM_NS)))
+QUANTUM_NS = int(os.environ.get("TANDEM_QUANTUM_NS", str(DEFAULT_QUANTUM_NS)))
 ATTACKS = {
     # RPC_NOTIFY as fast as three cores can issue it: the monitor rings the
     # server core's doorbell for each, with nothing for the server to do.
@@ -73,7 +74,7 @@ def percentile(histogram: list[list[float]], fraction: float) -> float:
 @pytest.mark.qemu
 def test_floods_and_storms_from_three_cores_do_not_cost_the_rtos_a_release() -> None:
     options = BootOptions(
-        timing="percore", quantum_ns=QUANTUM_NS, config="heteroos", rpc_cores=(TARGET,)
+        timing=Timing("percore", QUANTUM_NS), config="heteroos", rpc_cores=(TARGET,)
     )
     r = run_exec(options, script(), timeout_s=300 + 60 * ATTACK_S + 10 * QUIET_S)
     assert r.status == 0, r.console_log
@@ -150,7 +151,7 @@ sleep 1.2  # the RTOS's next status line (one a second) covers all of it
 @pytest.mark.qemu
 def test_concurrent_fuzz_with_hotplug_answers_every_call_and_costs_the_rtos_nothing() -> None:
     per_core = FUZZ_CALLS // FUZZ_CORES
-    options = BootOptions(timing="percore", config="tandem", smp=FUZZ_CORES)
+    options = BootOptions(timing=Timing("percore"), config="tandem", smp=FUZZ_CORES)
     r = run_exec(options, fuzz_script(per_core), timeout_s=600 + FUZZ_CALLS // 50)
     assert r.status == 0, r.console_log
     assert not any("hotplug of" in line for line in r.lines), r.console_log
@@ -192,7 +193,7 @@ def test_hotplug_under_rpc_steal_time_and_migrate_dispatch() -> None:
     periodic task (300 us of every ms, released on core 1) is dispatched
     `migrate`, away from Linux's lock holders."""
     options = BootOptions(
-        timing="percore",
+        timing=Timing("percore"),
         config="tandem",
         capacity="steal",
         workload=Workload(core=1, period_us=1000, work_us=300, dispatch="migrate"),
@@ -235,7 +236,7 @@ def test_requests_rewritten_while_the_server_reads_them_get_only_answers_it_can_
         'for c in 0 1; do echo "after$c: $(tandem-rpc call -c $c echo 4096)"; done\n'
         "sleep 1.2  # the RTOS's next status line covers all of it\n"
     )
-    options = BootOptions(timing="percore", config="heteroos", rpc_cores=(TARGET,))
+    options = BootOptions(timing=Timing("percore"), config="heteroos", rpc_cores=(TARGET,))
     r = run_exec(options, script, timeout_s=300 + 60 * SCRIBBLE_S)
     assert r.status == 0, r.console_log
     tagged = dict(line.split(": ", 1) for line in r.lines if ": " in line)

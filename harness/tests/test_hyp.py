@@ -13,6 +13,7 @@ from tandem.platform import rtos_status
 from tandem.platform.abi import constants
 from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.timing import Timing
 
 pytestmark = pytest.mark.qemu
 
@@ -24,7 +25,7 @@ def dualunix(script: str, others: dict[str, str] | None = None, **options: objec
     result = run_exec(
         BootOptions(
             config="dualunix",
-            timing="percore",
+            timing=Timing("percore"),
             partition_scripts=tuple((others or {}).items()),
             **options,  # type: ignore[arg-type]
         ),
@@ -149,7 +150,9 @@ fi
 echo "B back"
 """
     r = run_exec(
-        BootOptions(config="dualunix-rtos", timing="percore", partition_scripts=(("B", b),)),
+        BootOptions(
+            config="dualunix-rtos", timing=Timing("percore"), partition_scripts=(("B", b),)
+        ),
         a,
         timeout_s=300,
         panics=True,

@@ -16,6 +16,7 @@ from tandem.platform import abi_generated as abi
 from tandem.platform import dtb, flash, qemu_command
 from tandem.platform.board import load_board
 from tandem.platform.configs import load_config
+from tandem.platform.timing import Timing
 
 BOARD = load_board()
 HEADER = abi.PARTITIONS_HEADER_SIZE
@@ -211,7 +212,7 @@ def test_partitions_boot_with_el2_and_a_console_each() -> None:
     argv = qemu_command.boot_argv(
         BOARD,
         4,
-        "percore",
+        Timing("percore"),
         Path("fw"),
         [],
         Path("secure.log"),
@@ -224,9 +225,9 @@ def test_partitions_boot_with_el2_and_a_console_each() -> None:
     assert serials == ["file:a.log", "file:secure.log", "stdio"]
     with pytest.raises(TandemError, match="one Linux console on stdio"):
         qemu_command.boot_argv(
-            BOARD, 4, "percore", Path("fw"), [], Path("s"), False, consoles=(None, None)
+            BOARD, 4, Timing("percore"), Path("fw"), [], Path("s"), False, consoles=(None, None)
         )
     dump = qemu_command.dump_dtb_argv(BOARD, 4, Path("fw"), Path("o"), el2=True)
     assert [dump[i + 1] for i, x in enumerate(dump) if x == "-serial"] == ["null"] * 3
-    plain = qemu_command.boot_argv(BOARD, 4, "percore", Path("fw"), [], Path("s"), False)
+    plain = qemu_command.boot_argv(BOARD, 4, Timing("percore"), Path("fw"), [], Path("s"), False)
     assert "virtualization=off" in plain[plain.index("-machine") + 1], "others: no EL2"

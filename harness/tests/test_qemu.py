@@ -19,6 +19,7 @@ from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, ExecResult, run_exec
 from tandem.platform.configs import PlatformConfig
 from tandem.platform.console import PROMPT, Console
+from tandem.platform.timing import Timing
 
 pytestmark = pytest.mark.qemu
 
@@ -221,7 +222,7 @@ def test_interactive_console_reboot_and_poweroff() -> None:
 
 
 def test_rtos_runs_first_on_every_core_beside_linux() -> None:
-    r = run("sleep 2; nproc", timing="virtual")
+    r = run("sleep 2; nproc", timing=Timing("virtual"))
     assert r.output == "4"
     secure = r.secure_log.read_text()
     assert "core policies: [Shared, Shared, Shared, Shared]" in secure
@@ -234,7 +235,7 @@ def test_rtos_runs_first_on_every_core_beside_linux() -> None:
 
 
 def test_rtos_meets_every_deadline_while_linux_runs_hackbench() -> None:
-    r = run("hackbench -g 8 -l 200; sleep 1", timing="virtual")
+    r = run("hackbench -g 8 -l 200; sleep 1", timing=Timing("virtual"))
     assert r.status == 0 and "Time:" in r.output
     status = rtos_status.last(r.secure_log.read_text())
     second, cores = status.seconds, status.cores
@@ -243,7 +244,7 @@ def test_rtos_meets_every_deadline_while_linux_runs_hackbench() -> None:
 
 
 def test_rtos_keeps_its_deadlines_after_linux_panics() -> None:
-    with Console(BootOptions(timing="virtual")) as console:
+    with Console(BootOptions(timing=Timing("virtual"))) as console:
         console.expect(PROMPT, 120)
         console.command("sleep 1")
         before = rtos_status.last(console.secure_log.read_text()).seconds
@@ -269,7 +270,7 @@ cat /sys/devices/system/cpu/online
 cd /sys/bus/platform/devices/tandem/core3
 cat policy switches_to_linux rtos_releases
 """
-    r = run(script, config="heteroos", timing="virtual")
+    r = run(script, config="heteroos", timing=Timing("virtual"))
     assert r.lines[:4] == ["3", "0-2", "rtos", "0"], "core 3 never ran Linux"
     assert int(r.lines[4]) >= 900
     secure = r.secure_log.read_text()
@@ -295,7 +296,7 @@ for f in policy rtos_releases deadline_misses switches_to_rtos switches_to_linux
 done
 tandem-top -n 1
 """
-    r = run(script, timing="virtual")
+    r = run(script, timing=Timing("virtual"))
     assert r.lines[:4] == ["core0", "core1", "core2", "core3"]
     values = dict(line.split() for line in r.lines[4:10])
     assert values["policy"] == "shared"
@@ -313,7 +314,11 @@ def test_bench_latency_single_core_is_the_bare_path(tmp_path: Path) -> None:
     """One core, virtual timing: Linux idle or busy, the RTOS's timer
     interrupt reaches its handler in the same few hundred instructions."""
     out = bench.latency(
-        BootOptions(timing="virtual", smp=1), idle_s=1, loops=60, min_samples=500, out_root=tmp_path
+        BootOptions(timing=Timing("virtual"), smp=1),
+        idle_s=1,
+        loops=60,
+        min_samples=500,
+        out_root=tmp_path,
     )
     summary = json.loads((out / "summary.json").read_text())
     assert summary["benchmark"] == "latency" and summary["timing"] == "virtual"
@@ -329,7 +334,7 @@ def test_bench_latency_single_core_is_the_bare_path(tmp_path: Path) -> None:
 
 
 def test_bench_switch_counts_both_directions_within_300_instructions(tmp_path: Path) -> None:
-    out = bench.switch(BootOptions(timing="virtual", smp=1), seconds=1, out_root=tmp_path)
+    out = bench.switch(BootOptions(timing=Timing("virtual"), smp=1), seconds=1, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
     for direction in ("linux_to_rtos", "rtos_to_linux"):
         d = summary[direction]

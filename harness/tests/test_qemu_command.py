@@ -13,6 +13,7 @@ from tandem.errors import TandemError
 from tandem.platform import qemu_command
 from tandem.platform.board import load_board
 from tandem.platform.paths import ROOT
+from tandem.platform.timing import Timing, modes_words
 
 BOARD = load_board()
 
@@ -21,7 +22,7 @@ def _boot(timing: str = "virtual", disk: Path | None = None) -> list[str]:
     return qemu_command.boot_argv(
         BOARD,
         4,
-        timing,
+        Timing.parse(timing),
         Path("fw.bin"),
         [qemu_command.Load(Path("Image"), 0x4020_0000)],
         Path("secure.log"),
@@ -50,14 +51,16 @@ def test_boot_names_every_device_and_takes_no_defaults() -> None:
 
 
 def test_interactive_boot_multiplexes_the_monitor_onto_the_console() -> None:
-    argv = qemu_command.boot_argv(BOARD, 1, "host", Path("fw"), [], Path("s.log"), interactive=True)
+    argv = qemu_command.boot_argv(
+        BOARD, 1, Timing("host"), Path("fw"), [], Path("s.log"), interactive=True
+    )
     assert _options(argv, "-serial") == ["mon:stdio", "file:s.log"]
     assert _options(argv, "-accel") == ["tcg,thread=multi"]
 
 
 def test_dtb_dump_describes_the_same_machine_as_a_boot() -> None:
     dump = qemu_command.dump_dtb_argv(BOARD, 2, Path("fw"), Path("out.dtb"))
-    boot = qemu_command.boot_argv(BOARD, 2, "host", Path("fw"), [], Path("s"), False)
+    boot = qemu_command.boot_argv(BOARD, 2, Timing("host"), Path("fw"), [], Path("s"), False)
     assert _options(dump, "-machine") == [f"{BOARD.qemu_machine},dumpdtb=out.dtb"]
     for name in ("-cpu", "-smp", "-m"):
         assert _options(dump, name) == _options(boot, name)
@@ -67,6 +70,51 @@ def test_dtb_dump_describes_the_same_machine_as_a_boot() -> None:
 def test_unknown_timing_is_refused() -> None:
     with pytest.raises(TandemError, match="timing must be one of host, virtual"):
         _boot(timing="fast")
+
+
+def test_timing_gives_qemu_its_clock_options_and_says_itself_in_words() -> None:
+    assert _options(_boot("virtual"), "-icount") == ["shift=0,sleep=off"]
+    percore = Timing("percore", 250)
+    assert percore.qemu_args() == [
+        "-accel",
+        "tcg,thread=single",
+        "-icount",
+        "shift=0,sleep=off,quantum=250",
+    ]
+    assert percore.words() == "percore timing (Q = 250 ns)"
+    assert percore.label() == "percore timing, Q = 250 ns"
+    assert percore.deterministic and Timing("virtual").deterministic
+    assert not Timing("host").deterministic
+    assert Timing("host", 250).words() == "host timing", "a quantum only in per-core timing"
+    with pytest.raises(TandemError, match=r"--quantum-ns must be 1\.\.1000000, got 0"):
+        Timing("percore", 0)
+
+
+def test_a_report_reads_the_timing_its_run_recorded() -> None:
+    summary: dict[str, object] = {
+        "timing": "percore",
+        "sweep_timing": "virtual",
+        "scenario": {"quantum_ns": 500},
+        "provenance": {"timing": {"timing": "percore", "sweep_timing": "host", "quantum_ns": 500}},
+    }
+    assert Timing.of_summary(summary) == Timing("percore", 500)
+    assert Timing.of_summary(summary, "sweep_timing").words() == "virtual timing"
+    assert modes_words(summary) == "host, percore (Q = 500 ns)"
+    with pytest.raises(TandemError, match="without a timing mode under 'patch_timing'"):
+        Timing.of_summary(summary, "patch_timing")
+
+
+def test_the_timing_mode_is_parsed_and_described_in_one_module() -> None:
+    """Only platform/timing.py spells the modes' choices or QEMU's clock
+    options; a report never takes them from the boot module."""
+    harness = ROOT / "harness" / "tandem"
+    for path in harness.rglob("*.py"):
+        if path.name == "timing.py":
+            continue
+        text = path.read_text()
+        assert '"-icount"' not in text, path
+        assert "TIMINGS" not in text and "DETERMINISTIC =" not in text, path
+        assert "QEMU_CAVEATS" not in text, path
 
 
 def test_only_command_lines_built_here_are_started() -> None:

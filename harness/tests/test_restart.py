@@ -21,12 +21,13 @@ from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, ExecResult, run_exec
 from tandem.platform.configs import PlatformConfig, load_config
 from tandem.platform.console import PROMPT, Console
+from tandem.platform.timing import Timing
 
 SYSFS = "/sys/bus/platform/devices/tandem"
 
 
 def percore(**options: object) -> BootOptions:
-    return BootOptions(timing="percore", **options)  # type: ignore[arg-type]
+    return BootOptions(timing=Timing("percore"), **options)  # type: ignore[arg-type]
 
 
 def assert_rtos_ran_on(secure_log: str) -> None:

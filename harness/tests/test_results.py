@@ -1,4 +1,4 @@
-"""Host tests of the results directory: raw data compressed, reproducibly."""
+"""Host tests of the results directory: raw data packed, reproducibly."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from tandem import provenance, results
 
 
-def test_finish_compresses_large_raw_files_reproducibly(tmp_path: Path) -> None:
+def test_finish_packs_raw_data_into_one_archive_reproducibly(tmp_path: Path) -> None:
     runs = []
     for name in ("a", "b"):
         run = results.PartialRun(tmp_path / name)
@@ -19,23 +19,28 @@ def test_finish_compresses_large_raw_files_reproducibly(tmp_path: Path) -> None:
         (raw / "sub").mkdir(parents=True)
         big = "".join(f"line {i}: console output\n" for i in range(5000))
         (raw / "boot.console.log").write_text(big)
-        (raw / "sub" / "hits.csv").write_text(big)
+        (raw / "sub" / "hits.csv.gz").write_bytes(gzip.compress(big.encode()))
         (raw / "boot.sh").write_text("echo small\n")
         runs.append((run.finish(), big))
     (first, big), (second, _) = runs
-    assert not (first / "raw" / "boot.console.log").exists()
-    packed = first / "raw" / "boot.console.log.gz"
-    assert gzip.decompress(packed.read_bytes()).decode() == big
-    assert (first / "raw" / "sub" / "hits.csv.gz").is_file()
-    assert (first / "raw" / "boot.sh").read_text() == "echo small\n", "small files stay"
-    assert packed.stat().st_size < len(big) // 5
-    # No time stamp or name in the header: the same data, the same bytes.
-    assert packed.read_bytes() == (second / "raw" / "boot.console.log.gz").read_bytes()
+    assert not (first / "raw").exists(), "one archive instead of the folder"
+    archive = first / "raw.tar.xz"
+    assert [p.name for p in first.iterdir()] == ["raw.tar.xz"]
+    assert results.raw_file(first, "boot.console.log") == big.encode()
+    assert results.raw_file(first, "sub/hits.csv") == big.encode(), "stored unzipped"
+    assert results.raw_file(first, "boot.sh") == b"echo small\n"
+    assert results.raw_file(first, "missing.log") is None
+    assert archive.stat().st_size < len(big) // 5
+    # No owner or time in the archive: the same data, the same bytes.
+    assert archive.read_bytes() == (second / "raw.tar.xz").read_bytes()
     assert (first.parent / "latest").resolve() == first.resolve()
 
 
-def test_compress_raw_without_raw_directory_does_nothing(tmp_path: Path) -> None:
-    assert results.compress_raw(tmp_path / "raw") == []
+def test_raw_file_reads_a_run_still_measuring(tmp_path: Path) -> None:
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "tail.csv.gz").write_bytes(gzip.compress(b"a,b\n"))
+    assert results.raw_file(tmp_path, "tail.csv") == b"a,b\n"
+    assert results.pack_raw(tmp_path / "none") is None
 
 
 def test_provenance_ignores_results_but_names_other_changes(

@@ -11,6 +11,7 @@ import pytest
 
 from tandem.platform import rtos_status
 from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.timing import Timing
 
 pytestmark = pytest.mark.qemu
 
@@ -18,7 +19,7 @@ SYSFS = "/sys/bus/platform/devices/tandem"
 
 
 def run(script: str, **options: object) -> ExecResult:
-    result = run_exec(BootOptions(timing="virtual", **options), script, timeout_s=600)  # type: ignore[arg-type]
+    result = run_exec(BootOptions(timing=Timing("virtual"), **options), script, timeout_s=600)  # type: ignore[arg-type]
     assert result.qemu_status == 0, f"QEMU exited {result.qemu_status} ({result.console_log})"
     return result
 
@@ -150,7 +151,7 @@ echo 1 > {SYSFS}/rpc_calibrate; echo "recalibrated: $?"
 m again
 dmesg | grep -c 'RPC: calibration failed' || true
 """
-    r = run_exec(BootOptions(timing="host", smp=2, rpc_cores=(1,)), script, timeout_s=600)
+    r = run_exec(BootOptions(timing=Timing("host"), smp=2, rpc_cores=(1,)), script, timeout_s=600)
     assert r.qemu_status == 0, f"QEMU exited {r.qemu_status} ({r.console_log})"
     out = tagged(r)
     assert out["recalibrated"] == "0"

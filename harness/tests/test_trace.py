@@ -11,6 +11,7 @@ import pytest
 from tandem.errors import TandemError
 from tandem.instruments import trace
 from tandem.platform.boot import BootOptions
+from tandem.platform.timing import Timing
 
 HZ = 1_000_000  # one tick per µs keeps the expected numbers readable
 
@@ -147,7 +148,7 @@ def test_heteroos_trace_shows_core_3_never_in_linux(tmp_path: Path) -> None:
     # 10 ms window. In host timing a host busy with the three loaded vCPUs
     # can hold core 3's timer back for the whole window (2 of 14 boots on
     # 2026-11-26, one under make test, read core 3 100 % idle).
-    options = BootOptions(config="heteroos", timing="percore")
+    options = BootOptions(config="heteroos", timing=Timing("percore"))
     out = trace.run(options, 10.0, "hackbench", tmp_path)
     assert out.parent == tmp_path / "trace"
     summary = json.loads((out / "summary.json").read_text())

@@ -14,6 +14,7 @@ from tandem.platform.apps import AppRun
 from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.configs import Workload
+from tandem.platform.timing import Timing
 
 pytestmark = pytest.mark.qemu
 
@@ -28,7 +29,7 @@ def dispatch_report(lines: list[str]) -> dict[str, object]:
 
 def test_periodic_static_meets_every_deadline_on_its_core() -> None:
     options = BootOptions(
-        timing="virtual", smp=2, workload=Workload(core=1, period_us=1000, work_us=200)
+        timing=Timing("virtual"), smp=2, workload=Workload(core=1, period_us=1000, work_us=200)
     )
     script = f"""
 sleep 1.1
@@ -63,7 +64,7 @@ def test_scribbled_lock_state_never_derails_the_rtos() -> None:
     waiting = records + c["CORE_OFF_LINUX_LOCK_WAITING"]
     size = c["SHM_CORE_RECORD_SIZE"]
     options = BootOptions(
-        timing="virtual",
+        timing=Timing("virtual"),
         smp=2,
         workload=Workload(core=1, period_us=1000, work_us=100, dispatch="migrate"),
     )
@@ -109,4 +110,4 @@ def test_the_rtos_refuses_a_workload_its_application_cannot_run() -> None:
         match=r"refused to start: cannot start: workload refused: "
         r"periodic\.work_us = 2000: shorter than period_us",
     ):
-        run_exec(BootOptions(timing="virtual", smp=2, apps=(bad,)), "true\n", timeout_s=60)
+        run_exec(BootOptions(timing=Timing("virtual"), smp=2, apps=(bad,)), "true\n", timeout_s=60)

@@ -2,9 +2,10 @@
 results/NAME/<run-id>/ (raw data, summary.json/.csv, plots, report.md).
 
 Each experiment is a package, exp/NAME/, whose __init__ exports the
-interface the registry below reads (NAME, SCHEMA, run, plot, report); its
-modules keep the scenario keys, the guest script, the parsing, the plots
-and the report's prose apart (docs/harness.md, "Layout")."""
+interface the registry below reads (NAME, SCHEMA, run, plot, report,
+claims); its modules keep the scenario keys, the guest script, the parsing,
+the plots, the report's prose and the tests of its paper's claims apart
+(docs/harness.md, "Layout")."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tandem import provenance
+from tandem.claims import Claim, ClaimTests
 from tandem.errors import TandemError
 from tandem.exp import capacity, ctxsw, domains, lhp, linux_rt, rpc, rtos_app, scenario
 from tandem.exp.common import num, read_summary
@@ -25,21 +27,35 @@ from tandem.platform.paths import EXPERIMENTS, RESULTS
 from tandem.results import PARTIAL, PartialRun, write_atomic
 
 
+def no_claims(root: Path) -> list[Claim]:
+    """An experiment that tests no paper's claim (an RTOS application's)."""
+    return []
+
+
 @dataclass(frozen=True)
 class Experiment:
-    """An experiment: its scenario schema, how to run it, how to report it."""
+    """An experiment: its scenario schema, how to run it, how to report it,
+    and the tests of its paper's claims (tandem/claims.py)."""
 
     name: str
     schema: Mapping[str, scenario.Key]
     run: Callable[[scenario.Scenario, Path], dict[str, object]]
     plot: Callable[[Path, dict[str, object]], None]
     report: Callable[[Path, str], str]
+    claims: ClaimTests = no_claims
 
 
+# In the papers' order (000 §3, 000 §4, 001 ... 004): results/CLAIMS.md
+# lists the claims in this order.
 REGISTRY = {
-    m.NAME: Experiment(m.NAME, m.SCHEMA, m.run, m.plot, m.report)
-    for m in (domains, linux_rt, lhp, capacity, rpc, ctxsw)
+    m.NAME: Experiment(m.NAME, m.SCHEMA, m.run, m.plot, m.report, m.claims)
+    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw)
 }
+
+
+def claim_tests() -> list[ClaimTests]:
+    """Every experiment's claim tests, in the registry's order."""
+    return [exp.claims for exp in REGISTRY.values()]
 
 
 def finish(exp: Experiment, run_dir: Path, summary: dict[str, object], command: str) -> None:

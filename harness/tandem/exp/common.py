@@ -19,44 +19,14 @@ from tandem.errors import TandemError
 from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import PHASE, Latency, parse_results
 from tandem.platform.boot import BootOptions, run_exec
-from tandem.results import write_atomic
-
-# What QEMU does and does not model, for every report.
-QEMU_CAVEATS = {
-    "virtual": (
-        "Virtual timing (`-icount shift=0,sleep=off`): one guest instruction is one "
-        "nanosecond and all vCPUs take turns in one host thread. Path lengths are exact "
-        "and repeatable, as long as no other vCPU's turn falls inside the path (the clock "
-        "counts every vCPU's instructions); and a core whose interrupt fires waits until "
-        "the round robin reaches its vCPU, so with several busy cores the response times "
-        "include QEMU's scheduling slices (tens to hundreds of µs), which real hardware "
-        "does not have. QEMU models no caches and no memory bus: a memory load costs no "
-        "more than any other instructions."
-    ),
-    "percore": (
-        "Per-core timing (Tandem's QEMU, `-icount shift=0,sleep=off,quantum=Q`): each "
-        "vCPU has its own clock (its own instructions, one per nanosecond); the vCPU with "
-        "the lowest clock runs next for at most the quantum Q, so the cores advance "
-        "together within Q, a timer interrupt reaches a waiting (WFI) core exactly at its "
-        "deadline (a core that other cores keep interrupting may take it up to about 2 Q "
-        "late: docs/security.md), an event between cores (an interrupt, a store another "
-        "core waits for) is seen within Q, and a rerun with the same inputs is the same "
-        "run. QEMU models no caches, no TLB cost, no memory bus and no GIC latency: a "
-        "memory load costs no more than any other instruction, and loaded cores do not "
-        "slow each other down."
-    ),
-    "host": (
-        "Host timing (multi-threaded TCG, real time): each vCPU is a host thread. On a "
-        "host with fewer cores than vCPUs the host's scheduler preempts vCPUs for "
-        "milliseconds, which shows up as latency. QEMU models no caches and no memory "
-        "bus, so memory load only competes for host CPU time."
-    ),
-}
+from tandem.platform.timing import Timing
+from tandem.results import PARTIAL, write_atomic
 
 
-def boot_options(s: Scenario, **options: Any) -> BootOptions:  # noqa: ANN401
-    """BootOptions for one of the scenario's boots, with its quantum."""
-    return BootOptions(quantum_ns=s.integer("quantum_ns"), **options)
+def boot_options(s: Scenario, timing: str, **options: Any) -> BootOptions:  # noqa: ANN401
+    """BootOptions for one of the scenario's boots: `timing`, one of its
+    timing modes, with its quantum."""
+    return BootOptions(timing=Timing(timing, s.integer("quantum_ns")), **options)
 
 
 def rep_phase_us(rep: int) -> int:
@@ -209,12 +179,28 @@ def read_summary(run_dir: Path, experiment: str) -> dict[str, object]:
     return data
 
 
-def num(row: Mapping[str, object], key: str) -> float:
-    """A number from a summary row (rows come from JSON: typed as object)."""
-    value = row[key]
-    if not isinstance(value, int | float):
+def num(row: Mapping[str, object], key: str, default: float | None = None) -> float:
+    """A number from a summary row (rows come from JSON: typed as object);
+    `default` where the row has none (absent or null), else an error."""
+    value = row.get(key)
+    if value is None and default is not None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise TandemError(f"summary row {row!r}: '{key}' is not a number")
     return float(value)
+
+
+def numbers(row: Mapping[str, object], key: str) -> list[float]:
+    """A list of numbers from a summary row; none where the row has no list."""
+    values = row.get(key)
+    if not isinstance(values, list):
+        return []
+    out = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TandemError(f"summary row {row!r}: '{key}' holds {value!r}, not a number")
+        out.append(float(value))
+    return out
 
 
 def fmt_us(value: object) -> str:
@@ -243,12 +229,35 @@ def paired_words(gains: list[float]) -> str:
     )
 
 
-def summary_list(summary: dict[str, object], key: str = "rows") -> list[dict[str, object]]:
-    """A list of rows from a summary (summaries come from JSON: typed as object)."""
+def summary_list(
+    summary: Mapping[str, object], key: str = "rows", required: bool = True
+) -> list[dict[str, object]]:
+    """A list of rows from a summary (summaries come from JSON: typed as
+    object). Without the list: an error, or none if not `required` (a part
+    an older or quick run did not measure)."""
     value = summary.get(key)
     if not isinstance(value, list):
+        if not required:
+            return []
         raise TandemError(f"summary of '{summary.get('experiment')}' without a '{key}' list")
-    return value
+    return [row for row in value if isinstance(row, dict)]
+
+
+def finished_runs(experiment: str, root: Path) -> list[tuple[str, dict[str, object]]]:
+    """(run id, summary) of every finished run of `experiment` under `root`,
+    newest first: no `latest` link, no unfinished `.partial` run, no folder
+    without a summary (a probe's)."""
+    base = root / experiment
+    if not base.is_dir():
+        return []
+    return [
+        (d.name, read_summary(d, experiment))
+        for d in sorted(base.iterdir(), reverse=True)
+        if d.is_dir()
+        and not d.is_symlink()
+        and not d.name.endswith(PARTIAL)
+        and (d / "summary.json").is_file()
+    ]
 
 
 def median_change_ci(

@@ -13,10 +13,11 @@ import shutil
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.exp.common import QEMU_CAVEATS, Progress, boot_options, read_summary, summary_list
+from tandem.exp.common import Progress, boot_options, read_summary, summary_list
 from tandem.exp.scenario import Key, Scenario
 from tandem.platform import apps
 from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.timing import Timing
 
 RUNNER = "rtos-app"
 SCHEMA = {
@@ -119,5 +120,5 @@ def report(run_dir: Path, command: str) -> str:
     if expect:
         lines.append("Every repetition showed " + ", ".join(f"`{p}`" for p in expect) + ".")
         lines.append("")
-    lines.append(QEMU_CAVEATS.get(timing, ""))
+    lines.append(Timing.of_summary(summary).caveats())
     return "\n".join(lines) + "\n"

@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.platform.boot import TIMINGS
 from tandem.platform.paths import EXPERIMENTS
-from tandem.platform.qemu_command import MAX_QUANTUM_NS
+from tandem.platform.timing import MAX_QUANTUM_NS, MODES
 
 # Holds overrides for `--quick`, checked against the same schema.
 QUICK_TABLE = "quick"
@@ -49,7 +48,7 @@ COMMON: dict[str, Key] = {
     "experiment": Key(str, "the experiment's name (the file's name without .toml)"),
     "paper": Key(str, "which paper of PAPERS.md it reproduces"),
     "description": Key(str, "one line: what it measures"),
-    "timing": Key(str, "timing mode (docs/harness.md)", choices=TIMINGS),
+    "timing": Key(str, "timing mode (docs/harness.md)", choices=MODES),
     "quantum_ns": Key(
         int,
         "per-core timing: how far one core's clock may run ahead of another's (ns)",

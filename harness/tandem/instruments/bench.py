@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tandem.platform import qemu_command
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, describe_timing, run_exec
+from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.paths import RESULTS
 from tandem.results import mark_latest, new_run_dir
 
@@ -43,8 +43,8 @@ def boot(options: BootOptions, runs: int, out_root: Path = RESULTS) -> Path:
     offs = [s.poweroff_s for s in samples]
     summary = {
         "benchmark": "boot",
-        "timing": options.timing,
-        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
+        "timing": options.timing.mode,
+        "quantum_ns": options.timing.quantum,
         "clock": "host wall time (QEMU start to the first command in Linux)",
         "smp": options.smp,
         "config": options.config,
@@ -103,7 +103,7 @@ def latency(
     instruction of the RTOS's IRQ handler) with Linux idle, then with Linux
     running hackbench on every core. Writes the histograms and a summary."""
     print(
-        f"bench latency: booting ({describe_timing(options)}, {options.smp} cores)",
+        f"bench latency: booting ({options.timing.words()}, {options.smp} cores)",
         file=sys.stderr,
     )
     result = run_exec(options, LATENCY_SCRIPT.format(idle_s=idle_s, loops=loops), timeout_s=1200)
@@ -121,8 +121,8 @@ def latency(
             )
     summary = {
         "benchmark": "latency",
-        "timing": options.timing,
-        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
+        "timing": options.timing.mode,
+        "quantum_ns": options.timing.quantum,
         "measured": "secure timer compare value to the 3rd instruction of the RTOS IRQ handler",
         "resolution_ns": idle["tick_ns"],
         "histogram_limit_us": round(float(idle["tick_ns"]) * 16384 / 1000, 1),
@@ -172,7 +172,7 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
         extra_qemu_args=qemu_command.exec_log_args(code, "{run_dir}/exec.log"),
     )
     print(
-        f"bench switch: booting with QEMU's execution log ({options.timing} timing)",
+        f"bench switch: booting with QEMU's execution log ({options.timing.words()})",
         file=sys.stderr,
     )
     result = run_exec(logged, f"sleep {seconds}", timeout_s=600)
@@ -188,8 +188,8 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
     measured = switchcost.measure(log, symbols, monitor_vectors, rtos_vectors)
     summary = {
         "benchmark": "switch",
-        "timing": options.timing,
-        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
+        "timing": options.timing.mode,
+        "quantum_ns": options.timing.quantum,
         "unit": "instructions (virtual timing: 1 instruction = 1 ns)",
         "measured": {
             "linux_to_rtos": "monitor FIQ vector to the RTOS's IRQ vector",

@@ -33,6 +33,7 @@ from tandem.errors import TandemError
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.configs import load_config
 from tandem.platform.paths import RESULTS
+from tandem.platform.timing import Timing
 from tandem.results import PartialRun, write_atomic
 
 PROBES = ("overlap", "handoff", "notify_idle", "notify_busy")
@@ -98,7 +99,7 @@ def gap_ns(options: BootOptions) -> int:
     probe before the round counts as interrupted: above what per-core
     timing's catching up may add (a quantum), below an RTOS job (about
     5 µs of the demo's)."""
-    q = options.quantum_ns if options.timing == "percore" and options.quantum_ns else 0
+    q = options.timing.quantum or 0
     return max(2000, 2 * q)
 
 
@@ -433,7 +434,7 @@ def run(
             file=sys.stderr,
             flush=True,
         )
-        options = replace(base, timing=cell.timing, quantum_ns=cell.quantum_ns or 1)
+        options = replace(base, timing=Timing.parse(cell.timing, cell.quantum_ns))
         measured.append((cell, boot(options, rounds, iters, raw, cell.label)))
     first = [s for c, s in measured if c.timing == "percore" and c.quantum_ns == quanta[0]]
     identical = first[0].probes == first[1].probes

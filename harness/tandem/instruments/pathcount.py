@@ -36,6 +36,7 @@ from pathlib import Path
 from tandem.errors import TandemError
 from tandem.platform import qemu_command
 from tandem.platform.paths import BUILD
+from tandem.platform.timing import Timing
 
 PLUGIN = BUILD / "qemu" / "libtandem_pathcount.so"
 RTOS_ELF = BUILD / "firmware" / "tandem-rtos.elf"
@@ -147,7 +148,7 @@ def counted_code(rtos: Symbols, monitor: Symbols) -> list[tuple[int, int]]:
 
 def qemu_args(csv_path: Path, timing: str) -> tuple[str, ...]:
     """QEMU's arguments to count the dispatch path into `csv_path`."""
-    if timing not in ("virtual", "percore"):
+    if not Timing(timing).deterministic:
         # Under multi-threaded TCG the hits of different vCPUs would not be
         # logged in the order they ran.
         raise TandemError(f"the path count needs virtual or per-core timing, not {timing}")

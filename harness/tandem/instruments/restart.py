@@ -30,7 +30,7 @@ from pathlib import Path
 from tandem import provenance
 from tandem.errors import TandemError
 from tandem.platform import rtos_status
-from tandem.platform.boot import BootOptions, describe_timing, run_exec
+from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.paths import RESULTS
 from tandem.results import mark_latest, new_run_dir, write_atomic
 
@@ -270,7 +270,9 @@ def restart(
         raise TandemError("bench restart: --count must be at least 1")
     clock = Clock()
     # Taken before the boot, as `tandem exp run` does.
-    stamp = provenance.collect({"timing": options.timing, "quantum_ns": options.quantum_ns})
+    stamp = provenance.collect(
+        {"timing": options.timing.mode, "quantum_ns": options.timing.quantum_ns}
+    )
 
     def echo(line: str) -> None:
         generation = clock.line(line, time.monotonic())
@@ -278,7 +280,7 @@ def restart(
             print(f"bench restart: Linux {generation} of {count + 1} up", file=sys.stderr)
 
     print(
-        f"bench restart: {count} restarts of Linux in one boot ({describe_timing(options)})",
+        f"bench restart: {count} restarts of Linux in one boot ({options.timing.words()})",
         file=sys.stderr,
     )
     result = run_exec(
@@ -297,9 +299,9 @@ def restart(
     host = [float(str(r["host_s"])) for r in rows]
     summary: dict[str, object] = {
         "benchmark": "restart",
-        "timing": options.timing,
-        "timing_described": describe_timing(options),
-        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
+        "timing": options.timing.mode,
+        "timing_described": options.timing.words(),
+        "quantum_ns": options.timing.quantum,
         "smp": options.smp,
         "config": options.config,
         "count": count,

@@ -255,7 +255,7 @@ def run(options: BootOptions, window_ms: float, load: str, out_root: Path = RESU
     sleep_us = round((SETTLE_MS + window_ms) * 1000)
     script = SCRIPT.format(start=start, sleep_us=sleep_us, stop=stop)
     print(
-        f"trace: booting ({options.config}, {options.timing} timing, {options.smp} cores, "
+        f"trace: booting ({options.config}, {options.timing.words()}, {options.smp} cores, "
         f"load {load})",
         file=sys.stderr,
     )
@@ -275,8 +275,8 @@ def run(options: BootOptions, window_ms: float, load: str, out_root: Path = RESU
     per_core = shares(spans, win)
     summary = {
         "command": "trace",
-        "timing": options.timing,
-        "quantum_ns": options.quantum_ns if options.timing == "percore" else None,
+        "timing": options.timing.mode,
+        "quantum_ns": options.timing.quantum,
         "config": options.config,
         "smp": options.smp,
         "load": load,
@@ -288,7 +288,7 @@ def run(options: BootOptions, window_ms: float, load: str, out_root: Path = RESU
         "share": per_core,
     }
     title = (
-        f"config {options.config}, {options.timing} timing: world per core, "
+        f"config {options.config}, {options.timing.words()}: world per core, "
         f"last {window_ms:g} ms (Linux load: {load})"
     )
     run_dir = PartialRun(out_root / "trace")

@@ -1,10 +1,7 @@
 """Booting Tandem on QEMU: assemble the inputs, start QEMU, run commands in
 Linux and collect what they print.
 
-Timing modes (docs/design.md, "Time and measurement"): `host` runs
-multi-threaded TCG in real time, for parallel throughput; `virtual` runs
-`-icount shift=0,sleep=off`, one instruction per virtual nanosecond, for
-path lengths.
+Timing modes: platform/timing.py (docs/design.md, "Time and measurement").
 """
 
 from __future__ import annotations
@@ -25,10 +22,11 @@ from tandem.platform.apps import AppRun, workload_blob
 from tandem.platform.board import Board, load_board
 from tandem.platform.configs import Ctxsw, Workload, load_config
 from tandem.platform.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
+from tandem.platform.timing import Timing
 
-TIMINGS = qemu_command.TIMINGS
-# The timing modes in which a boot repeats exactly (instructions, not host time).
-DETERMINISTIC = ("virtual", "percore")
+# A boot's timing unless it asks for another (`run` and `exec` pick per
+# host: choose_timing).
+HOST_TIMING = Timing()
 BEGIN = "@@TANDEM-EXEC-BEGIN@@"
 END = re.compile(r"@@TANDEM-EXEC-END status=(\d+)@@")
 RESTART = re.compile(r"^\[\s*\d+\.\d+\] reboot: Restarting system$")
@@ -50,10 +48,9 @@ class BootOptions:
     """How to boot: platform configuration, timing mode, number of cores."""
 
     config: str = "tandem"
-    timing: str = "host"
+    # How QEMU keeps time (mode and quantum), checked when made.
+    timing: Timing = HOST_TIMING
     smp: int = 4
-    # Per-core timing's quantum (qemu_command.timing_args).
-    quantum_ns: int = qemu_command.DEFAULT_QUANTUM_NS
     # `exec` commands start this many µs after Linux is up: a controlled
     # phase against the RTOS's releases and Linux's ticks, so repetitions
     # differ in the deterministic timing modes (exp/common.rep_phase_us).
@@ -105,15 +102,8 @@ class Prepared:
     consoles: dict[str, Path] = field(default_factory=dict)
 
 
-def describe_timing(options: BootOptions) -> str:
-    """The timing mode as reports say it: "percore timing (Q = 1000 ns)"."""
-    if options.timing == "percore":
-        return f"percore timing (Q = {options.quantum_ns} ns)"
-    return f"{options.timing} timing"
-
-
 def choose_timing(requested: str, smp: int, host_cores: int) -> tuple[str, str]:
-    """The timing mode for `requested` ("auto" or one of TIMINGS), with why.
+    """The timing mode for `requested` ("auto" or one of timing.MODES), with why.
 
     Host timing needs a host core per emulated core: with fewer, the host
     deschedules vCPU threads for milliseconds and the RTOS misses releases
@@ -132,12 +122,8 @@ def choose_timing(requested: str, smp: int, host_cores: int) -> tuple[str, str]:
 
 
 def _check(options: BootOptions, board: Board) -> None:
-    if options.timing not in TIMINGS:
-        raise TandemError(f"--timing must be one of {', '.join(TIMINGS)}, got '{options.timing}'")
     if not 1 <= options.smp <= board.max_cores:
         raise TandemError(f"--smp must be 1..{board.max_cores}, got {options.smp}")
-    if options.timing == "percore":
-        qemu_command.check_quantum(options.quantum_ns)
     if not 0 <= options.phase_us <= 10_000_000:
         raise TandemError(f"phase must be 0..10 s, got {options.phase_us} µs")
     capacity.check(options.capacity)
@@ -335,7 +321,6 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         secure_log,
         interactive=exec_script is None,
         disk=disk,
-        quantum_ns=options.quantum_ns,
         instruments=tuple(
             arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args
         ),

@@ -30,12 +30,9 @@ from typing import Any
 from tandem.errors import TandemError
 from tandem.platform.board import Board
 from tandem.platform.paths import QEMU_INSTALL
+from tandem.platform.timing import Timing
 
 PROGRAM = "qemu-system-aarch64"
-TIMINGS = ("host", "virtual", "percore")
-# Per-core timing's default quantum (docs/harness.md, results/fidelity/).
-DEFAULT_QUANTUM_NS = 1000
-MAX_QUANTUM_NS = 1_000_000
 
 
 def program() -> str:
@@ -64,29 +61,6 @@ def machine_args(board: Board, smp: int, el2: bool = False) -> list[str]:
         board.qemu_memory,
         "-nodefaults",
     ]
-
-
-def check_quantum(quantum_ns: int) -> None:
-    """A per-core timing quantum QEMU accepts."""
-    if not 1 <= quantum_ns <= MAX_QUANTUM_NS:
-        raise TandemError(f"--quantum-ns must be 1..{MAX_QUANTUM_NS}, got {quantum_ns}")
-
-
-def timing_args(timing: str, quantum_ns: int = DEFAULT_QUANTUM_NS) -> list[str]:
-    """How QEMU runs the vCPUs for a timing mode (docs/harness.md).
-
-    - host: one host thread per vCPU, real time;
-    - virtual: one thread, one clock for all vCPUs (1 instruction = 1 ns);
-    - percore: one thread, a clock per vCPU, the lowest one running next
-      for at most `quantum_ns` (Tandem's QEMU patches, qemu/patches/)."""
-    if timing == "virtual":
-        return ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off"]
-    if timing == "percore":
-        check_quantum(quantum_ns)
-        return ["-accel", "tcg,thread=single", "-icount", f"shift=0,sleep=off,quantum={quantum_ns}"]
-    if timing == "host":
-        return ["-accel", "tcg,thread=multi"]
-    raise TandemError(f"timing must be one of {', '.join(TIMINGS)}, got '{timing}'")
 
 
 def version_argv() -> list[str]:
@@ -123,14 +97,13 @@ class Load:
 def boot_argv(
     board: Board,
     smp: int,
-    timing: str,
+    timing: Timing,
     firmware: Path,
     loads: list[Load],
     secure_log: Path,
     interactive: bool,
     disk: Path | None = None,
     instruments: tuple[str, ...] = (),
-    quantum_ns: int = DEFAULT_QUANTUM_NS,
     consoles: tuple[Path | None, Path | None] | None = None,
 ) -> list[str]:
     """A whole boot's command line.
@@ -141,7 +114,7 @@ def boot_argv(
     EL2 on, a second Linux): the first and second Linux's consoles, a file
     each or None for stdio (exactly one)."""
     el2 = consoles is not None
-    argv = [program(), *machine_args(board, smp, el2), *timing_args(timing, quantum_ns)]
+    argv = [program(), *machine_args(board, smp, el2), *timing.qemu_args()]
     argv += ["-bios", str(firmware)]
     for load in loads:
         argv += ["-device", f"loader,file={load.path},addr={load.address:#x},force-raw=on"]

@@ -20,6 +20,7 @@ import statistics
 from pathlib import Path
 
 from tandem.errors import TandemError
+from tandem.exp.capacity.claims import claims
 from tandem.exp.capacity.parse import bench_time, capacities, cpu_ticks, rtos_counts
 from tandem.exp.capacity.plot import plot
 from tandem.exp.capacity.report import report
@@ -30,7 +31,7 @@ from tandem.exp.scenario import Scenario
 from tandem.results import write_atomic
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
 
 
 def run(s: Scenario, out: Path) -> dict[str, object]:

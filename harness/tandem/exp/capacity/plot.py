@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tandem.exp.common import num, summary_list
 from tandem.platform import capacity
+from tandem.platform.timing import Timing
 
 
 def plot(run_dir: Path, summary: dict[str, object]) -> None:
@@ -55,12 +56,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
         ax.set_ylabel("ms (median; whiskers: fastest to slowest run)")
         ax.set_title(bench)
         ax.legend()
-    timing = str(summary["timing"])
-    scen = summary.get("scenario")
-    if timing == "percore" and isinstance(scen, dict):
-        timing += f" timing, Q = {scen.get('quantum_ns')} ns"
-    else:
-        timing += " timing"
+    timing = Timing.of_summary(summary).label()
     fig.suptitle(f"capacity: Linux benchmark time vs RTOS load ({timing}, QEMU)")
     fig.tight_layout()
     fig.savefig(run_dir / "capacity.png", dpi=110)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.exp.capacity.spec import CHANGING, NAME, PAPER_TREND
-from tandem.exp.common import QEMU_CAVEATS, num, read_summary, summary_list
+from tandem.exp.common import num, read_summary, summary_list
 from tandem.platform import capacity
-from tandem.platform.boot import DETERMINISTIC
+from tandem.platform.timing import Timing
 
 AWARE = ("static", "steal", "both")
 # /proc/stat columns that are Linux running something (its tasks, the
@@ -329,9 +329,7 @@ def report(run_dir: Path, command: str) -> str:
     scen = summary.get("scenario")
     assert isinstance(scen, dict)
     timing = str(summary["timing"])
-    mode_words = f"{timing} timing" + (
-        f" (Q = {scen.get('quantum_ns')} ns)" if timing == "percore" else ""
-    )
+    mode_words = Timing.of_summary(summary).words()
     benches = [b for b in ("hackbench", "sysbench-cpu") if any(r["bench"] == b for r in rows)]
     sizes = []
     if "hackbench" in benches:
@@ -445,13 +443,13 @@ def report(run_dir: Path, command: str) -> str:
     out += [
         "## What QEMU can and cannot show here",
         "",
-        QEMU_CAVEATS[timing],
+        Timing.of_summary(summary).caveats(),
         "",
     ]
     if words := control(summary):
         out += [words, ""]
     out += list(QEMU_LIMITS.get(timing, ()))
-    if timing in DETERMINISTIC and (missed := shortfalls(summary)):
+    if Timing.of_summary(summary).deterministic and (missed := shortfalls(summary)):
         out += [
             f"Not met here (hackbench): {'; '.join(missed)}. The modes ran in the same QEMU, "
             "and what it leaves out (free moves between cores, no bus) favours the modes "
@@ -465,7 +463,7 @@ def report(run_dir: Path, command: str) -> str:
         f"{max(loads_before):.2f}"
         + (
             " (guest time does not depend on it)."
-            if timing in DETERMINISTIC
+            if Timing.of_summary(summary).deterministic
             else " (a busy host widens the spread)."
         ),
         "",
@@ -476,7 +474,7 @@ def report(run_dir: Path, command: str) -> str:
     return "\n".join(out) + "\n"
 
 
-# What each timing mode lets this experiment show, beyond QEMU_CAVEATS.
+# What each timing mode lets this experiment show, beyond its caveats (platform/timing.py).
 QEMU_LIMITS: dict[str, tuple[str, ...]] = {
     "percore": (
         "What differs between the modes is then Linux's own decisions, repeated exactly for "

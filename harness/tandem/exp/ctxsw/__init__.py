@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.exp.common import Boot, Progress, boot_lines, boot_options, write_summary
+from tandem.exp.ctxsw.claims import claims
 from tandem.exp.ctxsw.parse import hand_off_cycles, parse_record, per_switch
 from tandem.exp.ctxsw.plot import plot
 from tandem.exp.ctxsw.report import report
@@ -31,12 +32,13 @@ from tandem.exp.scenario import Scenario
 from tandem.instruments import switchcost
 from tandem.platform import qemu_command
 from tandem.platform.board import load_board
-from tandem.platform.boot import DETERMINISTIC, run_exec
+from tandem.platform.boot import run_exec
 from tandem.platform.configs import TLB_MODES, Ctxsw
 from tandem.platform.paths import ROOT
+from tandem.platform.timing import Timing
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
 
 RTOS_ELF = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release" / "tandem-rtos"
 # The RTOS's code (and the protected tasks' code) lies in the first MiB of
@@ -74,7 +76,7 @@ def count_path(
     progress.next(label)
     options = boot_options(
         s,
-        timing=next(t for t in s.texts("timings") if t in DETERMINISTIC),
+        timing=next(t for t in s.texts("timings") if Timing(t).deterministic),
         smp=1,
         ctxsw=Ctxsw(core=0, mode=mode, pages=pages, switches=s.integer("path_switches")),
         extra_qemu_args=qemu_command.exec_log_args(rtos_code(), "{run_dir}/exec.log"),
@@ -118,14 +120,14 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
         for pages in s.integers("pages")
         for mode in s.texts("modes")
     ]
-    boots = sum(1 if t in DETERMINISTIC else s.integer("host_reps") for t, _, _ in cells)
+    boots = sum(1 if Timing(t).deterministic else s.integer("host_reps") for t, _, _ in cells)
     path_pages = min(s.integers("pages"))
-    counted = any(t in DETERMINISTIC for t in s.texts("timings"))
+    counted = any(Timing(t).deterministic for t in s.texts("timings"))
     progress = Progress(NAME, boots + (len(s.texts("modes")) if counted else 0))
     rows: list[dict[str, object]] = []
     raw = out / "raw"
     for timing, mode, pages in cells:
-        reps = 1 if timing in DETERMINISTIC else s.integer("host_reps")
+        reps = 1 if Timing(timing).deterministic else s.integer("host_reps")
         means, bests = [], []
         for rep in range(reps):
             label = f"{timing}-{mode}-{pages}p-{rep}"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tandem.exp.common import num, summary_list
 from tandem.exp.ctxsw.spec import MODES
-from tandem.platform.boot import TIMINGS
+from tandem.platform.timing import MODES as TIMING_MODES
 
 
 def plot(run_dir: Path, summary: dict[str, object]) -> None:
@@ -18,7 +18,7 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
     import matplotlib.pyplot as plt
 
     rows = summary_list(summary)
-    timings = sorted({str(r["timing"]) for r in rows}, key=TIMINGS.index)
+    timings = sorted({str(r["timing"]) for r in rows}, key=TIMING_MODES.index)
     fig, axes = plt.subplots(1, len(timings), figsize=(5.2 * len(timings), 4.0), squeeze=False)
     for ax, timing in zip(axes[0], timings, strict=True):
         sub = [r for r in rows if r["timing"] == timing]

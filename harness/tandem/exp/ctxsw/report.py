@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tandem.exp.common import QEMU_CAVEATS, num, read_summary, summary_list
+from tandem.exp.common import num, read_summary, summary_list
 from tandem.exp.ctxsw.spec import NAME, PAPER
-from tandem.platform.boot import TIMINGS
+from tandem.platform.timing import MODES as TIMING_MODES
+from tandem.platform.timing import Timing
 
 
 def _host_gap(rows: list[dict[str, object]]) -> str:
@@ -40,6 +41,7 @@ def _host_gap(rows: list[dict[str, object]]) -> str:
 def report(run_dir: Path, command: str) -> str:
     summary = read_summary(run_dir, NAME)
     rows = summary_list(summary)
+    measured = {str(r["timing"]) for r in rows}
     paths = summary.get("handoff_path")
     out = [
         "# ctxsw: protected tasks, ASID-tagged switch vs TLB flush (paper 004)",
@@ -118,7 +120,7 @@ def report(run_dir: Path, command: str) -> str:
     for (paper_label, seconds), mode in zip(PAPER.items(), ("flush", "asid"), strict=True):
         ours_text = ", ".join(
             f"{t} {ours[(mode, t)][0] / 1000:.2f} µs (best batch {ours[(mode, t)][1] / 1000:.2f})"
-            for t in TIMINGS
+            for t in TIMING_MODES
             if (mode, t) in ours
         )
         out.append(
@@ -149,7 +151,7 @@ def report(run_dir: Path, command: str) -> str:
         "physically tagged, so neither mode touches them), the walk's memory traffic, "
         "and TLB capacity.",
         "",
-        *[QEMU_CAVEATS[t] + "\n" for t in TIMINGS if t in {str(r["timing"]) for r in rows}],
+        *[Timing(t).caveats() + "\n" for t in TIMING_MODES if t in measured],
         "",
         "Files: `summary.json`, `summary.csv`, `per_switch.png`, `raw/` (every boot's "
         "script and console log).",

@@ -4,14 +4,14 @@ times it is set beside."""
 from __future__ import annotations
 
 from tandem.exp.scenario import Key
-from tandem.platform.boot import TIMINGS
 from tandem.platform.configs import TLB_MODES
+from tandem.platform.timing import MODES as TIMING_MODES
 
 NAME = "ctxsw"
 MODES = tuple(TLB_MODES)
 
 SCHEMA = {
-    "timings": Key(list, "timing modes measured", item=str, choices=TIMINGS),
+    "timings": Key(list, "timing modes measured", item=str, choices=TIMING_MODES),
     "modes": Key(list, "TLB modes compared", item=str, choices=MODES),
     "pages": Key(
         list, "pages each task writes between hand-offs", item=int, minimum=0, maximum=256

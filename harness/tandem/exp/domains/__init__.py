@@ -31,6 +31,7 @@ from tandem.exp.common import (
     write_histograms,
     write_summary,
 )
+from tandem.exp.domains.claims import claims
 from tandem.exp.domains.plot import plot
 from tandem.exp.domains.report import report
 from tandem.exp.domains.rows import COLUMNS, summary_row
@@ -40,7 +41,7 @@ from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import Latency, merged
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
 
 
 def run(s: Scenario, out: Path) -> dict[str, object]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tandem.exp.common import QEMU_CAVEATS, fmt_us, num, read_summary, summary_list
+from tandem.exp.common import fmt_us, num, read_summary, summary_list
 from tandem.exp.domains.rows import find_row
 from tandem.exp.domains.spec import (
     ENVS,
@@ -16,8 +16,9 @@ from tandem.exp.domains.spec import (
     PAPER_TARGET_US,
     PAPER_WORST_VS_LOADED,
 )
+from tandem.platform.timing import Timing
 
-# What each timing mode lets this experiment show, beyond QEMU_CAVEATS.
+# What each timing mode lets this experiment show, beyond its caveats (platform/timing.py).
 QEMU_LIMITS = {
     "percore": (
         "- Per-core clocks: a load on cores 0-2 reaches core 3 only through what the "
@@ -153,7 +154,7 @@ def report(run_dir: Path, command: str) -> str:
         "",
         "## What QEMU can and cannot show here",
         "",
-        QEMU_CAVEATS[timing],
+        Timing.of_summary(summary).caveats(),
         "",
         "- The paper's memory-load effect (bus round robin among cores, 6 → 19 µs for "
         "HeteroOS, 54 → 202 µs for SMP) needs caches and a shared bus; QEMU has neither, "

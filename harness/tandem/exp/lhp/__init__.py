@@ -34,6 +34,7 @@ from tandem.exp.common import (
     num,
     rep_phase_us,
 )
+from tandem.exp.lhp.claims import claims
 from tandem.exp.lhp.parse import (
     HACKBENCH_TIME,
     SYSBENCH_TIME,
@@ -70,11 +71,12 @@ from tandem.exp.scenario import Scenario
 from tandem.instruments import pathcount
 from tandem.instruments.measure import from_rtos
 from tandem.platform.board import load_board
-from tandem.platform.boot import DETERMINISTIC, BootOptions
+from tandem.platform.boot import BootOptions
+from tandem.platform.timing import Timing
 from tandem.results import write_atomic
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
 
 
 def _boot(
@@ -314,7 +316,7 @@ def e3(
         count_csv = out / "raw" / f"{label}.pathcount.csv"
         count_csv.parent.mkdir(parents=True, exist_ok=True)
         timing = s.text("sweep_timing")
-        counting = timing in DETERMINISTIC
+        counting = Timing(timing).deterministic
         lines = _boot(
             label,
             boot_options(

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from tandem.exp.common import (
-    QEMU_CAVEATS,
     fmt_us,
     median_change_ci,
     num,
@@ -24,7 +23,7 @@ from tandem.exp.lhp.spec import (
     PARTS,
     PATCH_COST_LIMIT_PCT,
 )
-from tandem.platform.boot import DETERMINISTIC
+from tandem.platform.timing import Timing
 
 # E2's modes that are not dispatch policies compared with static.
 E2_BASELINES = ("static", "linux-alone", "linux-alone+lockstate")
@@ -83,9 +82,9 @@ BENCH_LIMITS = {
 def qemu_limits(sweep_timing: str, timing: str) -> list[str]:
     """The section's paragraphs: each timing mode's caveats once, then what
     it means for E1/E3 and for E2."""
-    out = [QEMU_CAVEATS[sweep_timing], "", SWEEP_LIMITS.get(sweep_timing, ""), ""]
+    out = [Timing(sweep_timing).caveats(), "", SWEEP_LIMITS.get(sweep_timing, ""), ""]
     if timing != sweep_timing:
-        out += [QEMU_CAVEATS[timing], ""]
+        out += [Timing(timing).caveats(), ""]
     if sweep_timing == "virtual":
         out += [VIRTUAL_HANDOFF, ""]
     return [*out, *BENCH_LIMITS.get(timing, ()), ""]
@@ -402,7 +401,7 @@ def report(run_dir: Path, command: str) -> str:
             f"{PATCH_COST_LIMIT_PCT} % target; {interval}"
             f"run-to-run spread up to {noise:.1f} %).",
         ]
-        if patch["timing"] in DETERMINISTIC:
+        if Timing.of_summary(patch).deterministic:
             out.append(
                 f"In {patch['timing']} timing a second is 10^9 instructions, so this is the "
                 "share of instructions the publishing adds: 5 per uncontended lock and 5 per "

@@ -4,7 +4,7 @@ and parts, and the paper's figures and the acceptance's limits."""
 from __future__ import annotations
 
 from tandem.exp.scenario import Key
-from tandem.platform.boot import TIMINGS
+from tandem.platform.timing import MODES
 
 NAME = "lhp"
 # static: on the handler's core; migrate: paper 000's rule (a core where
@@ -18,7 +18,7 @@ SCHEMA = {
         list, "which parts to run (e.g. only e2 on a quiet host)", item=str, choices=PARTS
     ),
     "smp": Key(int, "E2: cores (keep <= host cores in host timing)", minimum=2, maximum=8),
-    "sweep_timing": Key(str, "E1 and E3: timing mode", choices=TIMINGS),
+    "sweep_timing": Key(str, "E1 and E3: timing mode", choices=MODES),
     "sweep_smp": Key(int, "E1 and E3: cores", minimum=2, maximum=8),
     "sweep_reps": Key(int, "E1: repetitions", minimum=1, maximum=100),
     "sweep_phase_us": Key(
@@ -42,7 +42,7 @@ SCHEMA = {
         int, "sysbench mutex --mutex-locks per thread", minimum=100, maximum=10_000_000
     ),
     "overhead_seconds": Key(int, "E3: seconds measured per policy", minimum=1, maximum=600),
-    "patch_timing": Key(str, "lock-state patch cost: timing mode", choices=TIMINGS),
+    "patch_timing": Key(str, "lock-state patch cost: timing mode", choices=MODES),
     "patch_smp": Key(int, "lock-state patch cost: cores", minimum=1, maximum=8),
     "patch_boots": Key(
         int,

@@ -34,6 +34,7 @@ from tandem.exp.common import (
     write_summary,
 )
 from tandem.exp.linux_rt.analysis import Measured, cause_rows, grid_rows
+from tandem.exp.linux_rt.claims import claims
 from tandem.exp.linux_rt.plot import plot
 from tandem.exp.linux_rt.report import report
 from tandem.exp.linux_rt.script import boot_cells, guest_script
@@ -42,7 +43,7 @@ from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import marked_json, parse_results
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
 
 COLUMNS = (
     "cores",

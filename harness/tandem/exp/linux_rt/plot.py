@@ -5,15 +5,15 @@ cell with the most tail samples: free memory and the late samples."""
 from __future__ import annotations
 
 import csv
-import gzip
 import statistics
+from io import StringIO
 from pathlib import Path
-from typing import TextIO
 
 from tandem.exp.common import summary_list
 from tandem.exp.linux_rt.analysis import TAIL_US
 from tandem.exp.linux_rt.orderings import core_counts, find, rep_max
 from tandem.exp.linux_rt.spec import PAPER
+from tandem.results import raw_file
 
 
 def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
@@ -96,39 +96,23 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
     return out
 
 
-def _raw(run_dir: Path, name: str) -> Path | None:
-    """raw/NAME, or raw/NAME.gz once the finished run compressed it."""
-    for path in (run_dir / "raw" / name, run_dir / "raw" / f"{name}.gz"):
-        if path.is_file():
-            return path
-    return None
-
-
-def _open_text(path: Path) -> TextIO:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", newline="")
-    return path.open(newline="")
-
-
 def _timeline(run_dir: Path, plt: object) -> Path | None:
     """Free memory and the tail samples of the boot cell with the most
     tail samples, against the time since its loads started."""
-    tail_csv, memory_csv = _raw(run_dir, "tail.csv"), _raw(run_dir, "memory.csv")
+    tail_csv, memory_csv = raw_file(run_dir, "tail.csv"), raw_file(run_dir, "memory.csv")
     if tail_csv is None or memory_csv is None:
         return None
     late: dict[tuple[str, str, str], list[tuple[float, int]]] = {}
-    with _open_text(tail_csv) as f:
-        for rec in csv.DictReader(f):
-            key = (rec["cores"], rec["rep"], rec["cell"])
-            late.setdefault(key, []).append((float(rec["time_s"]), int(rec["latency_us"])))
+    for rec in csv.DictReader(StringIO(tail_csv.decode(), newline="")):
+        key = (rec["cores"], rec["rep"], rec["cell"])
+        late.setdefault(key, []).append((float(rec["time_s"]), int(rec["latency_us"])))
     if not late:
         return None
     key = max(late, key=lambda k: (len(late[k]), k))
     mem = []
-    with _open_text(memory_csv) as f:
-        for rec in csv.DictReader(f):
-            if (rec["cores"], rec["rep"], rec["cell"]) == key and int(rec["loops"]) >= 0:
-                mem.append((float(rec["time_s"]), int(rec["memfree_kib"]) / 1024))
+    for rec in csv.DictReader(StringIO(memory_csv.decode(), newline="")):
+        if (rec["cores"], rec["rep"], rec["cell"]) == key and int(rec["loops"]) >= 0:
+            mem.append((float(rec["time_s"]), int(rec["memfree_kib"]) / 1024))
     import matplotlib.pyplot as pyplot
 
     assert plt is pyplot

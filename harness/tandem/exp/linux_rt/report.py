@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from tandem.exp.common import QEMU_CAVEATS, fmt_us, num, read_summary, summary_list
+from tandem.exp.common import fmt_us, num, read_summary, summary_list
 from tandem.exp.linux_rt.analysis import TAIL_US
 from tandem.exp.linux_rt.orderings import (
     Row,
@@ -22,6 +22,7 @@ from tandem.exp.linux_rt.orderings import (
     spread,
 )
 from tandem.exp.linux_rt.spec import NAME, PAPER
+from tandem.platform.timing import Timing
 
 # Where the paper's kernel and ours differ in the path that sets the worst
 # case here (mm/page_alloc.c; the trace is in results/linux-rt-trace/).
@@ -341,9 +342,7 @@ def report(run_dir: Path, command: str) -> str:
     cause_raw = summary.get("cause")
     cause = [r for r in cause_raw if isinstance(r, dict)] if isinstance(cause_raw, list) else []
     timing = str(summary["timing"])
-    scenario = summary.get("scenario")
-    quantum = scenario.get("quantum_ns") if isinstance(scenario, dict) else None
-    mode = f"{timing} timing" + (f", Q = {quantum} ns" if timing == "percore" and quantum else "")
+    mode = Timing.of_summary(summary).label()
     reps = int(num(summary, "reps"))
     out = [
         "# linux-rt: Linux's wake-up latency against cores, affinity and I/O (paper 001)",
@@ -386,7 +385,7 @@ def report(run_dir: Path, command: str) -> str:
         "",
         "## What QEMU can and cannot show here",
         "",
-        QEMU_CAVEATS[timing],
+        Timing.of_summary(summary).caveats(),
         "",
         *QEMU_LIMITS.get(timing, QEMU_LIMITS["virtual"]),
         "- One core with affinity on is not measured: the only core cannot be set apart.",

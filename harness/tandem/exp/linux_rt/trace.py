@@ -28,6 +28,7 @@ from tandem.exp.linux_rt.spec import PERIOD_US
 from tandem.instruments.measure import script_header
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.paths import BUILD, RESULTS
+from tandem.platform.timing import PERCORE, Timing
 from tandem.results import PartialRun, write_atomic
 
 TRACE_KERNEL = BUILD / "linux-trace" / "arch" / "arm64" / "boot" / "Image"
@@ -157,7 +158,8 @@ def run(
     raw.mkdir()
     boots: list[Boot] = []
     started = time.monotonic()
-    quantum_ns = BootOptions().quantum_ns
+    timing = Timing(PERCORE)
+    quantum_ns = timing.quantum_ns
     # Taken before the first boot, as `tandem exp run` does (the trace runs
     # for hours; a commit meanwhile is not what it measured).
     stamp = provenance.collect({"timing": "percore", "quantum_ns": quantum_ns})
@@ -165,9 +167,8 @@ def run(
         text = script(n, samples, io, settle_ms)
         opts = BootOptions(
             config="linux-only",
-            timing="percore",
+            timing=timing,
             smp=n,
-            quantum_ns=quantum_ns,
             kernel=TRACE_KERNEL,
             disk_mib=512 if io else 0,
         )

@@ -33,6 +33,7 @@ from tandem.exp.common import (
     rep_phase_us,
     write_summary,
 )
+from tandem.exp.rpc.claims import claims
 from tandem.exp.rpc.parse import Cell, calibrated, calibration_log, parse_output
 from tandem.exp.rpc.plot import plot
 from tandem.exp.rpc.report import report
@@ -43,7 +44,7 @@ from tandem.exp.scenario import Scenario
 from tandem.platform.paths import RESULTS
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
 
 
 def crossover(busy: dict[int, float], block: dict[int, float]) -> float | None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.exp.common import QEMU_CAVEATS, num, read_summary, summary_list
+from tandem.exp.common import num, read_summary, summary_list
 from tandem.exp.rpc.parse import calibrated
 from tandem.exp.rpc.rows import by_size
 from tandem.exp.rpc.spec import MODES, NAME, PAPER_BLOCK_MS, PAPER_BUSY_MS, PAPER_X_OPT_BYTES
+from tandem.platform.timing import Timing
 
-# What each timing mode lets this experiment show, beyond QEMU_CAVEATS.
+# What each timing mode lets this experiment show, beyond its caveats (platform/timing.py).
 QEMU_LIMITS = {
     "percore": (
         "- The paper's trade-off needs the server to work *in parallel* with the "
@@ -195,7 +196,7 @@ def report(run_dir: Path, command: str) -> str:
         "",
         "## What QEMU can and cannot show here",
         "",
-        QEMU_CAVEATS[timing],
+        Timing.of_summary(summary).caveats(),
         "",
         *QEMU_LIMITS[timing],
         "",

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Checks results/ against its policy (results/README.md, "What is kept").
+
+    scripts/check-results.py [--repo DIR] [--max-files N]
+
+Run by `make lint` on the files git tracks under results/:
+
+- every run folder (results/NAME/RUN-ID, results/boot/CONFIG/RUN-ID, a
+  probe's results/NAME/probe-...) is cited by the project's prose
+  (README.md, results/CLAIMS.md, results/README.md, docs/*.md) or is a
+  `latest` link's target: a run nothing cites is superseded, and git's
+  history keeps it;
+- every run's results/... path the prose cites exists;
+- a run's raw data is one archive, raw.tar.xz, not a raw/ folder of files;
+- no guest or host script (.sh) and no code (.py) under results/: scripts
+  are in a run's archive, probes' code in harness/tandem/exp/NAME/probes.py;
+- results/ holds at most --max-files tracked files.
+
+Prints each breach and exits 1 if there is one."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path, PurePosixPath
+
+RUN_ID = re.compile(r"\d{8}-\d{6}(?:-\d+)?(?:\.partial)?")
+PROBE = re.compile(r"probe-\d{8}-[A-Za-z0-9-]+")
+# A results/... path written in prose (up to the first character that no
+# path of ours holds); not one in git's history (`git show COMMIT:results/...`).
+CITED_PATH = re.compile(r"(?<![:/\w])results/[A-Za-z0-9_./-]*[A-Za-z0-9_]")
+FORBIDDEN_SUFFIXES = {".sh": "a script", ".py": "code"}
+DEFAULT_MAX_FILES = 300
+
+
+def tracked(repo: Path) -> list[PurePosixPath]:
+    """The files git tracks under results/."""
+    out = subprocess.run(
+        ["git", "-C", str(repo), "ls-files", "-z", "results"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return [PurePosixPath(p) for p in out.split("\0") if p]
+
+
+def prose(repo: Path) -> str:
+    """The text that may cite runs."""
+    paths = [
+        repo / "README.md",
+        repo / "results" / "CLAIMS.md",
+        repo / "results" / "README.md",
+    ]
+    paths += sorted((repo / "docs").glob("*.md"))
+    return "\n".join(p.read_text() for p in paths if p.is_file())
+
+
+def run_folder(path: PurePosixPath) -> PurePosixPath | None:
+    """The run (or probe) folder a tracked file belongs to, if any."""
+    parts = path.parts
+    for i, part in enumerate(parts[:-1]):
+        if RUN_ID.fullmatch(part) or PROBE.fullmatch(part):
+            return PurePosixPath(*parts[: i + 1])
+    return None
+
+
+def latest_targets(repo: Path, files: list[PurePosixPath]) -> set[PurePosixPath]:
+    """The run folders that `latest` links point at."""
+    out = set()
+    for f in files:
+        if f.name == "latest" and (repo / f).is_symlink():
+            out.add(f.parent / (repo / f).readlink().as_posix())
+    return out
+
+
+def breaches(repo: Path, max_files: int) -> list[str]:
+    files = tracked(repo)
+    text = prose(repo)
+    cited_ids = set(RUN_ID.findall(text)) | set(PROBE.findall(text))
+    latest = latest_targets(repo, files)
+    out = []
+    runs = sorted({r for f in files if (r := run_folder(f)) is not None})
+    for run in runs:
+        if run.name not in cited_ids and run not in latest:
+            out.append(
+                f"{run}: cited by no README, CLAIMS.md or docs/ page (superseded?)"
+            )
+    for cited in sorted(set(CITED_PATH.findall(text))):
+        name = cited.rstrip(".")
+        if not (RUN_ID.search(name) or PROBE.search(name)):
+            continue  # an experiment's folder, named before it has a run
+        target = repo / name
+        if not target.exists() and not target.is_symlink():
+            out.append(f"{name}: cited, but not in results/")
+    for f in files:
+        if "raw" in f.parts[:-1]:
+            out.append(f"{f}: raw data as files; a run keeps it in one raw.tar.xz")
+        elif f.suffix in FORBIDDEN_SUFFIXES:
+            out.append(
+                f"{f}: {FORBIDDEN_SUFFIXES[f.suffix]} under results/ "
+                "(scripts go in the run's raw.tar.xz, code in harness/tandem/exp/NAME/probes.py)"
+            )
+    if len(files) > max_files:
+        out.append(f"results/ holds {len(files)} tracked files, more than {max_files}")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--repo", type=Path, default=Path(__file__).resolve().parents[1]
+    )
+    parser.add_argument("--max-files", type=int, default=DEFAULT_MAX_FILES)
+    args = parser.parse_args()
+    found = breaches(args.repo, args.max_files)
+    for line in found:
+        print(f"check-results: {line}", file=sys.stderr)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
