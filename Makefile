@@ -29,6 +29,9 @@ FIRMWARE    := $(BUILD)/firmware/tandem-firmware.bin
 IMAGE       := $(KOUT)/arch/arm64/boot/Image
 ABI_HEADER  := $(BUILD)/include/tandem_abi.h
 MODULE      := $(BUILD)/driver/tandem.ko
+# A test module that attacks the secure side as a compromised kernel would
+# (linux/hostile; loaded only by the hostile tests).
+HOSTILE     := $(BUILD)/hostile/tandem_hostile.ko
 TOOLS       := $(BUILD)/tools/tandem-smc $(BUILD)/tools/tandem-top $(BUILD)/tools/tandem-lat \
                $(BUILD)/tools/tandem-trace $(BUILD)/tools/tandem-spin $(BUILD)/tools/tandem-rpc \
                $(BUILD)/tools/tandem-probe
@@ -58,7 +61,7 @@ setup:
 build: setup
 	@$(MAKE) --no-print-directory artifacts
 
-artifacts: $(QEMU) $(FIRMWARE) $(IMAGE) $(MODULE) $(TOOLS) $(INITRAMFS) $(PATHCOUNT)
+artifacts: $(QEMU) $(FIRMWARE) $(IMAGE) $(MODULE) $(HOSTILE) $(TOOLS) $(INITRAMFS) $(PATHCOUNT)
 
 run: build
 	./tandem run
@@ -164,6 +167,12 @@ $(MODULE): $(wildcard linux/driver/*.c linux/driver/*.h linux/driver/Kbuild) $(A
 	@$(KMAKE) -s M=$(BUILD)/driver modules
 	@echo "  MODULE  $@"
 
+$(HOSTILE): $(wildcard linux/hostile/*) $(IMAGE)
+	@mkdir -p $(@D)
+	@cp linux/hostile/*.c linux/hostile/*.h linux/hostile/*.S linux/hostile/Kbuild $(@D)/
+	@$(KMAKE) -s M=$(@D) modules
+	@echo "  MODULE  $@"
+
 # Tools see the generated ABI header and the driver's ioctl interface
 # (linux/driver/*_uapi.h) and the RPC user library (linux/tools/*.h).
 $(BUILD)/tools/%: linux/tools/%.c $(ABI_HEADER) $(wildcard linux/driver/*_uapi.h linux/tools/*.h)
@@ -171,8 +180,8 @@ $(BUILD)/tools/%: linux/tools/%.c $(ABI_HEADER) $(wildcard linux/driver/*_uapi.h
 	@$(CROSS)gcc -static -O2 -Wall -Wextra -Werror -I$(BUILD)/include -Ilinux/driver -o $@ $<
 	@echo "  TOOL    $@"
 
-$(INITRAMFS): $(wildcard rootfs/*) $(MODULE) $(TOOLS)
-	@rootfs/build.sh $(BUILD)/rootfs $(MODULE) $(BUILD)/tools
+$(INITRAMFS): $(wildcard rootfs/*) $(MODULE) $(HOSTILE) $(TOOLS)
+	@rootfs/build.sh $(BUILD)/rootfs $(BUILD)/tools $(MODULE) $(HOSTILE)
 
 # --- checks -------------------------------------------------------------------
 
@@ -190,7 +199,7 @@ lint:
 	scripts/check-module-cycles.py rtos/firmware/src --forbid tandem_rtos
 	scripts/check-module-cycles.py monitor/firmware/src
 	scripts/check-module-cycles.py hyp/firmware/src
-	$(KSRC)/scripts/checkpatch.pl --no-tree --quiet --terse -f linux/driver/*.c linux/driver/*.h linux/tools/*.c linux/tools/*.h --ignore SPDX_LICENSE_TAG,PREFER_DEFINED_ATTRIBUTE_MACRO,EMBEDDED_FILENAME
+	$(KSRC)/scripts/checkpatch.pl --no-tree --quiet --terse -f linux/driver/*.c linux/driver/*.h linux/hostile/*.c linux/hostile/*.h linux/tools/*.c linux/tools/*.h --ignore SPDX_LICENSE_TAG,PREFER_DEFINED_ATTRIBUTE_MACRO,EMBEDDED_FILENAME
 	@# patches as patches (on stdin: given a tracked file name, checkpatch
 	@# checks it as source and misreads the diff's context lines)
 	@for p in linux/patches/*.patch; do \
@@ -213,7 +222,7 @@ qemu-test:
 	.venv/bin/pytest -q --durations=10 -m qemu harness/tests
 
 clean:
-	rm -rf $(KOUT) $(BUILD)/linux-trace $(BUILD)/firmware $(BUILD)/qemu $(BUILD)/driver $(BUILD)/tools $(BUILD)/include \
+	rm -rf $(KOUT) $(BUILD)/linux-trace $(BUILD)/firmware $(BUILD)/qemu $(BUILD)/driver $(BUILD)/hostile $(BUILD)/tools $(BUILD)/include \
 		$(BUILD)/rootfs/stage $(BUILD)/rootfs/pkgroot $(BUILD)/rootfs/initramfs.cpio $(BUILD)/dtb
 	cargo clean
 

@@ -3,13 +3,16 @@
 # tandem driver and tools. Output: $OUT/initramfs.cpio (uncompressed: QEMU
 # loads it directly and the kernel unpacks it without decompressing).
 #
-# Usage: rootfs/build.sh OUT_DIR MODULE_KO TOOLS_DIR
+# Usage: rootfs/build.sh OUT_DIR TOOLS_DIR MODULE_KO...
+# (all go to /lib/modules: rcS loads Tandem's driver, tandem.ko, at boot;
+# the others, such as the hostile-Linux test module, wait there for a test)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 out=$1
-module=$2
-tools_dir=$3
+tools_dir=$2
+shift 2
+modules=("$@")
 debs=$out/debs
 pkgroot=$out/pkgroot
 stage=$out/stage
@@ -95,7 +98,7 @@ cp "$here/rcS" "$stage/etc/rcS"
 cp "$here/profile" "$stage/etc/profile"
 chmod 755 "$stage/init" "$stage/etc/rcS"
 mkdir -p "$stage/lib/modules"
-cp "$module" "$stage/lib/modules/tandem.ko"
+cp "${modules[@]}" "$stage/lib/modules/"
 for t in "$tools_dir"/*; do
 	install -m 755 "$t" "$stage/usr/bin/$(basename "$t")"
 done

@@ -158,4 +158,20 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
         name: "SMC_INVALID_PARAMETERS",
         value: ret::INVALID_PARAMETERS,
     },
+    CConstant {
+        name: "SMC_DENIED",
+        value: ret::DENIED,
+    },
+    CConstant {
+        name: "SMC_ALREADY_ON",
+        value: ret::ALREADY_ON,
+    },
+    CConstant {
+        name: "SMC_ON_PENDING",
+        value: ret::ON_PENDING,
+    },
+    CConstant {
+        name: "SMC_INTERNAL_FAILURE",
+        value: ret::INTERNAL_FAILURE,
+    },
 ];

@@ -14,6 +14,13 @@
  *                                        /dev/mem) while the RTOS's server
  *                                        reads it; every answer must be one
  *                                        the server can give
+ *   tandem-smc cpu-on-loop SECONDS MPIDR ENTRY
+ *                                        PSCI CPU_ON of the core MPIDR names
+ *                                        at ENTRY, again and again for
+ *                                        SECONDS (with an ENTRY that turns
+ *                                        the core off again, the monitor
+ *                                        rings that core's doorbell for every
+ *                                        call it accepts); counts the answers
  *
  * The fuzzer never issues the calls that change power state (CPU_ON, CPU_OFF,
  * SYSTEM_OFF, SYSTEM_RESET): with random arguments they would start a core on
@@ -280,13 +287,52 @@ static int run_scribble(int fd, double seconds, long channel)
 	return failures ? 1 : 0;
 }
 
+/*
+ * CPU_ON of one core, again and again: accepted while the core is off,
+ * ALREADY_ON or ON_PENDING while it comes up and goes off again (its entry
+ * calls CPU_OFF), INTERNAL_FAILURE while the monitor stops this Linux.
+ * Anything else (a refused address or target) is a failure.
+ */
+static int run_cpu_on_loop(int fd, double seconds, uint64_t mpidr, uint64_t entry)
+{
+	uint64_t a[4] = { TANDEM_PSCI_CPU_ON_64, mpidr, entry, 0 }, r[4];
+	long calls = 0, accepted = 0, busy = 0, stopping = 0, failures = 0;
+	double end = now_s() + seconds;
+
+	while (now_s() < end) {
+		if (issue_smc(fd, a, 4, r))
+			return 2;
+		calls++;
+		switch ((int64_t)r[0]) {
+		case TANDEM_SMC_SUCCESS:
+			accepted++;
+			break;
+		case TANDEM_SMC_ALREADY_ON:
+		case TANDEM_SMC_ON_PENDING:
+			busy++;
+			break;
+		case TANDEM_SMC_INTERNAL_FAILURE:
+			stopping++;
+			break;
+		default:
+			if (!failures++)
+				fprintf(stderr, "cpu-on-loop: CPU_ON(%#" PRIx64 ", %#" PRIx64 ") answered %" PRId64 "\n",
+					mpidr, entry, (int64_t)r[0]);
+		}
+	}
+	printf("cpu-on-loop: %ld calls in %.1f s, %ld accepted, %ld on or pending, %ld while stopping, %ld failures\n",
+	       calls, seconds, accepted, busy, stopping, failures);
+	return failures ? 1 : 0;
+}
+
 static void print_usage(void)
 {
 	fprintf(stderr,
 		"usage: tandem-smc call FID [ARG1 .. ARG7]\n"
 		"       tandem-smc fuzz COUNT [SEED]\n"
 		"       tandem-smc repeat SECONDS FID [ARG1 .. ARG7]\n"
-		"       tandem-smc scribble-rpc SECONDS CH\n");
+		"       tandem-smc scribble-rpc SECONDS CH\n"
+		"       tandem-smc cpu-on-loop SECONDS MPIDR ENTRY\n");
 	exit(2);
 }
 
@@ -355,6 +401,14 @@ int main(int argc, char **argv)
 		if (*end || !(seconds > 0) || argc != 4)
 			print_usage();
 		return run_scribble(fd, seconds, strtol(argv[3], NULL, 0));
+	}
+	if (!strcmp(argv[1], "cpu-on-loop")) {
+		char *end;
+		double seconds = strtod(argv[2], &end);
+
+		if (*end || !(seconds > 0) || argc != 5 || parse_call(2, argv + 3, a) < 0)
+			print_usage();
+		return run_cpu_on_loop(fd, seconds, a[0], a[1]);
 	}
 	print_usage();
 	return 2;

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tandem_hostile: what a compromised Linux kernel can do to the secure
+ * side, as a module, so that tests can do it on purpose (docs/security.md,
+ * harness/tests/test_hostile.py). Not loaded unless a test asks; it only
+ * attacks, it serves nothing.
+ *
+ * debugfs, under /sys/kernel/debug/tandem-hostile/:
+ *
+ *   cpu_off_entry    read: the physical address of a page of code that
+ *                    calls PSCI CPU_OFF (a CPU_ON entry point that turns
+ *                    its core straight off again: tandem-smc cpu-on-loop)
+ *   trap_group0      write "SECONDS": on the writing CPU, read the GIC's
+ *                    ICC_IAR0_EL1 (Group 0, the monitor's: it traps to EL3)
+ *                    in a loop for that long, taking the Undefined
+ *                    Instruction exception the monitor answers with on a
+ *                    vector table of our own, as a hostile kernel would;
+ *                    read: "accesses A undefined U ns N" of the reading
+ *                    CPU's last run (pin both with taskset)
+ *   pend_spi         write "INTID CORE": route the SPI INTID to CORE, enable
+ *                    and pend it at the distributor, and never take it (an
+ *                    interrupt parked on a core Linux does not run on)
+ */
+
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/gfp.h>
+#include <linux/io.h>
+#include <linux/irqflags.h>
+#include <linux/kernel.h>
+#include <linux/ktime.h>
+#include <linux/module.h>
+#include <linux/percpu.h>
+#include <linux/sched.h>
+#include <linux/uaccess.h>
+#include <asm/cacheflush.h>
+
+#include "tandem_hostile.h"
+
+/* PSCI CPU_OFF's function ID. */
+#define PSCI_CPU_OFF 0x84000002u
+/* Group 0 accesses per stretch with interrupts masked (then a reschedule). */
+#define TRAP_CHUNK 64
+/* QEMU virt's GIC distributor (boards/qemu-virt.toml gicd). */
+#define GICD_BASE 0x08000000ul
+#define GICD_SIZE 0x10000ul
+#define GICD_ISENABLER 0x100
+#define GICD_ISPENDR 0x200
+#define GICD_IROUTER 0x6000
+
+/* One CPU's last run of trapped accesses. */
+struct trap_run {
+	u64 accesses;
+	u64 undefined;
+	u64 ns;
+};
+
+static struct dentry *dir;
+static unsigned long cpu_off_page;
+static DEFINE_PER_CPU(struct trap_run, trap_runs);
+
+
+/* TRAP_CHUNK reads of ICC_IAR0_EL1 on our vector table; returns UNDEFs. */
+static u64 trap_chunk(void)
+{
+	u64 undefined;
+
+	asm volatile("mrs x15, vbar_el1\n"
+		     "msr vbar_el1, %1\n"
+		     "isb\n"
+		     "mov x17, #0\n"
+		     "mov x14, %2\n"
+		     "1: mrs x13, S3_0_C12_C8_0\n"	/* ICC_IAR0_EL1 */
+		     "subs x14, x14, #1\n"
+		     "b.ne 1b\n"
+		     "msr vbar_el1, x15\n"
+		     "isb\n"
+		     "mov %0, x17\n"
+		     : "=r" (undefined)
+		     : "r" (tandem_hostile_vectors), "r" ((u64)TRAP_CHUNK)
+		     : "x13", "x14", "x15", "x16", "x17", "cc", "memory");
+	return undefined;
+}
+
+static ssize_t trap_group0_write(struct file *file, const char __user *ubuf,
+				 size_t len, loff_t *ppos)
+{
+	u64 start, end, accesses = 0, undefined = 0;
+	struct trap_run *run;
+	unsigned int seconds;
+	unsigned long flags;
+	int ret;
+
+	ret = kstrtouint_from_user(ubuf, len, 0, &seconds);
+	if (ret)
+		return ret;
+	if (seconds > 600)
+		return -EINVAL;
+	start = ktime_get_ns();
+	end = start + (u64)seconds * NSEC_PER_SEC;
+	while (ktime_get_ns() < end) {
+		local_irq_save(flags);
+		undefined += trap_chunk();
+		local_irq_restore(flags);
+		accesses += TRAP_CHUNK;
+		cond_resched();
+	}
+	run = get_cpu_ptr(&trap_runs);
+	run->accesses = accesses;
+	run->undefined = undefined;
+	run->ns = ktime_get_ns() - start;
+	put_cpu_ptr(&trap_runs);
+	return len;
+}
+
+static ssize_t trap_group0_read(struct file *file, char __user *ubuf,
+				size_t len, loff_t *ppos)
+{
+	struct trap_run run;
+	char buf[96];
+	int n;
+
+	run = *get_cpu_ptr(&trap_runs);
+	put_cpu_ptr(&trap_runs);
+	n = scnprintf(buf, sizeof(buf), "accesses %llu undefined %llu ns %llu\n",
+		      run.accesses, run.undefined, run.ns);
+	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+}
+
+static const struct file_operations trap_group0_fops = {
+	.owner = THIS_MODULE,
+	.write = trap_group0_write,
+	.read = trap_group0_read,
+	.llseek = default_llseek,
+};
+
+static ssize_t cpu_off_entry_read(struct file *file, char __user *ubuf,
+				  size_t len, loff_t *ppos)
+{
+	char buf[32];
+	int n = scnprintf(buf, sizeof(buf), "%#llx\n",
+			  (u64)virt_to_phys((void *)cpu_off_page));
+
+	return simple_read_from_buffer(ubuf, len, ppos, buf, n);
+}
+
+static const struct file_operations cpu_off_entry_fops = {
+	.owner = THIS_MODULE,
+	.read = cpu_off_entry_read,
+	.llseek = default_llseek,
+};
+
+static ssize_t pend_spi_write(struct file *file, const char __user *ubuf,
+			      size_t len, loff_t *ppos)
+{
+	unsigned int intid, core;
+	void __iomem *gicd;
+	char buf[32];
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	if (sscanf(buf, "%u %u", &intid, &core) != 2 || intid < 32 ||
+	    intid >= 1020 || core > 0xff)
+		return -EINVAL;
+	gicd = ioremap(GICD_BASE, GICD_SIZE);
+	if (!gicd)
+		return -ENOMEM;
+	writeq_relaxed(core, gicd + GICD_IROUTER + 8 * intid);
+	writel_relaxed(BIT(intid % 32), gicd + GICD_ISENABLER + 4 * (intid / 32));
+	writel(BIT(intid % 32), gicd + GICD_ISPENDR + 4 * (intid / 32));
+	iounmap(gicd);
+	return len;
+}
+
+static const struct file_operations pend_spi_fops = {
+	.owner = THIS_MODULE,
+	.write = pend_spi_write,
+	.llseek = default_llseek,
+};
+
+/* The CPU_OFF entry: x0 = CPU_OFF, smc #0; should it return, stay. */
+static void write_cpu_off_code(u32 *code)
+{
+	code[0] = 0x52800000 | ((PSCI_CPU_OFF & 0xffff) << 5);		/* movz w0, #lo */
+	code[1] = 0x72a00000 | ((PSCI_CPU_OFF >> 16) << 5);		/* movk w0, #hi, lsl 16 */
+	code[2] = 0xd4000003;						/* smc #0 */
+	code[3] = 0x14000000;						/* b . */
+}
+
+/*
+ * Clean [start, end) to the point of coherency: a core entered through
+ * CPU_ON runs it with its MMU and caches off (the kernel's own routine for
+ * this is not exported to modules).
+ */
+static void clean_to_poc(unsigned long start, unsigned long end)
+{
+	u64 ctr = read_sysreg(ctr_el0);
+	unsigned long line = 4ul << ((ctr >> 16) & 0xf);	/* DminLine */
+	unsigned long at;
+
+	for (at = start & ~(line - 1); at < end; at += line)
+		asm volatile("dc cvac, %0" : : "r" (at) : "memory");
+	dsb(sy);
+}
+
+static int __init tandem_hostile_init(void)
+{
+	cpu_off_page = get_zeroed_page(GFP_KERNEL);
+	if (!cpu_off_page)
+		return -ENOMEM;
+	write_cpu_off_code((u32 *)cpu_off_page);
+	caches_clean_inval_pou(cpu_off_page, cpu_off_page + PAGE_SIZE);
+	clean_to_poc(cpu_off_page, cpu_off_page + PAGE_SIZE);
+
+	dir = debugfs_create_dir("tandem-hostile", NULL);
+	debugfs_create_file("cpu_off_entry", 0400, dir, NULL, &cpu_off_entry_fops);
+	debugfs_create_file("trap_group0", 0600, dir, NULL, &trap_group0_fops);
+	debugfs_create_file("pend_spi", 0200, dir, NULL, &pend_spi_fops);
+	pr_info("tandem_hostile: loaded (a test module that attacks the secure side)\n");
+	return 0;
+}
+
+static void __exit tandem_hostile_exit(void)
+{
+	debugfs_remove_recursive(dir);
+	free_page(cpu_off_page);
+}
+
+module_init(tandem_hostile_init);
+module_exit(tandem_hostile_exit);
+MODULE_DESCRIPTION("Tandem's hostile-Linux test module");
+MODULE_LICENSE("GPL");
