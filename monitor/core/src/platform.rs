@@ -20,8 +20,18 @@ pub trait Platform {
     /// Whether an RTOS interrupt is pending on this core.
     fn secure_interrupt_pending() -> bool;
 
+    /// When the RTOS's timer on this core fires (the generic counter's
+    /// value), if it is armed.
+    fn rtos_timer() -> Option<u64>;
+
     /// Waits until an interrupt is pending on this core.
     fn wait_for_interrupt();
+
+    /// Waits until an interrupt of the RTOS's is pending on this core,
+    /// ignoring the normal world's and the monitor's doorbell meanwhile
+    /// (they stay pending): for the moment before the RTOS's timer fires,
+    /// which nothing else may then delay.
+    fn wait_for_rtos_interrupt();
 
     /// Rings the monitor's doorbell of `core`, which may be waiting in the
     /// monitor (PSCI CPU_ON) or parked.
@@ -30,9 +40,11 @@ pub trait Platform {
     /// Raises the RTOS's RPC doorbell on `core` (Linux called a channel).
     fn ring_rpc(core: usize);
 
-    /// Linux was stopped on this core and will not run here until it starts
-    /// afresh: its interrupts (its timers' above all, which it left armed)
-    /// must no longer wake the core, or the monitor's idle loop would spin.
+    /// Linux was stopped on this core, or turned it off (CPU_OFF), and will
+    /// not run here until it starts afresh: its interrupts (its timers'
+    /// above all, which it may have left armed, or any a hostile Linux
+    /// routed here) must no longer wake the core, or the monitor's idle
+    /// loop, and the RTOS's, would spin.
     fn linux_stopped_here();
 
     /// Powers the machine off.

@@ -27,7 +27,7 @@
 //! from a [`PsciView`] published after every change, without the lock, so
 //! no storm of calls from other cores can hold a core at EL3.
 
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use tandem_abi::MAX_CORES;
 use tandem_abi::partition::MAX_PARTITIONS;
 use tandem_abi::smc::ret;
@@ -76,7 +76,7 @@ pub enum CheckIn {
 }
 
 /// All cores' PSCI state.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PsciState {
     cores: [CoreState; MAX_CORES],
     present: [bool; MAX_CORES],
@@ -239,7 +239,8 @@ impl PsciState {
         self.cores[boot_core] = CoreState::OnPending { entry, context_id };
     }
 
-    /// Publishes every core's state to `view`, for the lock-free queries.
+    /// Publishes every core's state to `view`, for the lock-free queries
+    /// (after every change: a few stores).
     pub fn publish(&self, view: &PsciView) {
         for core in 0..MAX_CORES {
             let code = match (self.present[core], self.cores[core]) {
@@ -249,7 +250,18 @@ impl PsciState {
                 (true, CoreState::On) => view::ON,
             };
             view.state[core].store(code, Ordering::Release);
-            view.instance[core].store(self.instance[core], Ordering::Release);
+        }
+    }
+
+    /// Publishes which instance each core is in and each instance's RAM to
+    /// `view` (after [`Self::assign`], at cold boot).
+    pub fn publish_instances(&self, view: &PsciView) {
+        for (core, instance) in self.instance.iter().enumerate() {
+            view.instance[core].store(*instance, Ordering::Release);
+        }
+        for (i, ram) in self.ram.iter().enumerate() {
+            view.ram_base[i].store(ram.base, Ordering::Release);
+            view.ram_size[i].store(ram.size, Ordering::Release);
         }
     }
 
@@ -295,6 +307,9 @@ mod view {
 pub struct PsciView {
     state: [AtomicU8; MAX_CORES],
     instance: [AtomicU8; MAX_CORES],
+    /// Each instance's RAM (set at cold boot, before Linux runs).
+    ram_base: [AtomicU64; MAX_PARTITIONS],
+    ram_size: [AtomicU64; MAX_PARTITIONS],
 }
 
 impl PsciView {
@@ -303,6 +318,8 @@ impl PsciView {
         Self {
             state: [const { AtomicU8::new(view::ABSENT) }; MAX_CORES],
             instance: [const { AtomicU8::new(0) }; MAX_CORES],
+            ram_base: [const { AtomicU64::new(0) }; MAX_PARTITIONS],
+            ram_size: [const { AtomicU64::new(0) }; MAX_PARTITIONS],
         }
     }
 
@@ -352,6 +369,36 @@ impl PsciView {
     /// Whether `core` runs Linux (`On`).
     pub fn is_on(&self, core: usize) -> bool {
         core < MAX_CORES && self.code(core) == view::ON
+    }
+
+    /// The answer to a CPU_ON that changes nothing, as [`PsciState::cpu_on`]
+    /// gives it, if it is one: a bad target or entry, or a target on or
+    /// pending already (a storm of CPU_ONs of a core that is on then never
+    /// takes the lock). `None`: only the locked call can answer.
+    pub fn cpu_on_unchanged(
+        &self,
+        board: &Board,
+        caller: usize,
+        target_mpidr: u64,
+        entry: u64,
+    ) -> Option<i64> {
+        let core = match self.present_core(board, caller, target_mpidr) {
+            Ok(core) => core,
+            Err(e) => return Some(e),
+        };
+        let instance = usize::from(self.instance[core].load(Ordering::Acquire));
+        let ram = MemoryRange {
+            base: self.ram_base[instance].load(Ordering::Acquire),
+            size: self.ram_size[instance].load(Ordering::Acquire),
+        };
+        if !valid_entry(board, ram, entry) {
+            return Some(ret::INVALID_ADDRESS);
+        }
+        match self.code(core) {
+            view::ON => Some(ret::ALREADY_ON),
+            view::ON_PENDING => Some(ret::ON_PENDING),
+            _ => None,
+        }
     }
 }
 
@@ -558,5 +605,88 @@ mod tests {
         p.restart(0, ENTRY, 0x4800_0000);
         assert_eq!(p.affinity_info(0, 1, 0), Ok(affinity::OFF));
         assert_eq!(p.affinity_info(3, 3, 0), Ok(affinity::ON), "B runs on");
+    }
+
+    /// xorshift64*: a tiny deterministic generator.
+    fn next(s: &mut u64) -> u64 {
+        *s ^= *s >> 12;
+        *s ^= *s << 25;
+        *s ^= *s >> 27;
+        s.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    #[test]
+    fn the_published_view_answers_as_the_locked_state_does() {
+        let mut seed = 0xFEED_5EED_u64;
+        for round in 0..200 {
+            let mut p = booted(4);
+            if round % 2 == 0 {
+                // Two partitions: A on cores 0-2, B on core 3.
+                let a = MemoryRange {
+                    base: 0x4000_0000,
+                    size: 0x2000_0000,
+                };
+                for c in 0..3 {
+                    p.assign(c, 0, a);
+                }
+                p.assign(
+                    3,
+                    1,
+                    MemoryRange {
+                        base: 0x6000_0000,
+                        size: 0x1FC0_0000,
+                    },
+                );
+            }
+            let view = PsciView::new();
+            for _ in 0..200 {
+                // A random change, then the view published as after every one.
+                let r = next(&mut seed);
+                let core = (r % 4) as usize;
+                let target = r >> 8 & 0x7;
+                let entry = [ENTRY, 0x6020_0000, 0x0E00_0000, ENTRY + 2][(r >> 16 & 3) as usize];
+                match r >> 20 & 7 {
+                    0 | 1 => {
+                        let _ = p.cpu_on(core, target, entry, 0);
+                    }
+                    2 => {
+                        let _ = p.take_pending(core);
+                    }
+                    3 => {
+                        let _ = p.cpu_off(core);
+                    }
+                    4 if r >> 24 & 7 == 0 => {
+                        let _ = p.stop(p.instance(core));
+                    }
+                    5 if r >> 24 & 3 == 0 => p.restart(core, ENTRY, 0),
+                    _ => {}
+                }
+                p.publish(&view);
+                p.publish_instances(&view);
+                for caller in 0..5 {
+                    for mpidr in [0, 1, 2, 3, 4, 0x100, 1 << 40] {
+                        for level in [0, 1] {
+                            assert_eq!(
+                                view.affinity_info(&BOARD, caller, mpidr, level),
+                                p.affinity_info(caller, mpidr, level),
+                                "AFFINITY_INFO({mpidr:#x}, {level}) from {caller}"
+                            );
+                        }
+                        for entry in [ENTRY, 0x6020_0000, 0x0E00_0000, ENTRY + 2] {
+                            if let Some(answer) =
+                                view.cpu_on_unchanged(&BOARD, caller, mpidr, entry)
+                            {
+                                let mut copy = p.clone();
+                                assert_eq!(
+                                    copy.cpu_on(caller, mpidr, entry, 0),
+                                    Err(answer),
+                                    "CPU_ON({mpidr:#x}, {entry:#x}) from {caller}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

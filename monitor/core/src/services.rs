@@ -108,6 +108,7 @@ impl Monitor {
                     p.assign(c, i, ram);
                 }
             }
+            p.publish_instances(&self.psci_view);
         });
     }
 
@@ -135,6 +136,13 @@ impl Monitor {
                 Pending::Busy
             }
         }
+    }
+
+    /// Whether another core holds the PSCI lock now: an idle core that found
+    /// it taken ([`Pending::Busy`]) waits for this to clear, and for nothing
+    /// else, in a short loop that also watches for its RTOS's interrupts.
+    pub fn psci_busy(&self) -> bool {
+        self.psci.is_locked()
     }
 
     /// Whether Linux must stop on `core` (its instance is being stopped).
@@ -377,6 +385,14 @@ fn cpu_suspend(_: &Monitor, call: &Args<'_>) -> Outcome {
 }
 
 fn cpu_on(m: &Monitor, call: &Args<'_>) -> Outcome {
+    // A CPU_ON that changes nothing (a core on already: the common answer
+    // in a storm of them) is answered without the lock.
+    if let Some(e) = m
+        .psci_view
+        .cpu_on_unchanged(&m.board, call.core, call.arg(1), call.arg(2))
+    {
+        return Outcome::value(e);
+    }
     m.psci_call(
         |p| match p.cpu_on(call.core, call.arg(1), call.arg(2), call.arg(3)) {
             // Accepted: the target is a present core.

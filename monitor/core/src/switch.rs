@@ -11,11 +11,11 @@
 //! | `Reset` | anything | `Rtos` (started) on a core with the RTOS, else `Deciding` |
 //! | `Fiq`, not the doorbell | `Linux`, a core with the RTOS | `Rtos` |
 //! | `LinuxWfi`, an RTOS interrupt ended the wait | `Linux`, a core with the RTOS | `Rtos` |
-//! | `Yield` | `Rtos` | `Linux` (resumed, or started if a CPU_ON is due), else `Deciding` |
+//! | `Yield` | `Rtos` | `Linux` (resumed), else `Deciding` (a CPU_ON that is due starts from the look that follows) |
 //! | `CpuOff` | `Linux` | `Deciding` |
 //! | `StopLinux` | `Linux` | `Deciding`, Linux off and its state dropped |
 //! | `StopLinux` | anything else | unchanged, Linux off (a due CPU_ON dropped) |
-//! | `Look` | `Deciding`, `Idle` | `Rtos` if an RTOS interrupt is pending, else `Linux` (started) if a CPU_ON is due, else `Idle` |
+//! | `Look` | `Deciding`, `Idle` | `Rtos` if an RTOS interrupt is pending, else `Idle` waiting for the RTOS alone if its timer is about to fire, else `Linux` (started) if a CPU_ON is due, else `Idle` |
 //! | anything else | | unchanged: the world that trapped resumes |
 //!
 //! A CPU_ON reaches its core through `Look`: the monitor's doorbell ends
@@ -92,12 +92,19 @@ pub enum Event {
     StopLinux,
     /// What the firmware found when asked to look ([`Next::Look`]): the
     /// entry of a CPU_ON for this core, taken from PSCI (this is how a
-    /// CPU_ON reaches its core), and whether an RTOS interrupt is pending.
+    /// CPU_ON reaches its core), whether an RTOS interrupt is pending, and
+    /// whether the RTOS's timer fires sooner than starting Linux and
+    /// turning back takes (the board's `rtos_leave_ns`, the RTOS's own rule
+    /// for leaving the core): then Linux waits, as the RTOS would have,
+    /// rather than have the timer find the core at EL3 with interrupts
+    /// masked, however often Linux turns the core on and off.
     Look {
         /// The entry of a CPU_ON for this core, if one was pending.
         pending: Option<LinuxEntry>,
         /// An RTOS interrupt is pending.
         secure_pending: bool,
+        /// The RTOS's timer fires within `rtos_leave_ns`.
+        rtos_soon: bool,
     },
 }
 
@@ -118,6 +125,10 @@ pub enum Next {
     Look,
     /// Wait for an interrupt, then look again.
     Wait,
+    /// Wait for an interrupt of the RTOS's alone, then look again: its
+    /// timer is about to fire, and nothing the normal world asks for (a
+    /// CPU_ON's doorbell) may make the core busy then.
+    WaitForRtos,
 }
 
 /// What the firmware must do for one event, in this order: save the EL1
@@ -271,14 +282,16 @@ impl CoreSwitch {
             (Event::Yield, Running::Rtos) => {
                 let stolen = (self.steal_on && self.steal.rtos_leaves(now))
                     .then(|| self.steal.stolen_ticks());
-                if self.linux == Linux::Off {
+                if self.linux == Linux::On {
+                    self.linux_takes(Some(World::Secure), stolen)
+                } else {
+                    // Off, or to start: a fresh start is decided by a look,
+                    // which waits if the RTOS's timer is about to fire.
                     Step {
                         save: Some(World::Secure),
                         stolen,
                         ..self.look()
                     }
-                } else {
-                    self.linux_takes(Some(World::Secure), stolen)
                 }
             }
             (Event::CpuOff | Event::StopLinux, Running::Linux) => {
@@ -293,6 +306,7 @@ impl CoreSwitch {
                 Event::Look {
                     pending,
                     secure_pending,
+                    rtos_soon,
                 },
                 Running::Deciding | Running::Idle,
             ) => {
@@ -303,20 +317,27 @@ impl CoreSwitch {
                 if self.rtos && secure_pending {
                     // The RTOS first, even before a Linux that is due to start.
                     self.rtos_takes(now, false, None, Next::Rtos)
+                } else if self.rtos && rtos_soon {
+                    self.idle(Next::WaitForRtos)
                 } else if self.linux == Linux::Pending {
                     self.linux_takes(None, None)
                 } else {
-                    let trace = (self.running != Running::Idle).then_some(TRACE_TO_IDLE);
-                    self.running = Running::Idle;
-                    Step {
-                        save: None,
-                        next: Next::Wait,
-                        trace,
-                        stolen: None,
-                    }
+                    self.idle(Next::Wait)
                 }
             }
             _ => Step::SAME,
+        }
+    }
+
+    /// The core waits in the monitor (`next`: for what), traced as idle once.
+    fn idle(&mut self, next: Next) -> Step {
+        let trace = (self.running != Running::Idle).then_some(TRACE_TO_IDLE);
+        self.running = Running::Idle;
+        Step {
+            save: None,
+            next,
+            trace,
+            stolen: None,
         }
     }
 
@@ -345,6 +366,7 @@ mod tests {
         Event::Look {
             pending,
             secure_pending,
+            rtos_soon: false,
         }
     }
 
@@ -383,9 +405,42 @@ mod tests {
         let s = c.step(look(Some(BOOT), true), 2);
         assert_eq!(s.next, Next::Rtos);
         assert!(!c.linux_on());
+        // Its YIELD leaves the start to the look that follows.
         let s = c.step(Event::Yield, 3);
-        assert_eq!(s.next, Next::StartLinux);
+        assert_eq!((s.save, s.next), (Some(World::Secure), Next::Look));
+        assert_eq!(c.step(look(None, false), 4).next, Next::StartLinux);
         assert_eq!(c.linux_entry(), BOOT, "the entry was kept");
+    }
+
+    #[test]
+    fn linux_does_not_start_just_before_the_rtoss_timer() {
+        let mut c = CoreSwitch::new(true, false);
+        c.step(Event::Reset, 0);
+        c.step(Event::Yield, 1);
+        let soon = Event::Look {
+            pending: Some(BOOT),
+            secure_pending: false,
+            rtos_soon: true,
+        };
+        let s = c.step(soon, 2);
+        assert_eq!((s.next, s.trace), (Next::WaitForRtos, Some(TRACE_TO_IDLE)));
+        assert!(!c.linux_on());
+        // The timer fires: the RTOS first; Linux starts at the look after
+        // it yields, unless the timer is due again by then.
+        assert_eq!(c.step(look(None, true), 3).next, Next::Rtos);
+        assert_eq!(c.step(Event::Yield, 4).next, Next::Look);
+        let soon_again = Event::Look {
+            pending: None,
+            secure_pending: false,
+            rtos_soon: true,
+        };
+        assert_eq!(c.step(soon_again, 5).next, Next::WaitForRtos);
+        assert_eq!(c.step(look(None, false), 6).next, Next::StartLinux);
+        assert_eq!(c.linux_entry(), BOOT, "the entry was kept");
+        // A core without the RTOS has no timer to wait for.
+        let mut l = CoreSwitch::new(false, false);
+        l.step(Event::Reset, 0);
+        assert_eq!(l.step(soon, 1).next, Next::StartLinux);
     }
 
     #[test]
@@ -583,7 +638,7 @@ mod tests {
                     self.saved[0] = self.version[0];
                     Some(World::NonSecure)
                 }
-                Next::Same | Next::Look | Next::Wait => None,
+                Next::Same | Next::Look | Next::Wait | Next::WaitForRtos => None,
             };
             if let Some(w) = resumed {
                 assert_eq!(
@@ -651,9 +706,7 @@ mod tests {
                         self.stolen_grew = now > since;
                         self.stolen += now.saturating_sub(since);
                     }
-                    if self.linux_on || self.linux_entry.is_some() {
-                        self.linux_on = true;
-                        self.started_at = self.linux_entry.take();
+                    if self.linux_on {
                         self.world = Some(World::NonSecure);
                         (self.world, Some(TRACE_TO_LINUX))
                     } else {
@@ -679,12 +732,18 @@ mod tests {
                 Event::Look {
                     pending,
                     secure_pending,
+                    rtos_soon,
                 } if world.is_none() => {
                     if !self.linux_on && self.linux_entry.is_none() {
                         self.linux_entry = pending;
                     }
                     if self.rtos && secure_pending {
                         rtos_takes(self, false)
+                    } else if self.rtos && rtos_soon {
+                        // The core waits for the RTOS's timer, an entry kept.
+                        let trace = (!self.idle).then_some(TRACE_TO_IDLE);
+                        self.idle = true;
+                        (None, trace)
                     } else if let Some(e) = self.linux_entry.take() {
                         self.started_at = Some(e);
                         self.linux_on = true;
@@ -724,6 +783,7 @@ mod tests {
             (Running::Deciding | Running::Idle, false) => Event::Look {
                 pending,
                 secure_pending: bit(14),
+                rtos_soon: bit(17),
             },
             (_, true) => match r % 7 {
                 0 if bit(15) && bit(16) => Event::Reset,
@@ -737,6 +797,7 @@ mod tests {
                 _ => Event::Look {
                     pending,
                     secure_pending: bit(14),
+                    rtos_soon: bit(17),
                 },
             },
         }
@@ -793,6 +854,18 @@ mod tests {
                 }
                 if !rtos {
                     assert!(!matches!(s.next, Next::Rtos | Next::StartRtos), "{what}");
+                }
+                // Nor does Linux start on it just before the RTOS's timer.
+                if rtos
+                    && matches!(
+                        e,
+                        Event::Look {
+                            rtos_soon: true,
+                            ..
+                        }
+                    )
+                {
+                    assert_ne!(s.next, Next::StartLinux, "{what}");
                 }
                 e = random_event(&mut seed, c.running());
             }

@@ -34,10 +34,31 @@ impl Platform for QemuVirt {
         gic::secure_interrupt_pending()
     }
 
+    fn rtos_timer() -> Option<u64> {
+        let (cval, ctl): (u64, u64);
+        // SAFETY: reading the secure physical timer's registers has no side
+        // effects; EL3 may read them whatever SCR_EL3.ST says.
+        unsafe {
+            core::arch::asm!(
+                "mrs {}, cntps_cval_el1",
+                "mrs {}, cntps_ctl_el1",
+                out(reg) cval,
+                out(reg) ctl,
+                options(nomem, nostack)
+            )
+        };
+        // Enabled, and not masked (IMASK): it will interrupt.
+        (ctl & 0b11 == 0b01).then_some(cval)
+    }
+
     fn wait_for_interrupt() {
         // SAFETY: waiting has no memory effects. Any pending GIC interrupt
         // wakes WFI, even one PSTATE masks at EL3.
         unsafe { core::arch::asm!("dsb sy", "wfi", options(nostack)) };
+    }
+
+    fn wait_for_rtos_interrupt() {
+        gic::wait_for_rtos_interrupt();
     }
 
     fn wake(core: usize) {

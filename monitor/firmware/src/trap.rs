@@ -31,6 +31,11 @@ pub static MONITOR: Monitor = Monitor::new(BOARD);
 /// Per-core policies, from the boot configuration (set once by the boot core).
 pub static POLICIES: Once<Policies> = Once::new();
 
+/// Counter ticks a core takes to give itself to Linux and come back for the
+/// RTOS's interrupt (the board's `rtos_leave_ns`): Linux does not start on a
+/// core whose RTOS timer fires sooner, as the RTOS does not leave it then.
+const RTOS_LEAVE_TICKS: u64 = BOARD.ns_to_ticks_up(BOARD.rtos_leave_ns);
+
 /// ESR_EL3 exception class: SMC from AArch64.
 const EC_SMC64: u64 = 0x17;
 /// ESR_EL3 exception class: a trapped WFI or WFE (only WFI is trapped).
@@ -352,6 +357,8 @@ enum Then {
     Resume(*mut WorldContext),
     /// Stay in the monitor and look for work.
     Look,
+    /// Stay in the monitor and wait for the RTOS's interrupt alone.
+    WaitForRtos,
 }
 
 /// A trap handler's return: the context to resume, or the monitor's loop.
@@ -359,7 +366,7 @@ enum Then {
 fn resume(then: Then, core: usize) -> *mut WorldContext {
     match then {
         Then::Resume(ctx) => ctx,
-        Then::Look => look(core),
+        Then::Look | Then::WaitForRtos => look(core),
     }
 }
 
@@ -414,6 +421,10 @@ fn switch(core: usize, from: Option<World>, event: Event) -> Then {
             record(core, state, &step, now);
             Then::Look
         }
+        Next::WaitForRtos => {
+            record(core, state, &step, now);
+            Then::WaitForRtos
+        }
     }
 }
 
@@ -441,36 +452,62 @@ fn record(core: usize, state: &mut CoreState, step: &Step, now: u64) {
 /// doorbell, or the RTOS's) until there is some. While it waits with
 /// nothing to do, it writes out the lines kept for the console.
 fn look(core: usize) -> ! {
+    let rtos = state(core).switch.rtos();
     let mut woken = false;
     loop {
-        Plat::take_doorbell();
-        if MONITOR.stop_requested(core) {
-            stop_here(core, None);
+        // The RTOS first: its interrupt, and the moment before its timer
+        // fires, which nothing the normal world asked for (a CPU_ON, a
+        // restart's copy, a stop: each waits for the RTOS's turn) may take.
+        let secure_pending = rtos && Plat::secure_interrupt_pending();
+        let rtos_soon = !secure_pending
+            && rtos
+            && Plat::rtos_timer().is_some_and(|at| at <= Plat::now() + RTOS_LEAVE_TICKS);
+        let (mut stopping, mut restarting, mut pending, mut busy) = (false, None, None, false);
+        if !secure_pending && !rtos_soon {
+            Plat::take_doorbell();
+            stopping = MONITOR.stop_requested(core);
+            if stopping {
+                stop_here(core, None);
+            }
+            restarting = MONITOR.lifecycle.restart_due(core);
+            if let Some(instance) = restarting {
+                restart_linux(core, instance);
+            }
+            match MONITOR.take_pending(core) {
+                Pending::Entry(entry, context_id) => {
+                    pending = Some(LinuxEntry { entry, context_id });
+                }
+                Pending::Nothing => {}
+                Pending::Busy => busy = true,
+            }
         }
-        let restarting = MONITOR.lifecycle.restart_due(core);
-        if let Some(instance) = restarting {
-            restart_linux(core, instance);
-        }
-        let (pending, busy) = match MONITOR.take_pending(core) {
-            Pending::Entry(entry, context_id) => (Some(LinuxEntry { entry, context_id }), false),
-            Pending::Nothing => (None, false),
-            Pending::Busy => (None, true),
-        };
-        let secure_pending = state(core).switch.rtos() && Plat::secure_interrupt_pending();
         let event = Event::Look {
             pending,
             secure_pending,
+            rtos_soon,
         };
-        let found_work = restarting.is_some() || pending.is_some() || secure_pending;
-        if let Then::Resume(ctx) = switch(core, None, event) {
+        let found_work = stopping || restarting.is_some() || pending.is_some() || secure_pending;
+        match switch(core, None, event) {
             // SAFETY: a context of this core's, just made.
-            unsafe { resume_world(ctx) }
+            Then::Resume(ctx) => unsafe { resume_world(ctx) },
+            Then::WaitForRtos => {
+                Plat::wait_for_rtos_interrupt();
+                continue;
+            }
+            Then::Look => {}
         }
         if woken && !found_work {
             state(core).counts.idle_wakeup();
         }
-        // While a restart's copy goes on, or another core holds the PSCI
-        // lock with an entry maybe waiting, the next pass follows at once.
+        if busy {
+            // An entry may wait behind the PSCI lock another core holds:
+            // look again once it is free, or at once for the RTOS, in a loop
+            // short enough that its interrupt waits for none of a pass.
+            while MONITOR.psci_busy() && !(rtos && Plat::secure_interrupt_pending()) {
+                core::hint::spin_loop();
+            }
+        }
+        // While a restart's copy goes on, the next pass follows at once.
         woken = restarting.is_none() && !busy;
         if woken {
             console::drain();
@@ -557,7 +594,7 @@ pub fn start_core(core: usize) -> ! {
     match switch(core, None, Event::Reset) {
         // SAFETY: a fresh context for this core.
         Then::Resume(ctx) => unsafe { resume_world(ctx) },
-        Then::Look => look(core),
+        Then::Look | Then::WaitForRtos => look(core),
     }
 }
 

@@ -187,17 +187,18 @@ pub fn yield_to_linux() {
     };
 }
 
-/// Whether the normal world's side has an interrupt pending for this core:
-/// the monitor's doorbell (Group 0) or one of Linux's (Non-secure Group 1),
-/// both signalled as FIQ at S-EL1, where FIQs stay masked (ISR_EL1.F shows
-/// them pending all the same). Both rank below every RTOS interrupt, so
-/// this is seen only when none of the RTOS's is pending; and the monitor
-/// does not let Linux's be signalled on a core where Linux is off.
-pub(crate) fn normal_world_calls() -> bool {
-    let isr: u64;
-    // SAFETY: reading ISR_EL1 has no side effects.
-    unsafe { core::arch::asm!("mrs {}, isr_el1", out(reg) isr, options(nomem, nostack)) };
-    isr & (1 << 6) != 0
+/// Waits here, at S-EL1, with IRQs open, until the counter reaches `due`
+/// (an idle core's next timer event, too near to leave the core): the
+/// timer's interrupt, or any other of the RTOS's, is taken at once. A
+/// pending FIQ of the normal world's (the monitor's doorbell, Linux's
+/// interrupts), which the RTOS leaves masked, ends every WFI at once, so
+/// the wait may spin; it lasts at most the board's `rtos_leave_ns`.
+pub fn wait_until(due: u64) {
+    with_interrupts(|| {
+        while now() < due {
+            wait_for_interrupt();
+        }
+    });
 }
 
 /// Waits here, at S-EL1, until an interrupt is pending (masked or not).

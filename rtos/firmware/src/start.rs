@@ -105,18 +105,21 @@ const LEAVE: u64 = BOARD.ns_to_ticks_up(BOARD.rtos_leave_ns);
 /// ready. Takes pending interrupts (running whatever they make ready), then
 /// gives the core to Linux until the next RTOS interrupt; but if the core's
 /// next timer event is nearer than leaving and coming back takes, waits for
-/// it here instead (`may_leave`): its interrupt must not find the core on
-/// its way to the monitor, interrupts masked, however often Linux rings.
+/// it here instead (`may_leave`), interrupts open: its interrupt must not
+/// find the core on its way to the monitor, interrupts masked, however
+/// often Linux rings.
 fn idle(core: usize) -> ! {
     loop {
         let back = hw::now();
         hw::take_interrupts();
         let now = hw::now();
         stats::busy(core, now - back);
-        if may_leave(now, hw::timer_deadline(), LEAVE, hw::normal_world_calls()) {
-            hw::yield_to_linux();
-        } else {
-            hw::wait_for_interrupt();
+        let next = hw::timer_deadline();
+        match next {
+            _ if may_leave(now, next, LEAVE) => hw::yield_to_linux(),
+            Some(due) => hw::wait_until(due),
+            // `may_leave` leaves when no timer is armed.
+            None => {}
         }
     }
 }
