@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 
 import pytest
 
 from tandem.platform import rtos_status
+from tandem.platform.apps import AppRun
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.configs import Workload
 from tandem.platform.timing import DEFAULT_QUANTUM_NS, Timing
@@ -109,6 +111,159 @@ def test_floods_and_storms_from_three_cores_do_not_cost_the_rtos_a_release() -> 
     # time, so which phase meets one is chance, not the flood's doing.
     flood = percentile(lat["flood"]["histogram"], 0.999)
     assert flood <= 2 * quiet, (flood, lat["flood"])
+
+
+# The same attacks on a core the RTOS shares with Linux (SafeG's arrangement,
+# config `tandem`), and the ones only a shared core has: Linux's own calls
+# and traps at EL3 on that core, and its CPU_ON / CPU_OFF. On the attacked
+# core the RTOS runs a periodic task (900 us of every 1.3 ms, priority 3)
+# beside the demo's 1 ms jobs (priority 4), so the demo's releases keep
+# falling into the task's work: a timer interrupt hidden until the task
+# ends (issue 31, hole 1) shows as a latency of hundreds of us.
+# `TANDEM_SHARED_ATTACK_S` sets each phase's seconds (default 1 for `make
+# test`; the issue's acceptance runs 10).
+SHARED = 3
+SHARED_ATTACK_S = int(os.environ.get("TANDEM_SHARED_ATTACK_S", "1"))
+PERIOD_US, WORK_US = 1300, 900
+HOSTILE = "/sys/kernel/debug/tandem-hostile"
+ONLINE = "/sys/devices/system/cpu/cpu{}/online"
+CORE_RECORD = "/sys/bus/platform/devices/tandem/core{}/{}"
+OTHERS = "0 1 2"
+FLOOD = f"tandem-smc repeat {SHARED_ATTACK_S} {RPC_NOTIFY:#x} 0"
+STORM = f"tandem-smc repeat {SHARED_ATTACK_S} {AFFINITY_INFO:#x} 0 0"
+TRAPS = f"sh -c 'echo {SHARED_ATTACK_S} > {HOSTILE}/trap_group0; cat {HOSTILE}/trap_group0'"
+CPU_ON = f"tandem-smc cpu-on-loop {SHARED_ATTACK_S} {SHARED} $entry"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Attacks run at once ((cores, command) each), and the phase whose
+    timer latency on SHARED this one's is held to (within twice its p99.9);
+    None for a phase that is itself a reference."""
+
+    name: str
+    attacks: tuple[tuple[str, str], ...]
+    against: str | None
+    offline: bool = False
+
+
+SHARED_PHASES = (
+    # The acceptance: each attack from the other three cores, against quiet.
+    Phase("flood", ((OTHERS, FLOOD),), "quiet"),
+    Phase("storm", ((OTHERS, STORM),), "quiet"),
+    # The GIC's Group 0 registers, which trap to EL3 (hole 3), in a kernel
+    # loop with interrupts masked (tandem_hostile).
+    Phase("traps", ((OTHERS, TRAPS),), "quiet"),
+    # CPU_ON of the attacked core, offline in Linux, at an entry that calls
+    # CPU_OFF: the monitor rings its doorbell for every accepted call (hole 1).
+    Phase("cpu-on", ((OTHERS, CPU_ON),), "quiet", offline=True),
+    # The attacked core's own Linux at EL3: each call or trap costs the
+    # RTOS at most its own length there (the references), and no more when
+    # the other cores do the same at once: no wait for the PSCI lock (hole
+    # 6) or the console's (hole 3).
+    Phase("own-calls", ((str(SHARED), STORM),), None),
+    Phase("own-calls-in-storm", ((str(SHARED), STORM), (OTHERS, STORM)), "own-calls"),
+    Phase("own-traps", ((str(SHARED), TRAPS),), None),
+    Phase("own-traps-among-traps", ((str(SHARED), TRAPS), (OTHERS, TRAPS)), "own-traps"),
+)
+
+
+def shared_script() -> str:
+    """Timer-latency snapshots of SHARED around each phase."""
+    out = [
+        "set -e",
+        "insmod /lib/modules/tandem_hostile.ko",
+        f"entry=$(cat {HOSTILE}/cpu_off_entry)",
+        "tandem-lat save /tmp/quiet",
+        f"sleep {QUIET_S}",
+        "tandem-lat save /tmp/q1",
+        f'echo "quiet: $(tandem-lat report /tmp/quiet /tmp/q1 {SHARED})"',
+    ]
+    last = "q1"
+    for phase in SHARED_PHASES:
+        if phase.offline:
+            out.append(f"echo 0 > {ONLINE.format(SHARED)}")
+        for i, (cores, command) in enumerate(phase.attacks):
+            log = f"/tmp/{phase.name}-{i}-$c"
+            out.append(f"for c in {cores}; do taskset -c $c {command} > {log} & done")
+        out += ["wait", f"tandem-lat save /tmp/{phase.name}"]
+        for i, (cores, _) in enumerate(phase.attacks):
+            log = f"/tmp/{phase.name}-{i}-$c"
+            out.append(f'for c in {cores}; do echo "{phase.name}-calls: $(cat {log})"; done')
+        out.append(
+            f'echo "{phase.name}: $(tandem-lat report /tmp/{last} /tmp/{phase.name} {SHARED})"'
+        )
+        if phase.offline:
+            out.append(f"echo 1 > {ONLINE.format(SHARED)}")
+        last = phase.name
+    refused = CORE_RECORD.format("$c", "refused_traps")
+    out += [
+        'echo "online: $(cat /sys/devices/system/cpu/online)"',
+        f'for c in 0 1 2 3; do echo "refused$c: $(cat {refused})"; done',
+        f'echo "cpu-offs: $(cat {CORE_RECORD.format(SHARED, "cpu_offs")})"',
+        "sleep 1.2  # the RTOS's next status line covers all of it",
+    ]
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.qemu
+def test_attacks_on_a_core_the_rtos_shares_with_linux_cost_it_nothing() -> None:
+    options = BootOptions(
+        timing=Timing("percore", QUANTUM_NS),
+        config="tandem",
+        rpc_cores=(SHARED,),
+        apps=(AppRun.of("periodic", core=SHARED, period_us=PERIOD_US, work_us=WORK_US),),
+    )
+    r = run_exec(options, shared_script(), timeout_s=300 + 120 * SHARED_ATTACK_S + 10 * QUIET_S)
+    assert r.status == 0, r.console_log
+    tagged: dict[str, list[str]] = {}
+    for line in r.lines:
+        tag, sep, rest = line.partition(": ")
+        if sep:
+            tagged.setdefault(tag, []).append(rest)
+    names = ("quiet", *(p.name for p in SHARED_PHASES))
+    lat = {name: json.loads(tagged[name][0]) for name in names}
+    print(f"percore, Q = {QUANTUM_NS} ns, quiet {QUIET_S} s, phases {SHARED_ATTACK_S} s:")
+    for name in names:
+        worst, hist = lat[name]["max_ns"], lat[name]["histogram"]
+        tail = ", ".join(f"p{100 * f:g} {percentile(hist, f):g}" for f in (0.5, 0.99, 0.999))
+        print(f"{name}: {lat[name]['samples']} samples, worst {worst} ns, {tail} ns")
+        seconds = QUIET_S if name == "quiet" else SHARED_ATTACK_S
+        assert int(lat[name]["samples"]) >= 1000 * seconds - 10, name
+    calls = [c for p in SHARED_PHASES for c in tagged[f"{p.name}-calls"]]
+    repeats = [c for c in calls if c.startswith("repeat: ")]
+    assert repeats and all("0 answers differed" in c for c in repeats), repeats
+    # Every trapped access was refused with an Undefined Instruction, each
+    # counted by the monitor on its core, and none logged.
+    undefined = 0
+    for line in (c for c in calls if c.startswith("accesses ")):
+        accesses, _, rest = line.removeprefix("accesses ").partition(" undefined ")
+        assert int(accesses) > 0 and rest.split()[0] == accesses, line
+        undefined += int(accesses)
+    refused = sum(int(tagged[f"refused{c}"][0]) for c in range(4))
+    assert undefined > 0 and refused == undefined, (refused, undefined)
+    secure = r.secure_log.read_text()
+    assert "unexpected trap" not in secure
+    accepted = 0
+    for line in (c for c in calls if c.startswith("cpu-on-loop: ")):
+        assert line.endswith(" 0 failures"), line
+        accepted += int(line.split(" accepted")[0].rsplit(" ", 1)[1])
+    assert accepted > 0, "the core was turned on and off again"
+    assert int(tagged["cpu-offs"][0]) >= accepted, "each started core turned itself off"
+    assert tagged["online"] == ["0-3"]
+    # No release missed or lost: the demo's 1 ms jobs on every core, and on
+    # the attacked one the periodic task's too.
+    status = rtos_status.last(secure)
+    assert status.missed == 0, status
+    for core, (jobs, _) in status.cores.items():
+        want = status.seconds * 1000 + (status.seconds * 1_000_000 // PERIOD_US) * (core == SHARED)
+        assert abs(jobs - want) <= 3, (core, jobs, want)
+    for phase in SHARED_PHASES:
+        if phase.against is None:
+            continue
+        p999 = percentile(lat[phase.name]["histogram"], 0.999)
+        bound = 2 * percentile(lat[phase.against]["histogram"], 0.999)
+        assert p999 <= bound, (phase.name, p999, phase.against, bound, lat[phase.name])
 
 
 # The concurrent fuzz: SMC fuzzing on every core at once, while Linux takes
