@@ -46,6 +46,7 @@
 
 #include "tandem_abi.h"
 #include "tandem_rpc.h"
+#include "tandem_rpc_chan.h"
 #include "tandem_rpc_uapi.h"
 
 #define RPC_DEFAULT_TIMEOUT_MS	1000
@@ -66,8 +67,7 @@ struct tandem_rpc_chan {
 	struct mutex lock;
 	wait_queue_head_t wq;
 	void *base;		/* request, response, then data */
-	u32 seq;		/* of the last request written */
-	bool outstanding;	/* its answer has not been seen */
+	struct rpc_chan_state st;	/* the last request (tandem_rpc_chan.h) */
 };
 
 struct tandem_rpc {
@@ -225,7 +225,7 @@ static int rpc_wait_block(struct tandem_rpc *r, struct tandem_rpc_chan *ch,
 static int rpc_wait_previous(struct tandem_rpc *r, struct tandem_rpc_chan *ch,
 			     unsigned long deadline)
 {
-	while (!rpc_answered(ch, ch->seq)) {
+	while (!rpc_chan_seen(&ch->st, rpc_read32(ch, TANDEM_RPC_RESP_SEQ))) {
 		if (READ_ONCE(r->dead))
 			return -ENODEV;
 		if (signal_pending(current))
@@ -234,7 +234,6 @@ static int rpc_wait_previous(struct tandem_rpc *r, struct tandem_rpc_chan *ch,
 			return -EBUSY;
 		usleep_range(50, 100);
 	}
-	ch->outstanding = false;
 	return 0;
 }
 
@@ -268,7 +267,7 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 		ret = -ENODEV;
 		goto out;
 	}
-	if (ch->outstanding) {
+	if (rpc_chan_next(&ch->st) == RPC_CHAN_WAIT) {
 		ret = rpc_wait_previous(r, ch, q->deadline);
 		if (ret)
 			goto out;
@@ -283,18 +282,16 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 	rpc_write32(ch, TANDEM_RPC_REQ_FLAGS,
 		    q->mode == TANDEM_RPC_MODE_BLOCK ? TANDEM_RPC_FLAG_NOTIFY : 0);
 	rpc_write32(ch, TANDEM_RPC_REQ_ARG, q->arg);
-	seq = ch->seq + 1;
+	seq = rpc_chan_publish(&ch->st);
 	/* The data and the request before the sequence number that publishes them. */
 	wmb();
 	rpc_write32(ch, TANDEM_RPC_REQ_SEQ, seq);
-	ch->seq = seq;
-	ch->outstanding = true;
 	q->sent = rpc_counter();
 	arm_smccc_smc(TANDEM_SMC_RPC_NOTIFY, q->channel, 0, 0, 0, 0, 0, 0, &res);
+	rpc_chan_rang(&ch->st, (long)res.a0 == TANDEM_SMC_SUCCESS);
 	if ((long)res.a0 != TANDEM_SMC_SUCCESS) {
 		dev_warn_ratelimited(r->dev, "RPC_NOTIFY(%u) refused: %ld\n",
 				     q->channel, (long)res.a0);
-		ch->outstanding = false;
 		ret = -EIO;
 		goto out;
 	}
@@ -305,7 +302,7 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 	q->seen = rpc_counter();
 	if (ret)
 		goto out;
-	ch->outstanding = false;
+	rpc_chan_seen(&ch->st, seq);
 	/* The answer's fields were written before its sequence number. */
 	rmb();
 	q->irq = atomic64_read(&r->last_irq);
@@ -557,7 +554,7 @@ static long rpc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	c.checksum = q.checksum;
 	c.answer_len = q.answer_len;
 	c.core = q.core;
-	c.seq = r->chan[q.channel].seq;
+	c.seq = r->chan[q.channel].st.seq;
 	c.round_trip_ns = q.seen > q.sent ? rpc_ns(r, q.seen - q.sent) : 0;
 	c.server_ns = q.done_at > q.started_at ? rpc_ns(r, q.done_at - q.started_at) : 0;
 	c.notify_ns = q.started_at > q.sent ? rpc_ns(r, q.started_at - q.sent) : 0;
@@ -726,8 +723,8 @@ struct tandem_rpc *tandem_rpc_probe(struct device *dev, void *shm,
 		init_waitqueue_head(&ch->wq);
 		ch->base = shm + TANDEM_RPC_OFFSET + i * TANDEM_RPC_CHANNEL_SIZE;
 		/* Carry on from whatever the region holds (a driver reload). */
-		ch->seq = rpc_read32(ch, TANDEM_RPC_REQ_SEQ);
-		ch->outstanding = !rpc_answered(ch, ch->seq);
+		ch->st.seq = rpc_read32(ch, TANDEM_RPC_REQ_SEQ);
+		ch->st.outstanding = !rpc_answered(ch, ch->st.seq);
 	}
 	ret = devm_request_irq(dev, irq, rpc_irq, 0, "tandem-rpc", r);
 	if (ret) {
