@@ -12,9 +12,16 @@
  * parameters are measured when the driver loads (and again on demand).
  *
  * One call per channel at a time (a mutex). A call whose caller gave up
- * (timeout, signal) may still be in the server: the next call on that
- * channel first waits for its answer, so an echo can never overwrite the
- * next call's data.
+ * (timeout, signal) may still be in the server, and so may one whose
+ * doorbell the firmware refused (the server looks at every channel of its
+ * core when any rings): the next call on that channel first rings for it
+ * again if need be and waits for its answer, so an echo can never
+ * overwrite the next call's data (tandem_rpc_chan.h).
+ *
+ * The caller's data is copied into kernel memory before the call takes
+ * the channel or the instance, and an echo's answer copied back to the
+ * caller after it has let both go: a user page fault (a userfaultfd page
+ * nobody serves) holds up that caller only, never an unbind.
  *
  * Unbinding the driver while calls are in flight: the instance is
  * reference-counted (the device's reference, one per open file, one per
@@ -134,11 +141,11 @@ static void rpc_leave(struct tandem_rpc *r)
 /* Where a call's data comes from, and what it measured. */
 struct rpc_req {
 	u32 channel, op, len, copy, arg, mode;
-	const void __user *udata;	/* NULL: send what the area holds */
+	void *data;		/* copy bytes in kernel memory; NULL: send what the area holds */
 	unsigned long deadline;
 	/* out */
 	s32 status;
-	u32 checksum, answer_len, core;
+	u32 checksum, answer_len, core, echoed, seq;
 	u64 sent, done_at, started_at, irq, seen;
 };
 
@@ -221,6 +228,19 @@ static int rpc_wait_block(struct tandem_rpc *r, struct tandem_rpc_chan *ch,
 	return 0;
 }
 
+/* Rings channel's server; false (logged) if the firmware refuses. */
+static bool rpc_ring(struct tandem_rpc *r, unsigned int channel)
+{
+	struct arm_smccc_res res;
+
+	arm_smccc_smc(TANDEM_SMC_RPC_NOTIFY, channel, 0, 0, 0, 0, 0, 0, &res);
+	if ((long)res.a0 == TANDEM_SMC_SUCCESS)
+		return true;
+	dev_warn_ratelimited(r->dev, "RPC_NOTIFY(%u) refused: %ld\n", channel,
+			     (long)res.a0);
+	return false;
+}
+
 /* The previous call's answer (it may not ask for an interrupt): poll. */
 static int rpc_wait_previous(struct tandem_rpc *r, struct tandem_rpc_chan *ch,
 			     unsigned long deadline)
@@ -257,7 +277,7 @@ static int rpc_status_errno(s32 status)
 static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 {
 	struct tandem_rpc_chan *ch = &r->chan[q->channel];
-	struct arm_smccc_res res;
+	bool rung;
 	u32 seq;
 	int ret;
 
@@ -267,16 +287,25 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 		ret = -ENODEV;
 		goto out;
 	}
-	if (rpc_chan_next(&ch->st) == RPC_CHAN_WAIT) {
+	switch (rpc_chan_next(&ch->st)) {
+	case RPC_CHAN_RING:
+		rung = rpc_ring(r, q->channel);
+		rpc_chan_rang(&ch->st, rung);
+		if (!rung) {
+			ret = -EIO;
+			goto out;
+		}
+		fallthrough;
+	case RPC_CHAN_WAIT:
 		ret = rpc_wait_previous(r, ch, q->deadline);
 		if (ret)
 			goto out;
+		break;
+	case RPC_CHAN_PUBLISH:
+		break;
 	}
-	if (q->udata && q->copy &&
-	    copy_from_user(ch->base + TANDEM_RPC_CONTROL_SIZE, q->udata, q->copy)) {
-		ret = -EFAULT;
-		goto out;
-	}
+	if (q->data && q->copy)
+		memcpy(ch->base + TANDEM_RPC_CONTROL_SIZE, q->data, q->copy);
 	rpc_write32(ch, TANDEM_RPC_REQ_OP, q->op);
 	rpc_write32(ch, TANDEM_RPC_REQ_LEN, q->len);
 	rpc_write32(ch, TANDEM_RPC_REQ_FLAGS,
@@ -287,11 +316,10 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 	wmb();
 	rpc_write32(ch, TANDEM_RPC_REQ_SEQ, seq);
 	q->sent = rpc_counter();
-	arm_smccc_smc(TANDEM_SMC_RPC_NOTIFY, q->channel, 0, 0, 0, 0, 0, 0, &res);
-	rpc_chan_rang(&ch->st, (long)res.a0 == TANDEM_SMC_SUCCESS);
-	if ((long)res.a0 != TANDEM_SMC_SUCCESS) {
-		dev_warn_ratelimited(r->dev, "RPC_NOTIFY(%u) refused: %ld\n",
-				     q->channel, (long)res.a0);
+	/* Refused, the request stays outstanding: the next call rings again. */
+	rung = rpc_ring(r, q->channel);
+	rpc_chan_rang(&ch->st, rung);
+	if (!rung) {
 		ret = -EIO;
 		goto out;
 	}
@@ -314,11 +342,12 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 	q->done_at = rpc_read64(ch, TANDEM_RPC_RESP_DONE_AT);
 	atomic64_inc(&r->calls[q->mode]);
 	ret = 0;
-	if (q->op == TANDEM_RPC_ECHO && q->status == TANDEM_RPC_STATUS_OK && q->udata &&
-	    copy_to_user((void __user *)q->udata, ch->base + TANDEM_RPC_CONTROL_SIZE,
-			 min(q->answer_len, q->copy)))
-		ret = -EFAULT;
+	if (q->op == TANDEM_RPC_ECHO && q->status == TANDEM_RPC_STATUS_OK && q->data) {
+		q->echoed = min(q->answer_len, q->copy);
+		memcpy(q->data, ch->base + TANDEM_RPC_CONTROL_SIZE, q->echoed);
+	}
 out:
+	q->seq = ch->st.seq;
 	mutex_unlock(&ch->lock);
 	return ret;
 }
@@ -537,7 +566,6 @@ static long rpc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	}
 	if (c.op == TANDEM_RPC_STALL)
 		q.copy = 0;
-	q.udata = u64_to_user_ptr(c.data);
 	timeout = c.timeout_ms ? min_t(u32, c.timeout_ms, RPC_MAX_TIMEOUT_MS) :
 		  RPC_DEFAULT_TIMEOUT_MS;
 	q.deadline = jiffies + msecs_to_jiffies(timeout);
@@ -545,22 +573,39 @@ static long rpc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if (q.mode == TANDEM_RPC_MODE_AUTO)
 		q.mode = q.len < READ_ONCE(r->x_opt) ? TANDEM_RPC_MODE_BUSY :
 			 TANDEM_RPC_MODE_BLOCK;
-	if (!rpc_enter(r))
-		return -ENODEV;
+	if (q.copy) {
+		q.data = kvmalloc(q.copy, GFP_KERNEL);
+		if (!q.data)
+			return -ENOMEM;
+		if (copy_from_user(q.data, u64_to_user_ptr(c.data), q.copy)) {
+			ret = -EFAULT;
+			goto out;
+		}
+	}
+	if (!rpc_enter(r)) {
+		ret = -ENODEV;
+		goto out;
+	}
 	ret = rpc_call(r, &q);
 	rpc_leave(r);
+	if (q.echoed && copy_to_user(u64_to_user_ptr(c.data), q.data, q.echoed))
+		ret = -EFAULT;
 	c.mode = q.mode;
 	c.status = q.status;
 	c.checksum = q.checksum;
 	c.answer_len = q.answer_len;
 	c.core = q.core;
-	c.seq = r->chan[q.channel].st.seq;
+	c.seq = q.seq;
 	c.round_trip_ns = q.seen > q.sent ? rpc_ns(r, q.seen - q.sent) : 0;
 	c.server_ns = q.done_at > q.started_at ? rpc_ns(r, q.done_at - q.started_at) : 0;
 	c.notify_ns = q.started_at > q.sent ? rpc_ns(r, q.started_at - q.sent) : 0;
 	if (copy_to_user(uc, &c, sizeof(c)))
-		return -EFAULT;
-	return ret ? ret : rpc_status_errno(q.status);
+		ret = -EFAULT;
+	else if (!ret)
+		ret = rpc_status_errno(q.status);
+out:
+	kvfree(q.data);
+	return ret;
 }
 
 /* An open file keeps the instance (not the device) alive. */
@@ -722,7 +767,10 @@ struct tandem_rpc *tandem_rpc_probe(struct device *dev, void *shm,
 		mutex_init(&ch->lock);
 		init_waitqueue_head(&ch->wq);
 		ch->base = shm + TANDEM_RPC_OFFSET + i * TANDEM_RPC_CHANNEL_SIZE;
-		/* Carry on from whatever the region holds (a driver reload). */
+		/*
+		 * Carry on from whatever the region holds (a driver reload); a
+		 * request left unanswered is rung for again (st.rung false).
+		 */
 		ch->st.seq = rpc_read32(ch, TANDEM_RPC_REQ_SEQ);
 		ch->st.outstanding = !rpc_answered(ch, ch->st.seq);
 	}
