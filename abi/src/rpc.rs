@@ -45,7 +45,10 @@ pub const OP_SEND: u32 = 1;
 pub const OP_ECHO: u32 = 2;
 /// Operation (for tests): the server stops for `arg` ms (at most
 /// [`MAX_STALL_MS`]) before answering, as a stopped or overloaded server
-/// would. Other channels of the same server wait too.
+/// would. Other channels of the same server wait too, so a production
+/// boot refuses it ([`STATUS_DISABLED`]): only a boot whose workload blob
+/// (secure flash, out of Linux's reach) turns the RPC server's `test_ops`
+/// on serves it.
 pub const OP_STALL: u32 = 3;
 /// Longest stall [`OP_STALL`] accepts, ms.
 pub const MAX_STALL_MS: u32 = 2000;
@@ -64,6 +67,8 @@ pub const STATUS_BAD_LENGTH: i32 = -1;
 pub const STATUS_BAD_OP: i32 = -2;
 /// Response status: unknown flags or an argument out of range.
 pub const STATUS_BAD_ARG: i32 = -3;
+/// Response status: a test operation ([`OP_STALL`]) this boot does not serve.
+pub const STATUS_DISABLED: i32 = -4;
 
 /// What Linux writes at the start of a channel.
 #[repr(C)]
@@ -156,8 +161,9 @@ pub enum Call {
 }
 
 /// Checks a request (as read once from the region); the error is the
-/// response status to answer with.
-pub fn check(req: &Request) -> Result<Call, i32> {
+/// response status to answer with. `test_ops`: this boot serves the test
+/// operation ([`OP_STALL`]).
+pub fn check(req: &Request, test_ops: bool) -> Result<Call, i32> {
     if req.flags & !FLAGS_KNOWN != 0 {
         return Err(STATUS_BAD_ARG);
     }
@@ -166,6 +172,7 @@ pub fn check(req: &Request) -> Result<Call, i32> {
         OP_SEND | OP_ECHO if len > RPC_MAX_DATA => Err(STATUS_BAD_LENGTH),
         OP_SEND => Ok(Call::Send { len: len as usize }),
         OP_ECHO => Ok(Call::Echo { len: len as usize }),
+        OP_STALL if !test_ops => Err(STATUS_DISABLED),
         OP_STALL if req.arg > MAX_STALL_MS => Err(STATUS_BAD_ARG),
         OP_STALL => Ok(Call::Stall { ms: req.arg }),
         _ => Err(STATUS_BAD_OP),
@@ -330,6 +337,10 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
         value: STATUS_BAD_ARG as i64,
     },
     CConstant {
+        name: "RPC_STATUS_DISABLED",
+        value: STATUS_DISABLED as i64,
+    },
+    CConstant {
         name: "RPC_CHECKSUM_PRIME",
         value: CHECKSUM_PRIME as i64,
     },
@@ -357,6 +368,11 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
 mod tests {
     use super::*;
 
+    /// A boot that serves the test operation.
+    fn check_on(req: &Request) -> Result<Call, i32> {
+        check(req, true)
+    }
+
     fn req(op: u32, len: u32) -> Request {
         Request {
             op,
@@ -376,39 +392,51 @@ mod tests {
 
     #[test]
     fn requests_are_checked() {
-        assert_eq!(check(&req(OP_SEND, 0)), Ok(Call::Send { len: 0 }));
+        assert_eq!(check_on(&req(OP_SEND, 0)), Ok(Call::Send { len: 0 }));
         assert_eq!(
-            check(&req(OP_ECHO, RPC_MAX_DATA)),
+            check_on(&req(OP_ECHO, RPC_MAX_DATA)),
             Ok(Call::Echo { len: 65536 })
         );
         assert_eq!(
-            check(&req(OP_SEND, RPC_MAX_DATA + 1)),
+            check_on(&req(OP_SEND, RPC_MAX_DATA + 1)),
             Err(STATUS_BAD_LENGTH)
         );
         // A negative length, as Linux's int would write it.
-        assert_eq!(check(&req(OP_ECHO, -1i32 as u32)), Err(STATUS_BAD_LENGTH));
-        assert_eq!(check(&req(0, 4)), Err(STATUS_BAD_OP));
-        assert_eq!(check(&req(99, 4)), Err(STATUS_BAD_OP));
+        assert_eq!(check_on(&req(OP_ECHO, -1i32 as u32)), Err(STATUS_BAD_LENGTH));
+        assert_eq!(check_on(&req(0, 4)), Err(STATUS_BAD_OP));
+        assert_eq!(check_on(&req(99, 4)), Err(STATUS_BAD_OP));
         let mut r = req(OP_STALL, 0);
         r.arg = MAX_STALL_MS;
-        assert_eq!(check(&r), Ok(Call::Stall { ms: 2000 }));
+        assert_eq!(check_on(&r), Ok(Call::Stall { ms: 2000 }));
         r.arg = MAX_STALL_MS + 1;
-        assert_eq!(check(&r), Err(STATUS_BAD_ARG));
+        assert_eq!(check_on(&r), Err(STATUS_BAD_ARG));
         let mut r = req(OP_SEND, 8);
         r.flags = FLAG_NOTIFY;
-        assert!(check(&r).is_ok());
+        assert!(check_on(&r).is_ok());
         r.flags = 2;
-        assert_eq!(check(&r), Err(STATUS_BAD_ARG));
+        assert_eq!(check_on(&r), Err(STATUS_BAD_ARG));
+    }
+
+    #[test]
+    fn the_stall_test_operation_is_served_only_when_the_boot_asks() {
+        let mut r = req(OP_STALL, 0);
+        r.arg = 10;
+        assert_eq!(check(&r, false), Err(STATUS_DISABLED));
+        assert_eq!(check(&r, true), Ok(Call::Stall { ms: 10 }));
+        assert!(is_fast(&check(&r, false)), "refused at once, in the handler");
+        // The other operations do not depend on it.
+        assert_eq!(check(&req(OP_SEND, 8), false), Ok(Call::Send { len: 8 }));
+        assert_eq!(check(&req(OP_ECHO, 8), false), Ok(Call::Echo { len: 8 }));
     }
 
     #[test]
     fn only_short_copies_and_refusals_are_fast() {
-        assert!(is_fast(&check(&req(OP_SEND, 0))));
-        assert!(is_fast(&check(&req(OP_ECHO, FAST_MAX as u32))));
-        assert!(!is_fast(&check(&req(OP_ECHO, FAST_MAX as u32 + 1))));
-        assert!(!is_fast(&check(&req(OP_STALL, 0))));
-        assert!(is_fast(&check(&req(OP_SEND, u32::MAX))), "refused at once");
-        assert!(is_fast(&check(&req(7, 0))));
+        assert!(is_fast(&check_on(&req(OP_SEND, 0))));
+        assert!(is_fast(&check_on(&req(OP_ECHO, FAST_MAX as u32))));
+        assert!(!is_fast(&check_on(&req(OP_ECHO, FAST_MAX as u32 + 1))));
+        assert!(!is_fast(&check_on(&req(OP_STALL, 0))));
+        assert!(is_fast(&check_on(&req(OP_SEND, u32::MAX))), "refused at once");
+        assert!(is_fast(&check_on(&req(7, 0))));
     }
 
     #[test]

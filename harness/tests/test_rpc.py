@@ -10,11 +10,14 @@ import re
 import pytest
 
 from tandem.platform import rtos_status
+from tandem.platform.apps import AppRun
 from tandem.platform.boot import BootOptions, ExecResult, run_exec
 
 pytestmark = pytest.mark.qemu
 
 SYSFS = "/sys/bus/platform/devices/tandem"
+# The RPC server's test operation (OP_STALL) on for a boot.
+TEST_OPS = (AppRun.of("rpc_server", test_ops=1),)
 
 
 def run(script: str, **options: object) -> ExecResult:
@@ -79,7 +82,7 @@ sleep 1
 
 
 def test_rpc_calls_and_bad_input() -> None:
-    r = run(SCRIPT, rpc_cores=(2, 3))
+    r = run(SCRIPT, rpc_cores=(2, 3), apps=TEST_OPS)
     out = tagged(r)
     ok = re.compile(r"ok mode (\w+) core (\d) seq \d+ len (\d+) .*checksum (match|n/a)$")
 
@@ -125,6 +128,20 @@ def test_rpc_calls_and_bad_input() -> None:
     good("after_kill", "busy", 2, 4096)
     good("after_kill1", "block", 3, 100)
     no_misses(r)
+
+
+def test_the_stall_test_operation_is_refused_unless_the_boot_asks_for_it() -> None:
+    """Issue 31, hole 8e: OP_STALL stops a server core's RPC service for up
+    to 2 s; a production boot refuses it with its own status (-4, EACCES),
+    and only a boot whose workload blob (secure flash, out of Linux's
+    reach) says `rpc_server.test_ops = 1` serves it."""
+    call = "tandem-rpc call -t 3000 -a 10 stall 0"
+    r = run(f"echo \"off: $({call} 2>&1)\"; echo \"send: $(tandem-rpc call send 64 2>&1)\"")
+    out = tagged(r)
+    assert out["off"] == "error EACCES (13) status -4", out
+    assert out["send"].startswith("ok mode"), out
+    r = run(f"echo \"on: $({call} 2>&1)\"", apps=TEST_OPS)
+    assert tagged(r)["on"].startswith("ok mode"), r.lines
 
 
 def test_no_rpc_server_is_a_clear_error() -> None:
@@ -188,7 +205,7 @@ echo "oops: $(dmesg | grep -c -e 'Unable to handle' -e 'Oops' -e 'BUG:' -e 'WARN
 
 
 def test_unbinding_under_sleeping_calls_fails_them_without_an_oops() -> None:
-    r = run(UNBIND, rpc_cores=(2, 3))
+    r = run(UNBIND, rpc_cores=(2, 3), apps=TEST_OPS)
     out = tagged(r)
     assert out["unbind"] == "0", r.console_log
     # Every call in flight returns an error at once (not after its 5 s).

@@ -268,6 +268,8 @@ static int rpc_status_errno(s32 status)
 		return -EOPNOTSUPP;
 	case TANDEM_RPC_STATUS_BAD_ARG:
 		return -EINVAL;
+	case TANDEM_RPC_STATUS_DISABLED:
+		return -EACCES;
 	default:
 		return -EPROTO;
 	}
