@@ -116,6 +116,55 @@ echo "after: $(state)"
     assert int(priority, 16) != 0xFF and int(ctlr, 16) & 0b10, (priority, ctlr)
 
 
+# Core 3's redistributor (RD_base, GICv3 registers) and A's device tree blob.
+RD_BASE_CORE3 = load_board().gicr + 3 * 0x2_0000
+A_DTB = load_board().dtb
+
+
+def test_a_partition_cannot_point_the_gic_at_another_partitions_memory() -> None:
+    """Issue 31, hole 8c: LPIs. QEMU's virt machine gives the GICv3 LPIs
+    even with its=off (GICR_TYPER.PLPIS), and a redistributor reads and
+    writes its LPI tables at the physical addresses GICR_PROPBASER and
+    GICR_PENDBASER name, past any stage 2. B points its core's pending
+    table at A's device tree blob and enables LPIs: every set bit there
+    becomes an LPI on core 3, and each one B's Linux acknowledges is
+    cleared in A's memory. The layer must hide LPIs from partitions:
+    GICR_TYPER.PLPIS reads 0, the table registers read 0 whatever is
+    written, and A's blob stays as it was."""
+    rd = RD_BASE_CORE3
+    a = f"""
+dtb() {{ dd if=/dev/mem bs=1024 skip=$(({A_DTB + 0x400} / 1024)) count=1 2>/dev/null | md5sum; }}
+before=$(dtb)
+{put(0, 1)}
+{wait_for(1, 1)}
+echo "dtb: $before / $(dtb)"
+"""
+    b = f"""
+echo "typer: $(devmem {rd + 8:#x} 64)"
+{wait_for(0, 1)}
+# The configuration table in the mailbox page past its first words: every
+# LPI enabled, priority 0xA0.
+i=16; while [ $i -lt 4096 ]; do devmem $(({MAILBOX} + i)) 64 0xA1A1A1A1A1A1A1A1; i=$((i + 8)); done
+devmem {rd + 0x70:#x} 64 {MAILBOX | 13:#x}
+devmem {rd + 0x78:#x} 64 {A_DTB:#x}
+devmem {rd:#x} 32 1
+sleep 1
+echo "propbaser: $(devmem {rd + 0x70:#x} 64)"
+echo "pendbaser: $(devmem {rd + 0x78:#x} 64)"
+echo "ctlr: $(devmem {rd:#x} 32)"
+{put(1, 1)}
+"""
+    r = dualunix(a, {"B": b})
+    assert r.status == 0, r.output
+    b_out = dict(line.split(": ", 1) for line in r.partitions["B"].lines if ": " in line)
+    dtb = next(line for line in r.lines if line.startswith("dtb: "))
+    before, after = dtb[5:].split(" / ")
+    assert before == after, f"A's device tree blob changed under it: {r.partitions['B'].lines}"
+    assert int(b_out["typer"], 16) & 1 == 0, f"GICR_TYPER.PLPIS: {b_out}"
+    assert int(b_out["propbaser"], 16) == 0 and int(b_out["pendbaser"], 16) == 0, b_out
+    assert int(b_out["ctlr"], 16) & 1 == 0, f"GICR_CTLR.EnableLPIs: {b_out}"
+
+
 def test_a_panic_of_either_linux_leaves_the_other_and_the_rtos_running() -> None:
     """With the RTOS first on every core (configuration dualunix-rtos): A
     panics and restarts alone while B counts on; then B panics and restarts

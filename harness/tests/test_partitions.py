@@ -4,6 +4,7 @@ tree, the flash with several Linux's images, QEMU's command line."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import struct
 import subprocess
@@ -61,6 +62,23 @@ def test_dualunix_partitions_and_their_table() -> None:
     assert owns(eb, 80) and not owns(eb, 33)
     assert config.partition_table(BOARD, 4, {"A": 0, "B": 0x100}, None) != table
     assert load_config("tandem").partition_table(BOARD, 4, {}, None) == b""
+
+
+def test_partitions_are_refused_on_a_machine_whose_gic_has_an_its() -> None:
+    """Issue 31, hole 8c: an ITS would make LPIs, which the EL2 layer hides
+    from partitions; QEMU's virt machine has one unless told its=off."""
+    config = load_config("dualunix")
+    for machine in ("virt,secure=on,virtualization=on,gic-version=3", "virt,its=on"):
+        board = dataclasses.replace(BOARD, qemu_machine_el2=machine)
+        with pytest.raises(TandemError, match="partitions need a GIC without an ITS"):
+            config.partition_table(board, 4, {"A": 0, "B": 0x100}, None)
+    assert "its=off" in BOARD.qemu_machine_el2
+    assert (
+        load_config("tandem").partition_table(
+            dataclasses.replace(BOARD, qemu_machine_el2="virt"), 4, {}, None
+        )
+        == b""
+    ), "no partitions: nothing to refuse"
 
 
 def test_partitions_must_fit_the_machine() -> None:

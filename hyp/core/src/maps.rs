@@ -2,15 +2,16 @@
 //! partition's (stage 2), built from the board and the partition table.
 //!
 //! A partition's stage 2 maps, at their own addresses: its RAM; the shared
-//! region if it has it; its devices; and the two redistributor frames
-//! (RD_base, SGI_base) of each of its cores, except the RD_base frame of
-//! its last core when another core's frame follows it. Linux walks the
-//! redistributor frames until one says it is the last (GICR_TYPER.Last), so
-//! that frame's accesses trap and the layer reports it as the last
-//! ([`crate::gic::gicr_access`]). The GIC distributor is never mapped: every
-//! access traps and is emulated ([`crate::gic::gicd_access`]). Everything
-//! else faults, and the fault is handed back to the partition's Linux as
-//! an external abort.
+//! region if it has it; its devices; and the SGI_base redistributor frame
+//! of each of its cores. Their RD_base frames trap, and the layer emulates
+//! them ([`crate::gic::gicr_access`]): a partition sees no LPIs, whose
+//! tables the GIC would read and write at any physical address the
+//! partition named; and Linux walks the redistributor frames until one
+//! says it is the last (GICR_TYPER.Last), so the frame of a partition's
+//! last core says so when another core's frame follows it. The GIC
+//! distributor is never mapped: every access traps and is emulated
+//! ([`crate::gic::gicd_access`]). Everything else faults, and the fault is
+//! handed back to the partition's Linux as an external abort.
 
 use crate::tables::{Kind, MapError, Pool};
 use tandem_abi::image::Span;
@@ -44,12 +45,23 @@ impl Machine {
         self.gicr + core as u64 * GICR_STRIDE
     }
 
-    /// The RD_base frame whose accesses the layer emulates for `p`: its last
+    /// The RD_base frame that must say it is the last for `p`: its last
     /// core's, when that is not the machine's last core.
     pub fn boundary_frame(&self, p: &Partition) -> Option<u64> {
         let (first, count) = p.core_range();
         let last = first + count - 1;
         (last + 1 < self.cores).then(|| self.rd_base(last))
+    }
+
+    /// The RD_base frame of one of `p`'s cores that `ipa` falls in (the
+    /// layer emulates them all): its base, and whether it is
+    /// [`Machine::boundary_frame`].
+    pub fn rd_frame(&self, p: &Partition, ipa: u64) -> Option<(u64, bool)> {
+        let (first, count) = p.core_range();
+        let frame = (first..first + count)
+            .map(|core| self.rd_base(core))
+            .find(|rd| (*rd..*rd + GICR_FRAME).contains(&ipa))?;
+        Some((frame, self.boundary_frame(p) == Some(frame)))
     }
 }
 
@@ -62,14 +74,13 @@ pub fn stage2(pool: &mut Pool<'_>, machine: &Machine, p: &Partition) -> Result<(
     for device in p.devices() {
         pool.map(device.base, device.size, Kind::GuestDevice)?;
     }
-    let boundary = machine.boundary_frame(p);
     let (first, count) = p.core_range();
     for core in first..first + count {
-        let rd = machine.rd_base(core);
-        if boundary != Some(rd) {
-            pool.map(rd, GICR_FRAME, Kind::GuestDevice)?;
-        }
-        pool.map(rd + GICR_FRAME, GICR_FRAME, Kind::GuestDevice)?;
+        pool.map(
+            machine.rd_base(core) + GICR_FRAME,
+            GICR_FRAME,
+            Kind::GuestDevice,
+        )?;
     }
     Ok(())
 }
@@ -170,19 +181,20 @@ mod tests {
         assert_eq!(kind(pool.translate(0x0900_0FFC)), dev);
         assert_eq!(pool.translate(0x090C_0000), None, "B's UART");
         assert_eq!(pool.translate(0x0800_0000), None, "the distributor traps");
-        // Cores 0 and 1: both frames; core 2: SGI_base only (its RD_base
+        // Cores 0-2: SGI_base mapped, RD_base emulated (no LPIs; core 2's
         // must say it is the last); core 3 (B's): nothing.
-        for core in 0..2 {
+        for core in 0..3 {
             let rd = MACHINE.rd_base(core);
-            assert_eq!(kind(pool.translate(rd + 8)), dev);
+            assert_eq!(pool.translate(rd + 8), None, "core {core}'s RD_base traps");
             assert_eq!(kind(pool.translate(rd + GICR_FRAME + 0x100)), dev);
+            assert_eq!(MACHINE.rd_frame(&a, rd + 0x70), Some((rd, core == 2)));
         }
         let rd2 = MACHINE.rd_base(2);
         assert_eq!(MACHINE.boundary_frame(&a), Some(rd2));
-        assert_eq!(pool.translate(rd2 + 8), None);
-        assert_eq!(kind(pool.translate(rd2 + GICR_FRAME)), dev);
         assert_eq!(pool.translate(MACHINE.rd_base(3)), None);
         assert_eq!(pool.translate(MACHINE.rd_base(3) + GICR_FRAME), None);
+        assert_eq!(MACHINE.rd_frame(&a, MACHINE.rd_base(3)), None, "B's");
+        assert_eq!(MACHINE.rd_frame(&a, rd2 + GICR_FRAME), None, "SGI_base");
     }
 
     #[test]
@@ -196,7 +208,12 @@ mod tests {
         let mut pages = vec![Page::EMPTY; 16];
         let mut pool = Pool::new(&mut pages, 0x7FC8_0000).unwrap();
         stage2(&mut pool, &MACHINE, &b).unwrap();
-        assert!(pool.translate(MACHINE.rd_base(3)).is_some());
+        assert_eq!(pool.translate(MACHINE.rd_base(3)), None, "emulated");
+        assert!(pool.translate(MACHINE.rd_base(3) + GICR_FRAME).is_some());
+        assert_eq!(
+            MACHINE.rd_frame(&b, MACHINE.rd_base(3) + 8),
+            Some((MACHINE.rd_base(3), false))
+        );
         assert_eq!(pool.translate(MACHINE.rd_base(2)), None);
         assert_eq!(pool.translate(0x7FE0_0000), None, "no shared region");
         assert_eq!(pool.translate(0x4000_0000), None, "A's RAM");
