@@ -402,7 +402,10 @@ mod tests {
             Err(STATUS_BAD_LENGTH)
         );
         // A negative length, as Linux's int would write it.
-        assert_eq!(check_on(&req(OP_ECHO, -1i32 as u32)), Err(STATUS_BAD_LENGTH));
+        assert_eq!(
+            check_on(&req(OP_ECHO, -1i32 as u32)),
+            Err(STATUS_BAD_LENGTH)
+        );
         assert_eq!(check_on(&req(0, 4)), Err(STATUS_BAD_OP));
         assert_eq!(check_on(&req(99, 4)), Err(STATUS_BAD_OP));
         let mut r = req(OP_STALL, 0);
@@ -423,7 +426,10 @@ mod tests {
         r.arg = 10;
         assert_eq!(check(&r, false), Err(STATUS_DISABLED));
         assert_eq!(check(&r, true), Ok(Call::Stall { ms: 10 }));
-        assert!(is_fast(&check(&r, false)), "refused at once, in the handler");
+        assert!(
+            is_fast(&check(&r, false)),
+            "refused at once, in the handler"
+        );
         // The other operations do not depend on it.
         assert_eq!(check(&req(OP_SEND, 8), false), Ok(Call::Send { len: 8 }));
         assert_eq!(check(&req(OP_ECHO, 8), false), Ok(Call::Echo { len: 8 }));
@@ -435,7 +441,10 @@ mod tests {
         assert!(is_fast(&check_on(&req(OP_ECHO, FAST_MAX as u32))));
         assert!(!is_fast(&check_on(&req(OP_ECHO, FAST_MAX as u32 + 1))));
         assert!(!is_fast(&check_on(&req(OP_STALL, 0))));
-        assert!(is_fast(&check_on(&req(OP_SEND, u32::MAX))), "refused at once");
+        assert!(
+            is_fast(&check_on(&req(OP_SEND, u32::MAX))),
+            "refused at once"
+        );
         assert!(is_fast(&check_on(&req(7, 0))));
     }
 
