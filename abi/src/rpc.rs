@@ -20,22 +20,13 @@
 //!
 //! The RTOS trusts nothing here: every field is read once, lengths are
 //! checked before any copy, and the answer depends only on the RTOS's own
-//! copy of the data.
+//! copy of the data. Where the channels lie is [`crate::layout`]'s.
 
 use crate::CConstant;
-
-/// Where the channels start.
-pub const RPC_OFFSET: u32 = 0x11_0000;
-/// Number of channels.
-pub const RPC_CHANNELS: u32 = 4;
-/// Most data bytes one call carries.
-pub const RPC_MAX_DATA: u32 = 64 * 1024;
-/// Bytes before a channel's data (request, response, padding to a page).
-pub const RPC_CONTROL_SIZE: u32 = 0x1000;
-/// Bytes from one channel to the next.
-pub const RPC_CHANNEL_SIZE: u32 = RPC_CONTROL_SIZE + RPC_MAX_DATA;
-/// Offset of the response inside a channel.
-pub const RPC_RESPONSE: u32 = 64;
+pub use crate::layout::{
+    RPC_CHANNEL_SIZE, RPC_CHANNELS, RPC_CONTROL_SIZE, RPC_MAX_DATA, RPC_OFFSET, RPC_RESPONSE,
+    rpc_channel_offset, rpc_data_offset, rpc_response_offset,
+};
 
 /// Operation: copy the data into the server (`send_buf`); the response
 /// carries the data's [`checksum`] as the server saw it.
@@ -117,28 +108,9 @@ pub struct Response {
     pub reserved: [u32; 5],
 }
 
-const _: () = assert!(core::mem::size_of::<Request>() == 64);
-const _: () = assert!(core::mem::size_of::<Response>() == 64);
-const _: () = assert!(
-    rpc_channel_offset(RPC_CHANNELS as usize) <= 0x20_0000,
-    "the channels fit the board's 2 MiB region"
-);
-const _: () = assert!(RPC_OFFSET as usize >= crate::shm::region_bytes(crate::MAX_CORES));
-
-/// Offset of channel `ch` (its request) from the start of the region.
-pub const fn rpc_channel_offset(ch: usize) -> usize {
-    RPC_OFFSET as usize + ch * RPC_CHANNEL_SIZE as usize
-}
-
-/// Offset of channel `ch`'s response.
-pub const fn rpc_response_offset(ch: usize) -> usize {
-    rpc_channel_offset(ch) + RPC_RESPONSE as usize
-}
-
-/// Offset of channel `ch`'s data.
-pub const fn rpc_data_offset(ch: usize) -> usize {
-    rpc_channel_offset(ch) + RPC_CONTROL_SIZE as usize
-}
+const _: () = assert!(core::mem::size_of::<Request>() == RPC_RESPONSE as usize);
+const _: () =
+    assert!(RPC_RESPONSE as usize + core::mem::size_of::<Response>() <= RPC_CONTROL_SIZE as usize);
 
 /// A request the server may carry out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,30 +249,6 @@ macro_rules! resp {
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
-        name: "RPC_OFFSET",
-        value: RPC_OFFSET as i64,
-    },
-    CConstant {
-        name: "RPC_CHANNELS",
-        value: RPC_CHANNELS as i64,
-    },
-    CConstant {
-        name: "RPC_MAX_DATA",
-        value: RPC_MAX_DATA as i64,
-    },
-    CConstant {
-        name: "RPC_CONTROL_SIZE",
-        value: RPC_CONTROL_SIZE as i64,
-    },
-    CConstant {
-        name: "RPC_CHANNEL_SIZE",
-        value: RPC_CHANNEL_SIZE as i64,
-    },
-    CConstant {
-        name: "RPC_RESPONSE",
-        value: RPC_RESPONSE as i64,
-    },
-    CConstant {
         name: "RPC_OP_SEND",
         value: OP_SEND as i64,
     },
@@ -383,10 +331,6 @@ mod tests {
 
     #[test]
     fn layout() {
-        assert_eq!(rpc_channel_offset(0), 0x11_0000);
-        assert_eq!(rpc_data_offset(1), 0x12_2000);
-        assert_eq!(rpc_response_offset(3), 0x14_3040);
-        assert!(rpc_channel_offset(4) <= 0x20_0000);
         assert_eq!(core::mem::offset_of!(Response, done_at), 24);
     }
 

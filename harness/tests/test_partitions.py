@@ -191,6 +191,10 @@ def test_each_linux_gets_a_tree_of_its_own_partition(tmp_path: Path) -> None:
     assert 'tandem,partition = "B";' in text
     assert "tandem-shm@" in text and 'compatible = "tandem,tandem"' not in text
     assert f"linux,initrd-start = <0x00 {b.load(BOARD, BOARD.initrd):#x}>;" in text
+    # A's tree: Tandem's driver, told its own cores' parts of the region only.
+    a_frag = dtb.partition_fragment(BOARD, QEMU_LIKE, 4, config.partitions_for(4)[0], "x", 4096)
+    assert 'compatible = "tandem,tandem";' in a_frag
+    assert "tandem,cores = <0 1 2>;" in a_frag
     with pytest.raises(TandemError, match="does not fit"):
         dtb.partition_fragment(BOARD, QEMU_LIKE, 4, b, "x", b.ram.size)
     with pytest.raises(TandemError, match="no /pl011@90c0000"):

@@ -136,11 +136,11 @@ def test_the_stall_test_operation_is_refused_unless_the_boot_asks_for_it() -> No
     and only a boot whose workload blob (secure flash, out of Linux's
     reach) says `rpc_server.test_ops = 1` serves it."""
     call = "tandem-rpc call -t 3000 -a 10 stall 0"
-    r = run(f"echo \"off: $({call} 2>&1)\"; echo \"send: $(tandem-rpc call send 64 2>&1)\"")
+    r = run(f'echo "off: $({call} 2>&1)"; echo "send: $(tandem-rpc call send 64 2>&1)"')
     out = tagged(r)
     assert out["off"] == "error EACCES (13) status -4", out
     assert out["send"].startswith("ok mode"), out
-    r = run(f"echo \"on: $({call} 2>&1)\"", apps=TEST_OPS)
+    r = run(f'echo "on: $({call} 2>&1)"', apps=TEST_OPS)
     assert tagged(r)["on"].startswith("ok mode"), r.lines
 
 
