@@ -105,6 +105,13 @@ impl DataAccess {
     }
 }
 
+/// Whether a data or instruction abort's syndrome says permission fault
+/// (DFSC / IFSC 0b0011xx): a mapping that does not allow the access (a
+/// write to a read-only page), not a missing one.
+pub const fn permission_fault(esr: u64) -> bool {
+    esr & 0x3C == 0x0C
+}
+
 /// The faulting intermediate physical address of a stage-2 abort:
 /// HPFAR_EL2 gives the page, FAR_EL2 the offset in it.
 pub const fn fault_ipa(hpfar: u64, far: u64) -> u64 {
@@ -286,6 +293,14 @@ mod tests {
         };
         assert_eq!(dword.loaded(u64::MAX), u64::MAX);
         assert_eq!(dword.stored(u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn permission_faults_are_told_from_translation_faults() {
+        // DFSC 0b001111: permission fault, level 3; 0b000111: translation.
+        assert!(permission_fault(ec::DABT_LOWER << 26 | IL | 1 << 6 | 0x0F));
+        assert!(!permission_fault(ec::DABT_LOWER << 26 | IL | 1 << 6 | 0x07));
+        assert!(!permission_fault(ec::DABT_LOWER << 26 | IL | 0x10));
     }
 
     #[test]

@@ -88,10 +88,15 @@ fn data_abort(frame: &mut Frame, esr: u64) {
     let in_gicd = (g.machine.gicd..g.machine.gicd + GICD_SIZE).contains(&ipa);
     let rd_frame = g.machine.rd_frame(p, ipa);
     let (Some(access), true) = (fault::data_access(esr), in_gicd || rd_frame.is_some()) else {
+        let what = if fault::permission_fault(esr) {
+            "a write to a read-only page"
+        } else {
+            "outside the partition (or no single load or store)"
+        };
         console::say(
             p,
             format_args!(
-                "hyp: partition {} core {core}: access to {ipa:#x} outside the partition (or no single load or store): external abort",
+                "hyp: partition {} core {core}: access to {ipa:#x} {what}: external abort",
                 p.letter()
             ),
         );
