@@ -240,6 +240,10 @@ echo "held: $(cat /tmp/held)"
 wait
 echo tandem > $drv/bind; echo "bind: $?"
 echo "rebound: $(tandem-rpc call -m block -t 3000 echo 4096 2>&1)"
+# An echo whose answer cannot be written back (a read-only buffer): kept
+# and copied after the call let go of the channel, then EFAULT.
+echo "read_only: $(tandem-rpc call -R echo 4096 2>&1)"
+echo "after_read_only: $(tandem-rpc call echo 4096 2>&1)"
 echo "oops: $(dmesg | grep -c -e 'Unable to handle' -e 'Oops' -e 'BUG:' -e 'WARNING:')"
 """
 
@@ -253,4 +257,6 @@ def test_unbinding_does_not_wait_for_a_callers_page_fault() -> None:
     assert out["unbind"] == "0", out
     assert out["held"].startswith("error ENODEV"), out
     assert out["bind"] == "0" and out["rebound"].startswith("ok mode block"), out
+    assert out["read_only"].startswith("error EFAULT (14)"), out
+    assert out["after_read_only"].startswith("ok mode"), out
     assert out["oops"] == "0", r.console_log

@@ -18,10 +18,15 @@
  * again if need be and waits for its answer, so an echo can never
  * overwrite the next call's data (tandem_rpc_chan.h).
  *
- * The caller's data is copied into kernel memory before the call takes
- * the channel or the instance, and an echo's answer copied back to the
- * caller after it has let both go: a user page fault (a userfaultfd page
- * nobody serves) holds up that caller only, never an unbind.
+ * A call copies the caller's data into the channel, and an echo's answer
+ * back, holding the channel and the instance, so it never waits there in
+ * a user page fault (a userfaultfd page nobody serves could hold it, and
+ * an unbind behind it, for ever): it copies with page faults disabled,
+ * and when a page is not there it lets both go, faults the caller's
+ * buffer in, and makes the call again from the start (nothing was
+ * published); an echo's answer that cannot be copied back at once is kept
+ * in kernel memory and copied after. The common case costs what a plain
+ * copy does.
  *
  * Unbinding the driver while calls are in flight: the instance is
  * reference-counted (the device's reference, one per open file, one per
@@ -41,6 +46,7 @@
 #include <linux/math64.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
+#include <linux/pagemap.h>
 #include <linux/rwsem.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -138,14 +144,23 @@ static void rpc_leave(struct tandem_rpc *r)
 	up_read(&r->users);
 }
 
+/*
+ * rpc_call's answer when the caller's buffer has a page that is not there:
+ * fault it in without the locks and call again (never returned to user).
+ */
+#define RPC_FAULT_IN	1
+
 /* Where a call's data comes from, and what it measured. */
 struct rpc_req {
 	u32 channel, op, len, copy, arg, mode;
-	void *data;		/* copy bytes in kernel memory; NULL: send what the area holds */
+	void __user *udata;	/* the caller's copy bytes; NULL: send what the area holds */
 	unsigned long deadline;
 	/* out */
 	s32 status;
-	u32 checksum, answer_len, core, echoed, seq;
+	u32 checksum, answer_len, core, seq;
+	/* An echo's answer the call could not copy back at once: its tail. */
+	void *echo_rest;
+	u32 echo_at, echo_left;
 	u64 sent, done_at, started_at, irq, seen;
 };
 
@@ -306,8 +321,19 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 	case RPC_CHAN_PUBLISH:
 		break;
 	}
-	if (q->data && q->copy)
-		memcpy(ch->base + TANDEM_RPC_CONTROL_SIZE, q->data, q->copy);
+	if (q->udata && q->copy) {
+		unsigned long left;
+
+		pagefault_disable();
+		left = __copy_from_user_inatomic(ch->base + TANDEM_RPC_CONTROL_SIZE,
+						 q->udata, q->copy);
+		pagefault_enable();
+		/* Nothing published yet: the call can be made again. */
+		if (left) {
+			ret = RPC_FAULT_IN;
+			goto out;
+		}
+	}
 	rpc_write32(ch, TANDEM_RPC_REQ_OP, q->op);
 	rpc_write32(ch, TANDEM_RPC_REQ_LEN, q->len);
 	rpc_write32(ch, TANDEM_RPC_REQ_FLAGS,
@@ -344,9 +370,24 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 	q->done_at = rpc_read64(ch, TANDEM_RPC_RESP_DONE_AT);
 	atomic64_inc(&r->calls[q->mode]);
 	ret = 0;
-	if (q->op == TANDEM_RPC_ECHO && q->status == TANDEM_RPC_STATUS_OK && q->data) {
-		q->echoed = min(q->answer_len, q->copy);
-		memcpy(q->data, ch->base + TANDEM_RPC_CONTROL_SIZE, q->echoed);
+	if (q->op == TANDEM_RPC_ECHO && q->status == TANDEM_RPC_STATUS_OK && q->udata) {
+		u32 n = min(q->answer_len, q->copy);
+		unsigned long left;
+
+		pagefault_disable();
+		left = __copy_to_user_inatomic(q->udata, ch->base + TANDEM_RPC_CONTROL_SIZE, n);
+		pagefault_enable();
+		if (left) {
+			/* The answer is taken: keep the rest for after the locks. */
+			q->echo_rest = kvmalloc(left, GFP_KERNEL);
+			if (!q->echo_rest) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			q->echo_at = n - left;
+			q->echo_left = left;
+			memcpy(q->echo_rest, ch->base + TANDEM_RPC_CONTROL_SIZE + q->echo_at, left);
+		}
 	}
 out:
 	q->seq = ch->st.seq;
@@ -575,23 +616,31 @@ static long rpc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if (q.mode == TANDEM_RPC_MODE_AUTO)
 		q.mode = q.len < READ_ONCE(r->x_opt) ? TANDEM_RPC_MODE_BUSY :
 			 TANDEM_RPC_MODE_BLOCK;
-	if (q.copy) {
-		q.data = kvmalloc(q.copy, GFP_KERNEL);
-		if (!q.data)
-			return -ENOMEM;
-		if (copy_from_user(q.data, u64_to_user_ptr(c.data), q.copy)) {
+	q.udata = u64_to_user_ptr(c.data);
+	/* The copies under the locks are the unchecked (inatomic) kind. */
+	if (q.copy && !access_ok(q.udata, q.copy))
+		return -EFAULT;
+	for (;;) {
+		if (!rpc_enter(r))
+			return -ENODEV;
+		ret = rpc_call(r, &q);
+		rpc_leave(r);
+		if (ret != RPC_FAULT_IN)
+			break;
+		/* Neither the channel nor the instance held: this may wait. */
+		if (fault_in_readable(q.udata, q.copy))
+			return signal_pending(current) ? -EINTR : -EFAULT;
+		/* Pages taken away again each time: the caller's own doing. */
+		if (signal_pending(current))
+			return -EINTR;
+		if (time_after(jiffies, q.deadline))
+			return -ETIMEDOUT;
+	}
+	if (q.echo_left) {
+		if (copy_to_user(q.udata + q.echo_at, q.echo_rest, q.echo_left))
 			ret = -EFAULT;
-			goto out;
-		}
+		kvfree(q.echo_rest);
 	}
-	if (!rpc_enter(r)) {
-		ret = -ENODEV;
-		goto out;
-	}
-	ret = rpc_call(r, &q);
-	rpc_leave(r);
-	if (q.echoed && copy_to_user(u64_to_user_ptr(c.data), q.data, q.echoed))
-		ret = -EFAULT;
 	c.mode = q.mode;
 	c.status = q.status;
 	c.checksum = q.checksum;
@@ -602,12 +651,8 @@ static long rpc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	c.server_ns = q.done_at > q.started_at ? rpc_ns(r, q.done_at - q.started_at) : 0;
 	c.notify_ns = q.started_at > q.sent ? rpc_ns(r, q.started_at - q.sent) : 0;
 	if (copy_to_user(uc, &c, sizeof(c)))
-		ret = -EFAULT;
-	else if (!ret)
-		ret = rpc_status_errno(q.status);
-out:
-	kvfree(q.data);
-	return ret;
+		return -EFAULT;
+	return ret ? ret : rpc_status_errno(q.status);
 }
 
 /* An open file keeps the instance (not the device) alive. */

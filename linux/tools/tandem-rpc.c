@@ -2,7 +2,7 @@
 /*
  * tandem-rpc: calls into the Tandem RTOS through /dev/tandem-rpc.
  *
- *   tandem-rpc call [-c CH] [-m MODE] [-t MS] [-a MS] [-u] [-U S] send|echo|stall LEN
+ *   tandem-rpc call [-c CH] [-m MODE] [-t MS] [-a MS] [-u] [-U S] [-R] send|echo|stall LEN
  *   tandem-rpc bench [-c CH] [-m MODE] [-n N] [-C CPU] [-d US] LEN...
  *   tandem-rpc pair [-c CH] [-m MODE] [-n N] [-w ITERS] [-C CPU] LEN
  *   tandem-rpc stress [-j CLIENTS] [-n CALLS] [-k CHANNELS] [-s MAXLEN]
@@ -17,7 +17,8 @@
  *
  * call -U S (tests; root): the call's data is a userfaultfd page nobody
  * serves for S seconds (then zeros), so the driver's copy of the caller's
- * data waits in a page fault that long.
+ * data waits in a page fault that long. call -R (tests): the data is
+ * read-only, so an echo's answer cannot be written back (EFAULT).
  */
 #define _GNU_SOURCE
 #include <linux/userfaultfd.h>
@@ -38,7 +39,7 @@ static const char * const mode_names[] = { "auto", "busy", "block" };
 static void die_usage(void)
 {
 	fprintf(stderr,
-		"usage: tandem-rpc call [-c CH] [-m MODE] [-t MS] [-a MS] [-u] [-U S] send|echo|stall LEN\n"
+		"usage: tandem-rpc call [-c CH] [-m MODE] [-t MS] [-a MS] [-u] [-U S] [-R] send|echo|stall LEN\n"
 		"       tandem-rpc bench [-c CH] [-m MODE] [-n N] [-C CPU] [-d US] LEN...\n"
 		"       tandem-rpc pair [-c CH] [-m MODE] [-n N] [-w ITERS] [-C CPU] LEN\n"
 		"       tandem-rpc stress [-j CLIENTS] [-n CALLS] [-k CHANNELS] [-s MAXLEN]\n"
@@ -117,7 +118,7 @@ static void pin(int cpu)
 struct opts {
 	unsigned int channel, mode, timeout, arg, flags, calls, clients, channels;
 	long long iters, maxlen, pause_us, uffd_s;
-	int cpu;
+	int cpu, read_only;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -129,6 +130,11 @@ static int parse(int argc, char **argv, struct opts *o)
 
 		if (f == 'u') {
 			o->flags |= TANDEM_RPC_F_UNCHECKED;
+			i++;
+			continue;
+		}
+		if (f == 'R') {
+			o->read_only = 1;
 			i++;
 			continue;
 		}
@@ -278,6 +284,21 @@ static int cmd_call(int argc, char **argv, struct opts *o)
 	} else {
 		fill(buf, used, o->channel + 1);
 		want = tandem_rpc_checksum(buf, used);
+	}
+	if (o->read_only) {
+		void *ro = mmap(NULL, TANDEM_RPC_MAX_DATA, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (ro == MAP_FAILED) {
+			perror("tandem-rpc: mmap");
+			return 1;
+		}
+		memcpy(ro, buf, used);
+		if (mprotect(ro, TANDEM_RPC_MAX_DATA, PROT_READ)) {
+			perror("tandem-rpc: mprotect");
+			return 1;
+		}
+		buf = ro;
 	}
 
 	fd = open_or_die();
