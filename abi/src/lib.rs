@@ -8,7 +8,9 @@
 extern crate std;
 
 pub mod boot;
+mod exports;
 pub mod image;
+pub mod layout;
 pub mod partition;
 pub mod priority;
 pub mod rpc;
@@ -32,20 +34,4 @@ pub struct CConstant {
     pub value: i64,
 }
 
-const C_CONSTANTS: &[CConstant] = &[CConstant {
-    name: "MAX_CORES",
-    value: MAX_CORES as i64,
-}];
-
-/// Every constant the C and Python sides need, in header order.
-pub fn c_constants() -> impl Iterator<Item = CConstant> {
-    C_CONSTANTS
-        .iter()
-        .chain(smc::C_CONSTANTS.iter())
-        .chain(shm::C_CONSTANTS.iter())
-        .chain(rpc::C_CONSTANTS.iter())
-        .chain(workload::C_CONSTANTS.iter())
-        .chain(image::C_CONSTANTS.iter())
-        .chain(partition::C_CONSTANTS.iter())
-        .copied()
-}
+pub use exports::c_constants;

@@ -20,22 +20,13 @@
 //!
 //! The RTOS trusts nothing here: every field is read once, lengths are
 //! checked before any copy, and the answer depends only on the RTOS's own
-//! copy of the data.
+//! copy of the data. Where the channels lie is [`crate::layout`]'s.
 
 use crate::CConstant;
-
-/// Where the channels start.
-pub const RPC_OFFSET: u32 = 0x11_0000;
-/// Number of channels.
-pub const RPC_CHANNELS: u32 = 4;
-/// Most data bytes one call carries.
-pub const RPC_MAX_DATA: u32 = 64 * 1024;
-/// Bytes before a channel's data (request, response, padding to a page).
-pub const RPC_CONTROL_SIZE: u32 = 0x1000;
-/// Bytes from one channel to the next.
-pub const RPC_CHANNEL_SIZE: u32 = RPC_CONTROL_SIZE + RPC_MAX_DATA;
-/// Offset of the response inside a channel.
-pub const RPC_RESPONSE: u32 = 64;
+pub use crate::layout::{
+    RPC_CHANNEL_SIZE, RPC_CHANNELS, RPC_CONTROL_SIZE, RPC_MAX_DATA, RPC_OFFSET, RPC_RESPONSE,
+    rpc_channel_offset, rpc_data_offset, rpc_response_offset,
+};
 
 /// Operation: copy the data into the server (`send_buf`); the response
 /// carries the data's [`checksum`] as the server saw it.
@@ -45,7 +36,10 @@ pub const OP_SEND: u32 = 1;
 pub const OP_ECHO: u32 = 2;
 /// Operation (for tests): the server stops for `arg` ms (at most
 /// [`MAX_STALL_MS`]) before answering, as a stopped or overloaded server
-/// would. Other channels of the same server wait too.
+/// would. Other channels of the same server wait too, so a production
+/// boot refuses it ([`STATUS_DISABLED`]): only a boot whose workload blob
+/// (secure flash, out of Linux's reach) turns the RPC server's `test_ops`
+/// on serves it.
 pub const OP_STALL: u32 = 3;
 /// Longest stall [`OP_STALL`] accepts, ms.
 pub const MAX_STALL_MS: u32 = 2000;
@@ -64,6 +58,8 @@ pub const STATUS_BAD_LENGTH: i32 = -1;
 pub const STATUS_BAD_OP: i32 = -2;
 /// Response status: unknown flags or an argument out of range.
 pub const STATUS_BAD_ARG: i32 = -3;
+/// Response status: a test operation ([`OP_STALL`]) this boot does not serve.
+pub const STATUS_DISABLED: i32 = -4;
 
 /// What Linux writes at the start of a channel.
 #[repr(C)]
@@ -112,28 +108,9 @@ pub struct Response {
     pub reserved: [u32; 5],
 }
 
-const _: () = assert!(core::mem::size_of::<Request>() == 64);
-const _: () = assert!(core::mem::size_of::<Response>() == 64);
-const _: () = assert!(
-    rpc_channel_offset(RPC_CHANNELS as usize) <= 0x20_0000,
-    "the channels fit the board's 2 MiB region"
-);
-const _: () = assert!(RPC_OFFSET as usize >= crate::shm::region_bytes(crate::MAX_CORES));
-
-/// Offset of channel `ch` (its request) from the start of the region.
-pub const fn rpc_channel_offset(ch: usize) -> usize {
-    RPC_OFFSET as usize + ch * RPC_CHANNEL_SIZE as usize
-}
-
-/// Offset of channel `ch`'s response.
-pub const fn rpc_response_offset(ch: usize) -> usize {
-    rpc_channel_offset(ch) + RPC_RESPONSE as usize
-}
-
-/// Offset of channel `ch`'s data.
-pub const fn rpc_data_offset(ch: usize) -> usize {
-    rpc_channel_offset(ch) + RPC_CONTROL_SIZE as usize
-}
+const _: () = assert!(core::mem::size_of::<Request>() == RPC_RESPONSE as usize);
+const _: () =
+    assert!(RPC_RESPONSE as usize + core::mem::size_of::<Response>() <= RPC_CONTROL_SIZE as usize);
 
 /// A request the server may carry out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,8 +133,9 @@ pub enum Call {
 }
 
 /// Checks a request (as read once from the region); the error is the
-/// response status to answer with.
-pub fn check(req: &Request) -> Result<Call, i32> {
+/// response status to answer with. `test_ops`: this boot serves the test
+/// operation ([`OP_STALL`]).
+pub fn check(req: &Request, test_ops: bool) -> Result<Call, i32> {
     if req.flags & !FLAGS_KNOWN != 0 {
         return Err(STATUS_BAD_ARG);
     }
@@ -166,6 +144,7 @@ pub fn check(req: &Request) -> Result<Call, i32> {
         OP_SEND | OP_ECHO if len > RPC_MAX_DATA => Err(STATUS_BAD_LENGTH),
         OP_SEND => Ok(Call::Send { len: len as usize }),
         OP_ECHO => Ok(Call::Echo { len: len as usize }),
+        OP_STALL if !test_ops => Err(STATUS_DISABLED),
         OP_STALL if req.arg > MAX_STALL_MS => Err(STATUS_BAD_ARG),
         OP_STALL => Ok(Call::Stall { ms: req.arg }),
         _ => Err(STATUS_BAD_OP),
@@ -270,30 +249,6 @@ macro_rules! resp {
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
-        name: "RPC_OFFSET",
-        value: RPC_OFFSET as i64,
-    },
-    CConstant {
-        name: "RPC_CHANNELS",
-        value: RPC_CHANNELS as i64,
-    },
-    CConstant {
-        name: "RPC_MAX_DATA",
-        value: RPC_MAX_DATA as i64,
-    },
-    CConstant {
-        name: "RPC_CONTROL_SIZE",
-        value: RPC_CONTROL_SIZE as i64,
-    },
-    CConstant {
-        name: "RPC_CHANNEL_SIZE",
-        value: RPC_CHANNEL_SIZE as i64,
-    },
-    CConstant {
-        name: "RPC_RESPONSE",
-        value: RPC_RESPONSE as i64,
-    },
-    CConstant {
         name: "RPC_OP_SEND",
         value: OP_SEND as i64,
     },
@@ -330,6 +285,10 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
         value: STATUS_BAD_ARG as i64,
     },
     CConstant {
+        name: "RPC_STATUS_DISABLED",
+        value: STATUS_DISABLED as i64,
+    },
+    CConstant {
         name: "RPC_CHECKSUM_PRIME",
         value: CHECKSUM_PRIME as i64,
     },
@@ -357,6 +316,11 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
 mod tests {
     use super::*;
 
+    /// A boot that serves the test operation.
+    fn check_on(req: &Request) -> Result<Call, i32> {
+        check(req, true)
+    }
+
     fn req(op: u32, len: u32) -> Request {
         Request {
             op,
@@ -367,48 +331,65 @@ mod tests {
 
     #[test]
     fn layout() {
-        assert_eq!(rpc_channel_offset(0), 0x11_0000);
-        assert_eq!(rpc_data_offset(1), 0x12_2000);
-        assert_eq!(rpc_response_offset(3), 0x14_3040);
-        assert!(rpc_channel_offset(4) <= 0x20_0000);
         assert_eq!(core::mem::offset_of!(Response, done_at), 24);
     }
 
     #[test]
     fn requests_are_checked() {
-        assert_eq!(check(&req(OP_SEND, 0)), Ok(Call::Send { len: 0 }));
+        assert_eq!(check_on(&req(OP_SEND, 0)), Ok(Call::Send { len: 0 }));
         assert_eq!(
-            check(&req(OP_ECHO, RPC_MAX_DATA)),
+            check_on(&req(OP_ECHO, RPC_MAX_DATA)),
             Ok(Call::Echo { len: 65536 })
         );
         assert_eq!(
-            check(&req(OP_SEND, RPC_MAX_DATA + 1)),
+            check_on(&req(OP_SEND, RPC_MAX_DATA + 1)),
             Err(STATUS_BAD_LENGTH)
         );
         // A negative length, as Linux's int would write it.
-        assert_eq!(check(&req(OP_ECHO, -1i32 as u32)), Err(STATUS_BAD_LENGTH));
-        assert_eq!(check(&req(0, 4)), Err(STATUS_BAD_OP));
-        assert_eq!(check(&req(99, 4)), Err(STATUS_BAD_OP));
+        assert_eq!(
+            check_on(&req(OP_ECHO, -1i32 as u32)),
+            Err(STATUS_BAD_LENGTH)
+        );
+        assert_eq!(check_on(&req(0, 4)), Err(STATUS_BAD_OP));
+        assert_eq!(check_on(&req(99, 4)), Err(STATUS_BAD_OP));
         let mut r = req(OP_STALL, 0);
         r.arg = MAX_STALL_MS;
-        assert_eq!(check(&r), Ok(Call::Stall { ms: 2000 }));
+        assert_eq!(check_on(&r), Ok(Call::Stall { ms: 2000 }));
         r.arg = MAX_STALL_MS + 1;
-        assert_eq!(check(&r), Err(STATUS_BAD_ARG));
+        assert_eq!(check_on(&r), Err(STATUS_BAD_ARG));
         let mut r = req(OP_SEND, 8);
         r.flags = FLAG_NOTIFY;
-        assert!(check(&r).is_ok());
+        assert!(check_on(&r).is_ok());
         r.flags = 2;
-        assert_eq!(check(&r), Err(STATUS_BAD_ARG));
+        assert_eq!(check_on(&r), Err(STATUS_BAD_ARG));
+    }
+
+    #[test]
+    fn the_stall_test_operation_is_served_only_when_the_boot_asks() {
+        let mut r = req(OP_STALL, 0);
+        r.arg = 10;
+        assert_eq!(check(&r, false), Err(STATUS_DISABLED));
+        assert_eq!(check(&r, true), Ok(Call::Stall { ms: 10 }));
+        assert!(
+            is_fast(&check(&r, false)),
+            "refused at once, in the handler"
+        );
+        // The other operations do not depend on it.
+        assert_eq!(check(&req(OP_SEND, 8), false), Ok(Call::Send { len: 8 }));
+        assert_eq!(check(&req(OP_ECHO, 8), false), Ok(Call::Echo { len: 8 }));
     }
 
     #[test]
     fn only_short_copies_and_refusals_are_fast() {
-        assert!(is_fast(&check(&req(OP_SEND, 0))));
-        assert!(is_fast(&check(&req(OP_ECHO, FAST_MAX as u32))));
-        assert!(!is_fast(&check(&req(OP_ECHO, FAST_MAX as u32 + 1))));
-        assert!(!is_fast(&check(&req(OP_STALL, 0))));
-        assert!(is_fast(&check(&req(OP_SEND, u32::MAX))), "refused at once");
-        assert!(is_fast(&check(&req(7, 0))));
+        assert!(is_fast(&check_on(&req(OP_SEND, 0))));
+        assert!(is_fast(&check_on(&req(OP_ECHO, FAST_MAX as u32))));
+        assert!(!is_fast(&check_on(&req(OP_ECHO, FAST_MAX as u32 + 1))));
+        assert!(!is_fast(&check_on(&req(OP_STALL, 0))));
+        assert!(
+            is_fast(&check_on(&req(OP_SEND, u32::MAX))),
+            "refused at once"
+        );
+        assert!(is_fast(&check_on(&req(7, 0))));
     }
 
     #[test]

@@ -1,30 +1,26 @@
-//! Layout of the shared region: a versioned header written by the secure side
-//! at boot, per-core records, and per-core world-switch trace rings. Linux
-//! maps it and validates the header. The secure side writes its fields at
-//! offsets fixed here (never taken from the region, which Linux could
-//! rewrite) and validates anything it reads back.
-//!
-//! ```text
-//! 0x0000  Header (64 B)
-//! 0x0040  CoreRecord x 8 (128 B each: two cache lines, one writer per field)
-//! 0x1000  TraceRing x 8 (64 B header + 1024 x 16 B entries each)
-//! 0x40000 latency histogram x 8 (16384 u32 buckets of one counter tick)
-//! 0xC0000 Linux spin-wait histogram x 8 (4096 u32 buckets of 64 ticks)
-//! 0xE0000 RTOS dispatch histogram x 8 (4096 u32 buckets of one tick)
-//! 0x100000 stolen-time record x cores (64 B each, Arm PV time, DEN0057A)
-//! 0x108000 context-switch record (64 B, the `ctxsw` workload)
-//! 0x110000 RPC channels (`crate::rpc`)
-//! 0x1FE000 the partitions' mailbox (a page the secure side never touches)
-//! 0x1FF000 the stub Linux's cores start through (the monitor's)
-//! ```
+//! The records of the shared region: a versioned header written by the
+//! secure side at boot, per-core records, world-switch trace entries,
+//! stolen-time records and the context-switch record. Linux maps the region
+//! and validates the header. The secure side writes its fields at offsets
+//! fixed by [`crate::layout`] (never taken from the region, which Linux
+//! could rewrite) and validates anything it reads back. The offsets are
+//! re-exported here under the names the firmware uses.
 
 use crate::CConstant;
+use crate::layout::{self, CORE_RECORDS, DISPATCH, LATENCY, SPIN, STEAL, TRACE_RINGS};
+pub use crate::layout::{
+    DISPATCH_BUCKETS, LATENCY_BUCKETS, STEAL_RECORD_SIZE, TRACE_ENTRIES, TRACE_RING_HEADER,
+    region_bytes,
+};
 
 /// `"TNDM"` read as a little-endian u32.
 pub const MAGIC: u32 = u32::from_le_bytes(*b"TNDM");
 
-/// Size of one per-core record: whole cache lines, so cores never share a line.
+/// Size of one per-core record: whole cache lines (each core's record has a
+/// page of its own, [`layout::CORE_RECORD_STRIDE`]).
 pub const CORE_RECORD_SIZE: u32 = 128;
+/// Bytes from one core's record to the next.
+pub const CORE_RECORD_STRIDE: u32 = layout::CORE_RECORD_STRIDE as u32;
 
 /// The header at offset 0 of the shared region.
 #[repr(C)]
@@ -58,6 +54,9 @@ pub struct Header {
     /// restarts Linux alone (its reboot, power-off policy or panic); the
     /// RTOS runs on across them.
     pub linux_generation: u32,
+    /// Bytes from one core's record to the next (whole pages: a partition
+    /// of the normal world maps its own cores' only).
+    pub core_record_stride: u32,
 }
 
 /// Per-core record (two cache lines). Written by the secure side, except the
@@ -132,26 +131,24 @@ pub const TRACE_TO_LINUX: u64 = 2;
 /// Trace event: the core went idle (no world has work; monitor waits).
 pub const TRACE_TO_IDLE: u64 = 3;
 
-/// Entries per trace ring (a power of two).
-pub const TRACE_ENTRIES: u32 = 1024;
 /// Where the trace rings start.
-pub const TRACE_OFFSET: u32 = 0x1000;
-/// Bytes of a ring's header (`written`, then padding to a cache line).
-pub const TRACE_RING_HEADER: u32 = 64;
-/// Bytes from one trace ring to the next.
-pub const TRACE_RING_SIZE: u32 = TRACE_RING_HEADER + TRACE_ENTRIES * 16;
+pub const TRACE_OFFSET: u32 = TRACE_RINGS.offset as u32;
+/// Bytes from one trace ring to the next (its header and entries, in whole
+/// pages).
+pub const TRACE_RING_SIZE: u32 = TRACE_RINGS.stride as u32;
 
 const _: () = assert!(core::mem::size_of::<CoreRecord>() == CORE_RECORD_SIZE as usize);
-const _: () = assert!(core::mem::size_of::<TraceEntry>() == 16);
+const _: () = assert!(CORE_RECORD_SIZE <= CORE_RECORD_STRIDE);
+const _: () = assert!(core::mem::size_of::<TraceEntry>() == layout::TRACE_ENTRY_SIZE);
 
 /// Offset of `core`'s record.
 pub const fn core_record_offset(core: usize) -> usize {
-    CORE_RECORDS_OFFSET as usize + core * CORE_RECORD_SIZE as usize
+    CORE_RECORDS.of(core)
 }
 
 /// Offset of `core`'s trace ring (its `written` count comes first).
 pub const fn trace_ring_offset(core: usize) -> usize {
-    TRACE_OFFSET as usize + core * TRACE_RING_SIZE as usize
+    TRACE_RINGS.of(core)
 }
 
 /// Offset of entry `n` (counted from the start of time) of `core`'s ring.
@@ -161,56 +158,30 @@ pub const fn trace_entry_offset(core: usize, n: u64) -> usize {
         + (n % TRACE_ENTRIES as u64) as usize * core::mem::size_of::<TraceEntry>()
 }
 
-/// Where the interrupt-latency histograms start (after 8 trace rings).
-pub const LATENCY_OFFSET: u32 = 0x4_0000;
-/// Buckets per core: bucket `n` counts latencies of `n` counter ticks; the
-/// last one counts everything at or beyond it.
-pub const LATENCY_BUCKETS: u32 = 16384;
-
-const _: () = assert!(trace_ring_offset(crate::MAX_CORES) <= LATENCY_OFFSET as usize);
-
 /// Offset of `core`'s latency histogram (`LATENCY_BUCKETS` u32 counters,
 /// written by the RTOS on that core only).
 pub const fn latency_offset(core: usize) -> usize {
-    LATENCY_OFFSET as usize + core * LATENCY_BUCKETS as usize * 4
+    LATENCY.of(core)
 }
 
-/// Where Linux's spin-wait histograms start (after 8 latency histograms).
-pub const SPIN_OFFSET: u32 = 0xC_0000;
 /// Buckets per core of the spin-wait histogram; the last counts everything
 /// at or beyond it.
-pub const SPIN_BUCKETS: u32 = 4096;
+pub const SPIN_BUCKETS: u32 = layout::SPIN_BUCKETS;
 /// A spin wait of `t` counter ticks is counted in bucket `t >> SPIN_SHIFT`
 /// (64 ticks, 1.024 µs at 62.5 MHz; a shift keeps division out of the lock path).
 pub const SPIN_SHIFT: u32 = 6;
 
-const _: () = assert!(latency_offset(crate::MAX_CORES) <= SPIN_OFFSET as usize);
-
 /// Offset of `core`'s spin-wait histogram (written by Linux on that core,
 /// when booted with `tandem_spinstat=on`).
 pub const fn spin_offset(core: usize) -> usize {
-    SPIN_OFFSET as usize + core * SPIN_BUCKETS as usize * 4
+    SPIN.of(core)
 }
-
-/// Where the RTOS's dispatch-latency histograms start (after 8 spin histograms).
-pub const DISPATCH_OFFSET: u32 = 0xE_0000;
-/// Buckets per core: bucket `n` counts dispatches taking `n` counter ticks
-/// from the activation request to the task's first instruction.
-pub const DISPATCH_BUCKETS: u32 = 4096;
-
-const _: () = assert!(spin_offset(crate::MAX_CORES) <= DISPATCH_OFFSET as usize);
 
 /// Offset of `core`'s dispatch histogram (counted on the core the task starts on).
 pub const fn dispatch_offset(core: usize) -> usize {
-    DISPATCH_OFFSET as usize + core * DISPATCH_BUCKETS as usize * 4
+    DISPATCH.of(core)
 }
 
-/// Where the stolen-time records start (after 8 dispatch histograms).
-pub const STEAL_OFFSET: u32 = 0x10_0000;
-/// Bytes of one stolen-time record (DEN0057A fixes 64).
-pub const STEAL_RECORD_SIZE: u32 = 64;
-
-const _: () = assert!(dispatch_offset(crate::MAX_CORES) <= STEAL_OFFSET as usize);
 const _: () = assert!(core::mem::size_of::<StolenTime>() == STEAL_RECORD_SIZE as usize);
 
 /// Arm PV time's stolen-time structure (DEN0057A table 3), one per core,
@@ -230,17 +201,15 @@ pub struct StolenTime {
     pub reserved: [u64; 6],
 }
 
-/// Offset of `core`'s stolen-time record.
+/// Offset of `core`'s stolen-time record (a page of its own).
 pub const fn steal_offset(core: usize) -> usize {
-    STEAL_OFFSET as usize + core * STEAL_RECORD_SIZE as usize
+    STEAL.of(core)
 }
 
-/// Where the context-switch record lies (the `ctxsw` workload; up to
-/// 0x10FFFF is kept for it).
-pub const CTXSW_OFFSET: u32 = 0x10_8000;
+/// Where the context-switch record lies (the `ctxsw` workload).
+pub const CTXSW_OFFSET: u32 = layout::CTXSW_OFFSET as u32;
 
-const _: () = assert!(steal_offset(crate::MAX_CORES) <= CTXSW_OFFSET as usize);
-const _: () = assert!(core::mem::size_of::<CtxswRecord>() == 64);
+const _: () = assert!(core::mem::size_of::<CtxswRecord>() <= layout::PAGE);
 
 /// [`CtxswRecord::state`]: the hand-offs have not started.
 pub const CTXSW_IDLE: u32 = 0;
@@ -285,36 +254,15 @@ pub struct CtxswRecord {
     pub fault_esr: u64,
 }
 
-/// Bytes the layout needs for `cores` cores.
-pub const fn region_bytes(cores: usize) -> usize {
-    steal_offset(cores)
-}
-
 /// Where the monitor puts the stub Linux starts through on every start of a
-/// core (`monitor/firmware/src/entry.rs`): the last page of the region, which
-/// nothing else uses.
-pub const LINUX_STUB_OFFSET: u32 = 0x1F_F000;
-const _: () = assert!(
-    crate::rpc::RPC_OFFSET as usize
-        + crate::rpc::RPC_CHANNELS as usize * crate::rpc::RPC_CHANNEL_SIZE as usize
-        <= LINUX_STUB_OFFSET as usize
-);
-
-/// A page the normal world's partitions (`crate::partition`) may use to
-/// talk to each other (the harness's experiments hand load phases over it);
-/// the monitor and the RTOS neither read nor write it.
-pub const PARTITION_MAILBOX_OFFSET: u32 = 0x1F_E000;
-const _: () = assert!(
-    crate::rpc::RPC_OFFSET as usize
-        + crate::rpc::RPC_CHANNELS as usize * crate::rpc::RPC_CHANNEL_SIZE as usize
-        <= PARTITION_MAILBOX_OFFSET as usize
-        && PARTITION_MAILBOX_OFFSET + 0x1000 <= LINUX_STUB_OFFSET
-);
+/// core (`monitor/firmware/src/entry.rs`, [`layout::LINUX_STUB_OFFSET`]).
+pub const LINUX_STUB_OFFSET: u32 = layout::LINUX_STUB_OFFSET as u32;
 
 /// Size of [`Header`] in bytes.
 pub const HEADER_SIZE: u32 = core::mem::size_of::<Header>() as u32;
-/// Where the per-core records start (header padded to a cache line).
-pub const CORE_RECORDS_OFFSET: u32 = 64;
+/// Where the per-core records start (the page after the header's).
+pub const CORE_RECORDS_OFFSET: u32 = CORE_RECORDS.offset as u32;
+const _: () = assert!(HEADER_SIZE as usize <= layout::HEADER_BYTES);
 
 impl Header {
     /// The header the secure side writes for `core_count` cores in a region of
@@ -334,6 +282,7 @@ impl Header {
             trace_entries: TRACE_ENTRIES,
             counter_hz,
             linux_generation: 1,
+            core_record_stride: CORE_RECORD_STRIDE,
         }
     }
 
@@ -349,14 +298,15 @@ impl Header {
             return Err(HeaderError::BadSize);
         }
         let records_end = u64::from(self.core_records_offset)
-            + u64::from(self.core_count) * u64::from(self.core_record_size);
+            + u64::from(self.core_count) * u64::from(self.core_record_stride);
         let traces_end = u64::from(self.trace_offset)
             + u64::from(self.core_count) * u64::from(self.trace_ring_size);
         if self.core_record_size != CORE_RECORD_SIZE
+            || self.core_record_stride < self.core_record_size
             || self.core_records_offset < HEADER_SIZE
             || records_end > u64::from(self.trace_offset)
             || u64::from(self.trace_ring_size)
-                != u64::from(TRACE_RING_HEADER) + u64::from(self.trace_entries) * 16
+                < u64::from(TRACE_RING_HEADER) + u64::from(self.trace_entries) * 16
             || traces_end > u64::from(region_size)
         {
             return Err(HeaderError::BadLayout);
@@ -413,14 +363,6 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
         name: "SHM_CORE_RECORD_SIZE",
         value: CORE_RECORD_SIZE as i64,
     },
-    CConstant {
-        name: "SHM_CORE_RECORDS_OFFSET",
-        value: CORE_RECORDS_OFFSET as i64,
-    },
-    CConstant {
-        name: "SHM_PARTITION_MAILBOX_OFFSET",
-        value: PARTITION_MAILBOX_OFFSET as i64,
-    },
     offset!("SHM_OFF_MAGIC", magic),
     offset!("SHM_OFF_ABI_VERSION", abi_version),
     offset!("SHM_OFF_REGION_SIZE", region_size),
@@ -434,6 +376,7 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     offset!("SHM_OFF_TRACE_ENTRIES", trace_entries),
     offset!("SHM_OFF_COUNTER_HZ", counter_hz),
     offset!("SHM_OFF_LINUX_GENERATION", linux_generation),
+    offset!("SHM_OFF_CORE_RECORD_STRIDE", core_record_stride),
     record!("CORE_OFF_RTOS_BUSY", rtos_busy),
     record!("CORE_OFF_RTOS_RELEASES", rtos_releases),
     record!("CORE_OFF_DEADLINE_MISSES", deadline_misses),
@@ -464,44 +407,8 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     record!("CORE_OFF_MONITOR_IDLE_WAKEUPS", monitor_idle_wakeups),
     record!("CORE_OFF_MONITOR_CPU_OFFS", monitor_cpu_offs),
     CConstant {
-        name: "LATENCY_OFFSET",
-        value: LATENCY_OFFSET as i64,
-    },
-    CConstant {
-        name: "LATENCY_BUCKETS",
-        value: LATENCY_BUCKETS as i64,
-    },
-    CConstant {
-        name: "SPIN_OFFSET",
-        value: SPIN_OFFSET as i64,
-    },
-    CConstant {
-        name: "SPIN_BUCKETS",
-        value: SPIN_BUCKETS as i64,
-    },
-    CConstant {
         name: "SPIN_SHIFT",
         value: SPIN_SHIFT as i64,
-    },
-    CConstant {
-        name: "DISPATCH_OFFSET",
-        value: DISPATCH_OFFSET as i64,
-    },
-    CConstant {
-        name: "DISPATCH_BUCKETS",
-        value: DISPATCH_BUCKETS as i64,
-    },
-    CConstant {
-        name: "STEAL_OFFSET",
-        value: STEAL_OFFSET as i64,
-    },
-    CConstant {
-        name: "STEAL_RECORD_SIZE",
-        value: STEAL_RECORD_SIZE as i64,
-    },
-    CConstant {
-        name: "TRACE_RING_HEADER",
-        value: TRACE_RING_HEADER as i64,
     },
     CConstant {
         name: "TRACE_TO_RTOS",
@@ -514,10 +421,6 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
         name: "TRACE_TO_IDLE",
         value: TRACE_TO_IDLE as i64,
-    },
-    CConstant {
-        name: "CTXSW_OFFSET",
-        value: CTXSW_OFFSET as i64,
     },
     CConstant {
         name: "CTXSW_IDLE",
@@ -544,8 +447,11 @@ mod tests {
             Ok(())
         );
         assert!(region_bytes(8) <= 0x20_0000);
-        assert_eq!(steal_offset(1), 0x10_0040);
-        assert_eq!(region_bytes(4), 0x10_0100);
+        assert_eq!(steal_offset(1), 0x10_1000);
+        assert_eq!(core_record_offset(2), 0x3000);
+        assert_eq!(trace_ring_offset(1), 0xE000);
+        assert_eq!(latency_offset(1), 0x5_0000);
+        assert_eq!(region_bytes(4), 0x10_4000);
         assert_eq!(core::mem::offset_of!(StolenTime, stolen_time), 8);
         assert_eq!(
             trace_entry_offset(1, TRACE_ENTRIES as u64),
@@ -561,16 +467,20 @@ mod tests {
         h.magic = 0;
         assert_eq!(h.validate(size), Err(HeaderError::BadMagic(0)));
         h = good;
-        h.abi_version = 2 << 16;
+        h.abi_version = 1 << 16 | 7;
         assert_eq!(
             h.validate(size),
-            Err(HeaderError::IncompatibleVersion(2 << 16))
+            Err(HeaderError::IncompatibleVersion(1 << 16 | 7)),
+            "the layout before whole pages per core"
         );
         h = good;
         h.core_count = u32::MAX;
         assert_eq!(h.validate(size), Err(HeaderError::BadLayout));
         h = good;
         h.trace_entries = 1 << 30;
+        assert_eq!(h.validate(size), Err(HeaderError::BadLayout));
+        h = good;
+        h.core_record_stride = 64;
         assert_eq!(h.validate(size), Err(HeaderError::BadLayout));
         assert_eq!(good.validate(size + 1), Err(HeaderError::BadSize));
     }

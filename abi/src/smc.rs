@@ -98,8 +98,12 @@ pub mod tos {
 /// and `sip::RPC_NOTIFY`; 1.4 the context-switch record; 1.5 the dispatch
 /// hand-off counts in the core record; 1.6 the Linux generation in the
 /// header; 1.7 the core record's second cache line, with the periodic
-/// task's starts and what Linux held when they preempted it.
-pub const ABI_VERSION: u32 = (1 << 16) | 7;
+/// task's starts and what Linux held when they preempted it. 2.0: every
+/// core's part of the shared region on pages of its own (records a page
+/// apart, trace rings in whole pages, stolen-time records a page apart;
+/// `crate::layout`), so a partition of the normal world maps only its
+/// own; the RPC status `STATUS_DISABLED`.
+pub const ABI_VERSION: u32 = 2 << 16;
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {

@@ -71,6 +71,7 @@ def test_fragment_merges_into_base_tree(tmp_path: Path) -> None:
     assert "no-map;" in text
     assert f"tandem-shm@{board.shared.base:x}" in text
     assert 'compatible = "tandem,tandem";' in text
+    assert "tandem,cores = <0x00 0x01>;" in text, "every core's part of the region"
     assert text.count('enable-method = "psci";') == 2
     end = board.initrd + 4096
     assert f"linux,initrd-end = <0x00 {end:#x}>;" in text

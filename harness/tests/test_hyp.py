@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tandem.platform import rtos_status
-from tandem.platform.abi import constants
+from tandem.platform.abi import constants, core_parts, tandem_parts
 from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, ExecResult, run_exec
 from tandem.platform.timing import Timing
@@ -68,6 +68,84 @@ def test_two_linux_instances_see_their_own_cores_and_run_hackbench_at_once() -> 
     assert "partition B: Linux on cores 0x8" in secure, secure
 
 
+# Exit status of devmem: it read or wrote, or a SIGBUS (the layer hands an
+# access outside the partition back as an external abort).
+REACHED, FAULTED = "0", "135"
+SHARED = load_board().shared.base
+# The last page of the region: the monitor's stub, nobody's.
+STUB = SHARED + load_board().shared.size - 0x1000
+
+PROBE_SHELL = """
+r() { devmem $2 32 >/dev/null 2>&1; echo "$1: $?"; }
+w() { v=$(devmem $2 32 2>/dev/null) || v=0; devmem $2 32 $v >/dev/null 2>&1; echo "$1: $?"; }
+"""
+
+
+def region_probes(own: list[int], others: list[int], tandem: bool) -> tuple[str, dict[str, str]]:
+    """A script probing the shared region from one partition (its cores
+    `own`, the other partition's `others`, `tandem`: it has Tandem's
+    driver), and what each probe must give: the header read-only, its own
+    cores' parts and (with the driver) the RPC channels and the ctxsw
+    record read/write, the other's cores' parts not at all, the mailbox
+    read/write, the stub page nothing."""
+    lines = [PROBE_SHELL, f"r header {SHARED:#x}", f"w header_write {SHARED + 4:#x}"]
+    want = {"header": REACHED, "header_write": FAULTED}
+
+    def probe(label: str, offset: int, size: int, reach: bool) -> None:
+        first, last = SHARED + offset, SHARED + offset + size - 4
+        lines.extend([f"r {label} {first:#x}", f"r {label}_end {last:#x}"])
+        lines.append(f"w {label}_write {first:#x}")
+        for key in (label, f"{label}_end", f"{label}_write"):
+            want[key] = REACHED if reach else FAULTED
+
+    for core in own + others:
+        for part, (offset, size) in core_parts(core).items():
+            probe(f"core{core}_{part}", offset, size, core in own)
+    for part, (offset, size) in tandem_parts().items():
+        probe(part, offset, size, tandem)
+    mailbox = SHARED + constants()["SHM_PARTITION_MAILBOX_OFFSET"]
+    lines += [f"r mailbox {mailbox:#x}", f"w mailbox_write {mailbox:#x}", f"r stub {STUB:#x}"]
+    want |= {"mailbox": REACHED, "mailbox_write": REACHED, "stub": FAULTED}
+    return "\n".join(lines) + "\n", want
+
+
+def probed(lines: list[str]) -> dict[str, str]:
+    return dict(line.split(": ", 1) for line in lines if re.match(r"^\w+: \d+$", line))
+
+
+def test_each_partition_reaches_only_its_own_parts_of_the_shared_region() -> None:
+    """Issue 31, hole 2: B (core 3, no driver) and A (cores 0-2, Tandem's
+    driver) each probe every part of the shared region with devmem. Each
+    reads the header but cannot write it, reads and writes its own cores'
+    records, trace rings, histograms and stolen-time records and the
+    mailbox, and reaches nothing of the other's cores nor the stub page;
+    only A reaches the RPC channels and the ctxsw record. A's driver shows
+    and reads its own cores only, without an oops."""
+    b_script, b_want = region_probes([3], [0, 1, 2], tandem=False)
+    a_script, a_want = region_probes([0, 1, 2], [3], tandem=True)
+    sysfs = "/sys/bus/platform/devices/tandem"
+    a_script += f"""
+echo "driver_cores: $(cd {sysfs} && echo core[0-9]*)"
+cat {sysfs}/core[0-9]*/* >/dev/null; echo "core_files: $?"
+echo "region_cores: $(cat {sysfs}/region_cores)"
+echo "region_bytes: $(cat /sys/kernel/debug/tandem/region | wc -c)"
+echo "oops: $(dmesg | grep -c -e 'Unable to handle' -e 'Internal error' -e 'Oops')"
+"""
+    r = dualunix(b_script, {"A": a_script}, partition="B")
+    assert r.status == 0, r.output
+    a_lines = r.partitions["A"].lines
+    assert r.partitions["A"].status == 0, a_lines
+    for name, got, want in (("B", probed(r.lines), b_want), ("A", probed(a_lines), a_want)):
+        wrong = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+        assert not wrong, f"partition {name}: probe: (got, want): {wrong}"
+    a_out = dict(line.split(": ", 1) for line in a_lines if ": " in line)
+    assert a_out["driver_cores"] == "core0 core1 core2", a_lines
+    assert a_out["core_files"] == "0", a_lines
+    assert a_out["region_cores"] == "0-2", a_lines
+    assert a_out["region_bytes"] == str(load_board().shared.size), a_lines
+    assert a_out["oops"] == "0", r.partitions["A"].console_log.read_text()
+
+
 def test_linux_a_cannot_reach_linux_bs_ram_or_interrupts() -> None:
     """A reads B's RAM: an external abort (SIGBUS). A disables, re-routes and
     re-prioritises B's UART interrupt (INTID 80) and turns the distributor
@@ -115,6 +193,55 @@ echo "after: $(state)"
     assert int(enabled, 16) & 1 << 16, "B's UART interrupt enabled"
     assert int(route, 16) == 3, "routed to core 3"
     assert int(priority, 16) != 0xFF and int(ctlr, 16) & 0b10, (priority, ctlr)
+
+
+# Core 3's redistributor (RD_base, GICv3 registers) and A's device tree blob.
+RD_BASE_CORE3 = load_board().gicr + 3 * 0x2_0000
+A_DTB = load_board().dtb
+
+
+def test_a_partition_cannot_point_the_gic_at_another_partitions_memory() -> None:
+    """Issue 31, hole 8c: LPIs. QEMU's virt machine gives the GICv3 LPIs
+    even with its=off (GICR_TYPER.PLPIS), and a redistributor reads and
+    writes its LPI tables at the physical addresses GICR_PROPBASER and
+    GICR_PENDBASER name, past any stage 2. B points its core's pending
+    table at A's device tree blob and enables LPIs: every set bit there
+    becomes an LPI on core 3, and each one B's Linux acknowledges is
+    cleared in A's memory. The layer must hide LPIs from partitions:
+    GICR_TYPER.PLPIS reads 0, the table registers read 0 whatever is
+    written, and A's blob stays as it was."""
+    rd = RD_BASE_CORE3
+    a = f"""
+dtb() {{ dd if=/dev/mem bs=1024 skip=$(({A_DTB + 0x400} / 1024)) count=1 2>/dev/null | md5sum; }}
+before=$(dtb)
+{put(0, 1)}
+{wait_for(1, 1)}
+echo "dtb: $before / $(dtb)"
+"""
+    b = f"""
+echo "typer: $(devmem {rd + 8:#x} 64)"
+{wait_for(0, 1)}
+# The configuration table in the mailbox page past its first words: every
+# LPI enabled, priority 0xA0.
+i=16; while [ $i -lt 4096 ]; do devmem $(({MAILBOX} + i)) 64 0xA1A1A1A1A1A1A1A1; i=$((i + 8)); done
+devmem {rd + 0x70:#x} 64 {MAILBOX | 13:#x}
+devmem {rd + 0x78:#x} 64 {A_DTB:#x}
+devmem {rd:#x} 32 1
+sleep 1
+echo "propbaser: $(devmem {rd + 0x70:#x} 64)"
+echo "pendbaser: $(devmem {rd + 0x78:#x} 64)"
+echo "ctlr: $(devmem {rd:#x} 32)"
+{put(1, 1)}
+"""
+    r = dualunix(a, {"B": b})
+    assert r.status == 0, r.output
+    b_out = dict(line.split(": ", 1) for line in r.partitions["B"].lines if ": " in line)
+    dtb = next(line for line in r.lines if line.startswith("dtb: "))
+    before, after = dtb[5:].split(" / ")
+    assert before == after, f"A's device tree blob changed under it: {r.partitions['B'].lines}"
+    assert int(b_out["typer"], 16) & 1 == 0, f"GICR_TYPER.PLPIS: {b_out}"
+    assert int(b_out["propbaser"], 16) == 0 and int(b_out["pendbaser"], 16) == 0, b_out
+    assert int(b_out["ctlr"], 16) & 1 == 0, f"GICR_CTLR.EnableLPIs: {b_out}"
 
 
 def test_a_panic_of_either_linux_leaves_the_other_and_the_rtos_running() -> None:

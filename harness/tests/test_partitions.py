@@ -4,6 +4,7 @@ tree, the flash with several Linux's images, QEMU's command line."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import struct
 import subprocess
@@ -62,6 +63,23 @@ def test_dualunix_partitions_and_their_table() -> None:
     assert owns(eb, 80) and not owns(eb, 33)
     assert config.partition_table(BOARD, 4, {"A": 0, "B": 0x100}, None) != table
     assert load_config("tandem").partition_table(BOARD, 4, {}, None) == b""
+
+
+def test_partitions_are_refused_on_a_machine_whose_gic_has_an_its() -> None:
+    """Issue 31, hole 8c: an ITS would make LPIs, which the EL2 layer hides
+    from partitions; QEMU's virt machine has one unless told its=off."""
+    config = load_config("dualunix")
+    for machine in ("virt,secure=on,virtualization=on,gic-version=3", "virt,its=on"):
+        board = dataclasses.replace(BOARD, qemu_machine_el2=machine)
+        with pytest.raises(TandemError, match="partitions need a GIC without an ITS"):
+            config.partition_table(board, 4, {"A": 0, "B": 0x100}, None)
+    assert "its=off" in BOARD.qemu_machine_el2
+    assert (
+        load_config("tandem").partition_table(
+            dataclasses.replace(BOARD, qemu_machine_el2="virt"), 4, {}, None
+        )
+        == b""
+    ), "no partitions: nothing to refuse"
 
 
 def test_partitions_must_fit_the_machine() -> None:
@@ -174,6 +192,10 @@ def test_each_linux_gets_a_tree_of_its_own_partition(tmp_path: Path) -> None:
     assert 'tandem,partition = "B";' in text
     assert "tandem-shm@" in text and 'compatible = "tandem,tandem"' not in text
     assert f"linux,initrd-start = <0x00 {b.load(BOARD, BOARD.initrd):#x}>;" in text
+    # A's tree: Tandem's driver, told its own cores' parts of the region only.
+    a_frag = dtb.partition_fragment(BOARD, QEMU_LIKE, 4, config.partitions_for(4)[0], "x", 4096)
+    assert 'compatible = "tandem,tandem";' in a_frag
+    assert "tandem,cores = <0 1 2>;" in a_frag
     with pytest.raises(TandemError, match="does not fit"):
         dtb.partition_fragment(BOARD, QEMU_LIKE, 4, b, "x", b.ram.size)
     with pytest.raises(TandemError, match="no /pl011@90c0000"):

@@ -10,12 +10,15 @@ import re
 import pytest
 
 from tandem.platform import rtos_status
+from tandem.platform.apps import AppRun
 from tandem.platform.boot import BootOptions, ExecResult, run_exec
 from tandem.platform.timing import Timing
 
 pytestmark = pytest.mark.qemu
 
 SYSFS = "/sys/bus/platform/devices/tandem"
+# The RPC server's test operation (OP_STALL) on for a boot.
+TEST_OPS = (AppRun.of("rpc_server", test_ops=1),)
 
 
 def run(script: str, **options: object) -> ExecResult:
@@ -80,7 +83,7 @@ sleep 1
 
 
 def test_rpc_calls_and_bad_input() -> None:
-    r = run(SCRIPT, rpc_cores=(2, 3))
+    r = run(SCRIPT, rpc_cores=(2, 3), apps=TEST_OPS)
     out = tagged(r)
     ok = re.compile(r"ok mode (\w+) core (\d) seq \d+ len (\d+) .*checksum (match|n/a)$")
 
@@ -126,6 +129,20 @@ def test_rpc_calls_and_bad_input() -> None:
     good("after_kill", "busy", 2, 4096)
     good("after_kill1", "block", 3, 100)
     no_misses(r)
+
+
+def test_the_stall_test_operation_is_refused_unless_the_boot_asks_for_it() -> None:
+    """Issue 31, hole 8e: OP_STALL stops a server core's RPC service for up
+    to 2 s; a production boot refuses it with its own status (-4, EACCES),
+    and only a boot whose workload blob (secure flash, out of Linux's
+    reach) says `rpc_server.test_ops = 1` serves it."""
+    call = "tandem-rpc call -t 3000 -a 10 stall 0"
+    r = run(f'echo "off: $({call} 2>&1)"; echo "send: $(tandem-rpc call send 64 2>&1)"')
+    out = tagged(r)
+    assert out["off"] == "error EACCES (13) status -4", out
+    assert out["send"].startswith("ok mode"), out
+    r = run(f'echo "on: $({call} 2>&1)"', apps=TEST_OPS)
+    assert tagged(r)["on"].startswith("ok mode"), r.lines
 
 
 def test_no_rpc_server_is_a_clear_error() -> None:
@@ -189,7 +206,7 @@ echo "oops: $(dmesg | grep -c -e 'Unable to handle' -e 'Oops' -e 'BUG:' -e 'WARN
 
 
 def test_unbinding_under_sleeping_calls_fails_them_without_an_oops() -> None:
-    r = run(UNBIND, rpc_cores=(2, 3))
+    r = run(UNBIND, rpc_cores=(2, 3), apps=TEST_OPS)
     out = tagged(r)
     assert out["unbind"] == "0", r.console_log
     # Every call in flight returns an error at once (not after its 5 s).
@@ -203,4 +220,44 @@ def test_unbinding_under_sleeping_calls_fails_them_without_an_oops() -> None:
     assert "No such file" in out["x_opt_after"], out
     assert out["bind"] == "0", r.console_log
     assert out["rebound"].startswith("ok mode block"), out["rebound"]
+    assert out["oops"] == "0", r.console_log
+
+
+# A call whose data is a userfaultfd page nobody serves for 20 s: the
+# driver's copy of the caller's data waits in that page fault. Unbinding the
+# driver meanwhile must not wait for it (issue 31, hole 8a).
+UFFD_UNBIND = """
+drv=/sys/bus/platform/drivers/tandem
+tandem-rpc call -U 20 -t 30000 send 4096 > /tmp/held 2>/dev/null &
+held=$!
+sleep 1
+(echo tandem > $drv/unbind; echo "unbind: $?" > /tmp/unbind) &
+n=0
+while [ ! -s /tmp/unbind ] && [ $n -lt 50 ]; do usleep 100000; n=$((n + 1)); done
+echo "unbind_waited_ds: $n"
+cat /tmp/unbind
+wait $held
+echo "held: $(cat /tmp/held)"
+wait
+echo tandem > $drv/bind; echo "bind: $?"
+echo "rebound: $(tandem-rpc call -m block -t 3000 echo 4096 2>&1)"
+# An echo whose answer cannot be written back (a read-only buffer): kept
+# and copied after the call let go of the channel, then EFAULT.
+echo "read_only: $(tandem-rpc call -R echo 4096 2>&1)"
+echo "after_read_only: $(tandem-rpc call echo 4096 2>&1)"
+echo "oops: $(dmesg | grep -c -e 'Unable to handle' -e 'Oops' -e 'BUG:' -e 'WARNING:')"
+"""
+
+
+def test_unbinding_does_not_wait_for_a_callers_page_fault() -> None:
+    r = run(UFFD_UNBIND, rpc_cores=(2, 3))
+    out = tagged(r)
+    # Unbinding returns at once (within 5 s of guest time; the fault is
+    # held for 20 s), the held call then fails cleanly.
+    assert int(out["unbind_waited_ds"]) < 50, f"unbind waited for the page fault: {out}"
+    assert out["unbind"] == "0", out
+    assert out["held"].startswith("error ENODEV"), out
+    assert out["bind"] == "0" and out["rebound"].startswith("ok mode block"), out
+    assert out["read_only"].startswith("error EFAULT (14)"), out
+    assert out["after_read_only"].startswith("ok mode"), out
     assert out["oops"] == "0", r.console_log

@@ -62,7 +62,7 @@ def test_scribbled_lock_state_never_derails_the_rtos() -> None:
     records = base + c["SHM_CORE_RECORDS_OFFSET"]
     held = records + c["CORE_OFF_LINUX_LOCK_HELD"]
     waiting = records + c["CORE_OFF_LINUX_LOCK_WAITING"]
-    size = c["SHM_CORE_RECORD_SIZE"]
+    stride = c["SHM_CORE_RECORD_STRIDE"]
     options = BootOptions(
         timing=Timing("virtual"),
         smp=2,
@@ -78,8 +78,8 @@ while [ $i -lt 3000 ]; do
 	# high bits: an LCG's low bits repeat every few steps
 	value=$seed; [ $(( (seed >> 16) & 1 )) -eq 0 ] && value=0
 	core=$(( i % 8 ))
-	devmem $(( {held} + core * {size} )) 32 $value
-	devmem $(( {waiting} + core * {size} )) 32 $(( seed ^ 1515870810 ))
+	devmem $(( {held} + core * {stride} )) 32 $value
+	devmem $(( {waiting} + core * {stride} )) 32 $(( seed ^ 1515870810 ))
 	i=$((i + 1))
 done
 tandem-lat -d save /tmp/b

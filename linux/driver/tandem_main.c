@@ -12,6 +12,15 @@
  * are in the mapping, and starts them (they publish only if the kernel was
  * booted with tandem_lockstate=on or tandem_spinstat=on).
  *
+ * With partitions (Tandem's EL2 layer, docs/hyp.md) this Linux's stage 2
+ * maps only its own part of the region: the header (read-only), its own
+ * cores' parts, the RPC channels and the context-switch record, the
+ * mailbox. Touching any other page is a stage-2 fault the layer hands back
+ * as an external abort, an oops. The device tree's "tandem,cores" names
+ * the cores whose parts this Linux may use (without it: every core, a
+ * Linux alone on the machine); the driver touches nothing else
+ * (tandem_mapped()).
+ *
  * The RPC client, /dev/tandem-rpc, is in tandem_rpc.c.
  */
 
@@ -52,6 +61,7 @@ struct tandem {
 	u32 counter_hz;
 	unsigned int core_count;
 	unsigned int records_offset;	/* validated at probe, never re-read */
+	u32 own_cores;			/* bit per core: "tandem,cores" */
 	struct tandem_core *cores[TANDEM_SHM_MAX_CORES];
 	bool lockstate_started;
 	struct tandem_rpc *rpc;
@@ -72,6 +82,7 @@ static int tandem_check_header(struct tandem *t)
 	u32 count = shm_read32(t, TANDEM_SHM_OFF_CORE_COUNT);
 	u32 rec_size = shm_read32(t, TANDEM_SHM_OFF_CORE_RECORD_SIZE);
 	u32 rec_off = shm_read32(t, TANDEM_SHM_OFF_CORE_RECORDS_OFFSET);
+	u32 stride = shm_read32(t, TANDEM_SHM_OFF_CORE_RECORD_STRIDE);
 
 	if (magic != TANDEM_SHM_MAGIC) {
 		dev_err(t->dev, "shared region: bad magic %#x (firmware did not set it up)\n",
@@ -83,12 +94,15 @@ static int tandem_check_header(struct tandem *t)
 			version, TANDEM_ABI_VERSION);
 		return -EPROTO;
 	}
-	if (region != t->shm_size || header != TANDEM_SHM_HEADER_SIZE ||
-	    rec_size != TANDEM_SHM_CORE_RECORD_SIZE || rec_off < header ||
-	    count > TANDEM_SHM_MAX_CORES ||
-	    (u64)rec_off + (u64)count * rec_size > t->shm_size) {
-		dev_err(t->dev, "shared region: inconsistent layout (size %u, header %u, %u records of %u at %u)\n",
-			region, header, count, rec_size, rec_off);
+	/* The records where the layout says: the pages this Linux may touch. */
+	if (region != t->shm_size || region < TANDEM_SHM_LAYOUT_BYTES ||
+	    header != TANDEM_SHM_HEADER_SIZE ||
+	    rec_size != TANDEM_SHM_CORE_RECORD_SIZE ||
+	    rec_off != TANDEM_SHM_CORE_RECORDS_OFFSET ||
+	    stride != TANDEM_SHM_CORE_RECORD_STRIDE ||
+	    count > TANDEM_SHM_MAX_CORES) {
+		dev_err(t->dev, "shared region: inconsistent layout (size %u, header %u, %u records of %u every %u at %u)\n",
+			region, header, count, rec_size, stride, rec_off);
 		return -EINVAL;
 	}
 	t->counter_hz = shm_read32(t, TANDEM_SHM_OFF_COUNTER_HZ);
@@ -117,6 +131,17 @@ TANDEM_HEADER_ATTR(region_size, TANDEM_SHM_OFF_REGION_SIZE, "%u");
 TANDEM_HEADER_ATTR(core_count, TANDEM_SHM_OFF_CORE_COUNT, "%u");
 TANDEM_HEADER_ATTR(boot_count, TANDEM_SHM_OFF_BOOT_COUNT, "%u");
 TANDEM_HEADER_ATTR(linux_generation, TANDEM_SHM_OFF_LINUX_GENERATION, "%u");
+
+/* The cores whose parts of the region this Linux uses ("tandem,cores"). */
+static ssize_t region_cores_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	struct tandem *t = dev_get_drvdata(dev);
+	unsigned long own = t->own_cores;
+
+	return sysfs_emit(buf, "%*pbl\n", TANDEM_SHM_MAX_CORES, &own);
+}
+static DEVICE_ATTR_RO(region_cores);
 
 static ssize_t region_base_show(struct device *dev,
 				struct device_attribute *attr, char *buf)
@@ -149,6 +174,7 @@ static struct attribute *tandem_attrs[] = {
 	&dev_attr_boot_count.attr,
 	&dev_attr_linux_generation.attr,
 	&dev_attr_region_base.attr,
+	&dev_attr_region_cores.attr,
 	&dev_attr_lockstate.attr,
 	&dev_attr_spinstat.attr,
 	NULL,
@@ -163,7 +189,51 @@ ATTRIBUTE_GROUPS(tandem);
 static unsigned int core_field(struct tandem *t, unsigned int core,
 			       unsigned int field)
 {
-	return t->records_offset + core * TANDEM_SHM_CORE_RECORD_SIZE + field;
+	return t->records_offset + core * TANDEM_SHM_CORE_RECORD_STRIDE + field;
+}
+
+/* Whether core's parts of the region are this Linux's to use. */
+static bool tandem_owns(struct tandem *t, unsigned int core)
+{
+	return core < t->core_count && (t->own_cores & BIT(core));
+}
+
+/* Each kind of part every core has, on pages of that core alone. */
+static const struct {
+	u32 offset, stride;
+} tandem_per_core[] = {
+	{ TANDEM_SHM_CORE_RECORDS_OFFSET, TANDEM_SHM_CORE_RECORD_STRIDE },
+	{ TANDEM_TRACE_OFFSET, TANDEM_TRACE_RING_STRIDE },
+	{ TANDEM_LATENCY_OFFSET, TANDEM_LATENCY_STRIDE },
+	{ TANDEM_SPIN_OFFSET, TANDEM_SPIN_STRIDE },
+	{ TANDEM_DISPATCH_OFFSET, TANDEM_DISPATCH_STRIDE },
+	{ TANDEM_STEAL_OFFSET, TANDEM_STEAL_STRIDE },
+};
+
+/*
+ * Whether this Linux may touch the region's byte at off (mirrors
+ * tandem_abi::layout::owner and the EL2 layer's map of a partition with
+ * Tandem's driver): the header, its own cores' parts, the RPC channels and
+ * context-switch record, the mailbox; never the monitor's stub.
+ */
+static bool tandem_mapped(struct tandem *t, size_t off)
+{
+	unsigned int i;
+
+	if (off < TANDEM_SHM_HEADER_BYTES)
+		return true;
+	for (i = 0; i < ARRAY_SIZE(tandem_per_core); i++) {
+		size_t first = tandem_per_core[i].offset;
+		size_t stride = tandem_per_core[i].stride;
+
+		if (off >= first && off < first + TANDEM_SHM_MAX_CORES * stride)
+			return tandem_owns(t, (off - first) / stride);
+	}
+	if (off >= TANDEM_SHM_TANDEM_PARTS_OFFSET &&
+	    off < TANDEM_SHM_TANDEM_PARTS_OFFSET + TANDEM_SHM_TANDEM_PARTS_BYTES)
+		return true;
+	return off >= TANDEM_SHM_PARTITION_MAILBOX_OFFSET &&
+	       off < TANDEM_SHM_PARTITION_MAILBOX_OFFSET + TANDEM_SHM_PAGE;
 }
 
 static u64 core_read64(struct tandem_core *c, unsigned int field)
@@ -297,8 +367,11 @@ static int tandem_add_cores(struct tandem *t)
 	int ret;
 
 	for (i = 0; i < t->core_count; i++) {
-		struct tandem_core *c = kzalloc(sizeof(*c), GFP_KERNEL);
+		struct tandem_core *c;
 
+		if (!tandem_owns(t, i))
+			continue;
+		c = kzalloc(sizeof(*c), GFP_KERNEL);
 		if (!c) {
 			tandem_remove_cores(t);
 			return -ENOMEM;
@@ -325,7 +398,7 @@ static int tandem_add_cores(struct tandem *t)
 static void tandem_lockstate_attach(struct tandem *t)
 {
 	bool hists = (u64)TANDEM_SPIN_OFFSET +
-		     (u64)t->core_count * TANDEM_SPIN_BUCKETS * 4 <= t->shm_size;
+		     (u64)t->core_count * TANDEM_SPIN_STRIDE <= t->shm_size;
 	unsigned int cpu, core;
 	int ret;
 
@@ -333,14 +406,14 @@ static void tandem_lockstate_attach(struct tandem *t)
 		u32 *held = NULL, *waiting = NULL, *hist = NULL;
 
 		core = tandem_lockstate_core(cpu);
-		if (core < t->core_count) {
+		if (tandem_owns(t, core)) {
 			held = t->shm + core_field(t, core, TANDEM_CORE_OFF_LINUX_LOCK_HELD);
 			waiting = t->shm + core_field(t, core, TANDEM_CORE_OFF_LINUX_LOCK_WAITING);
 			if (hists)
 				hist = t->shm + TANDEM_SPIN_OFFSET +
-				       core * TANDEM_SPIN_BUCKETS * 4;
+				       core * TANDEM_SPIN_STRIDE;
 		} else {
-			dev_warn(t->dev, "CPU %u is core %u, beyond the region's %u records\n",
+			dev_warn(t->dev, "CPU %u is core %u, not one of the region's %u records this Linux uses\n",
 				 cpu, core, t->core_count);
 		}
 		ret = tandem_lockstate_set_cpu(cpu, held, waiting, hist);
@@ -459,15 +532,68 @@ static const struct file_operations smc_fops = {
 };
 
 /*
- * debugfs "region": the whole shared region, read-only, for tools that read
- * the RTOS's histograms and the world-switch trace rings.
+ * debugfs "region": the shared region, read-only, for tools that read the
+ * RTOS's histograms and the world-switch trace rings; the pages this Linux
+ * may not touch (tandem_mapped) read as zeros, at their offsets.
  */
 static ssize_t region_read(struct file *file, char __user *ubuf, size_t len,
 			   loff_t *ppos)
 {
 	struct tandem *t = file->private_data;
+	loff_t pos = *ppos;
+	size_t done = 0;
 
-	return simple_read_from_buffer(ubuf, len, ppos, t->shm, t->shm_size);
+	if (pos < 0)
+		return -EINVAL;
+	if (pos >= t->shm_size)
+		return 0;
+	len = min_t(size_t, len, t->shm_size - pos);
+	while (done < len) {
+		size_t off = pos + done;
+		size_t n = min_t(size_t, len - done,
+				 TANDEM_SHM_PAGE - off % TANDEM_SHM_PAGE);
+		unsigned long left;
+
+		if (tandem_mapped(t, off))
+			left = copy_to_user(ubuf + done, t->shm + off, n);
+		else
+			left = clear_user(ubuf + done, n);
+		done += n - left;
+		if (left)
+			break;
+	}
+	if (!done && len)
+		return -EFAULT;
+	*ppos = pos + done;
+	return done;
+}
+
+/* "tandem,cores": the cores whose parts of the region this Linux may use. */
+static int tandem_read_cores(struct tandem *t)
+{
+	struct device_node *np = t->dev->of_node;
+	int i, n = of_property_count_u32_elems(np, "tandem,cores");
+	u32 core;
+
+	if (n == -EINVAL) {
+		/* No such property: a Linux alone on the machine, every core. */
+		t->own_cores = GENMASK(TANDEM_SHM_MAX_CORES - 1, 0);
+		return 0;
+	}
+	if (n <= 0) {
+		dev_err(t->dev, "tandem,cores: not a list of core numbers (%d)\n", n);
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		if (of_property_read_u32_index(np, "tandem,cores", i, &core) ||
+		    core >= TANDEM_SHM_MAX_CORES) {
+			dev_err(t->dev, "tandem,cores: entry %d is no core 0..%d\n", i,
+				TANDEM_SHM_MAX_CORES - 1);
+			return -EINVAL;
+		}
+		t->own_cores |= BIT(core);
+	}
+	return 0;
 }
 
 static const struct file_operations region_fops = {
@@ -526,6 +652,9 @@ static int tandem_probe(struct platform_device *pdev)
 	}
 	t->shm_base = rmem->base;
 	t->shm_size = rmem->size;
+	ret = tandem_read_cores(t);
+	if (ret)
+		return ret;
 
 	arm_smccc_smc(TANDEM_SMC_SHM_INFO, 0, 0, 0, 0, 0, 0, 0, &res);
 	if ((long)res.a0 != TANDEM_SMC_SUCCESS) {

@@ -12,9 +12,21 @@
  * parameters are measured when the driver loads (and again on demand).
  *
  * One call per channel at a time (a mutex). A call whose caller gave up
- * (timeout, signal) may still be in the server: the next call on that
- * channel first waits for its answer, so an echo can never overwrite the
- * next call's data.
+ * (timeout, signal) may still be in the server, and so may one whose
+ * doorbell the firmware refused (the server looks at every channel of its
+ * core when any rings): the next call on that channel first rings for it
+ * again if need be and waits for its answer, so an echo can never
+ * overwrite the next call's data (tandem_rpc_chan.h).
+ *
+ * A call copies the caller's data into the channel, and an echo's answer
+ * back, holding the channel and the instance, so it never waits there in
+ * a user page fault (a userfaultfd page nobody serves could hold it, and
+ * an unbind behind it, for ever): it copies with page faults disabled,
+ * and when a page is not there it lets both go, faults the caller's
+ * buffer in, and makes the call again from the start (nothing was
+ * published); an echo's answer that cannot be copied back at once is kept
+ * in kernel memory and copied after. The common case costs what a plain
+ * copy does.
  *
  * Unbinding the driver while calls are in flight: the instance is
  * reference-counted (the device's reference, one per open file, one per
@@ -34,6 +46,7 @@
 #include <linux/math64.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
+#include <linux/pagemap.h>
 #include <linux/rwsem.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -46,6 +59,7 @@
 
 #include "tandem_abi.h"
 #include "tandem_rpc.h"
+#include "tandem_rpc_chan.h"
 #include "tandem_rpc_uapi.h"
 
 #define RPC_DEFAULT_TIMEOUT_MS	1000
@@ -66,8 +80,7 @@ struct tandem_rpc_chan {
 	struct mutex lock;
 	wait_queue_head_t wq;
 	void *base;		/* request, response, then data */
-	u32 seq;		/* of the last request written */
-	bool outstanding;	/* its answer has not been seen */
+	struct rpc_chan_state st;	/* the last request (tandem_rpc_chan.h) */
 };
 
 struct tandem_rpc {
@@ -131,14 +144,23 @@ static void rpc_leave(struct tandem_rpc *r)
 	up_read(&r->users);
 }
 
+/*
+ * rpc_call's answer when the caller's buffer has a page that is not there:
+ * fault it in without the locks and call again (never returned to user).
+ */
+#define RPC_FAULT_IN	1
+
 /* Where a call's data comes from, and what it measured. */
 struct rpc_req {
 	u32 channel, op, len, copy, arg, mode;
-	const void __user *udata;	/* NULL: send what the area holds */
+	void __user *udata;	/* the caller's copy bytes; NULL: send what the area holds */
 	unsigned long deadline;
 	/* out */
 	s32 status;
-	u32 checksum, answer_len, core;
+	u32 checksum, answer_len, core, seq;
+	/* An echo's answer the call could not copy back at once: its tail. */
+	void *echo_rest;
+	u32 echo_at, echo_left;
 	u64 sent, done_at, started_at, irq, seen;
 };
 
@@ -221,11 +243,24 @@ static int rpc_wait_block(struct tandem_rpc *r, struct tandem_rpc_chan *ch,
 	return 0;
 }
 
+/* Rings channel's server; false (logged) if the firmware refuses. */
+static bool rpc_ring(struct tandem_rpc *r, unsigned int channel)
+{
+	struct arm_smccc_res res;
+
+	arm_smccc_smc(TANDEM_SMC_RPC_NOTIFY, channel, 0, 0, 0, 0, 0, 0, &res);
+	if ((long)res.a0 == TANDEM_SMC_SUCCESS)
+		return true;
+	dev_warn_ratelimited(r->dev, "RPC_NOTIFY(%u) refused: %ld\n", channel,
+			     (long)res.a0);
+	return false;
+}
+
 /* The previous call's answer (it may not ask for an interrupt): poll. */
 static int rpc_wait_previous(struct tandem_rpc *r, struct tandem_rpc_chan *ch,
 			     unsigned long deadline)
 {
-	while (!rpc_answered(ch, ch->seq)) {
+	while (!rpc_chan_seen(&ch->st, rpc_read32(ch, TANDEM_RPC_RESP_SEQ))) {
 		if (READ_ONCE(r->dead))
 			return -ENODEV;
 		if (signal_pending(current))
@@ -234,7 +269,6 @@ static int rpc_wait_previous(struct tandem_rpc *r, struct tandem_rpc_chan *ch,
 			return -EBUSY;
 		usleep_range(50, 100);
 	}
-	ch->outstanding = false;
 	return 0;
 }
 
@@ -249,6 +283,8 @@ static int rpc_status_errno(s32 status)
 		return -EOPNOTSUPP;
 	case TANDEM_RPC_STATUS_BAD_ARG:
 		return -EINVAL;
+	case TANDEM_RPC_STATUS_DISABLED:
+		return -EACCES;
 	default:
 		return -EPROTO;
 	}
@@ -258,7 +294,7 @@ static int rpc_status_errno(s32 status)
 static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 {
 	struct tandem_rpc_chan *ch = &r->chan[q->channel];
-	struct arm_smccc_res res;
+	bool rung;
 	u32 seq;
 	int ret;
 
@@ -268,33 +304,50 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 		ret = -ENODEV;
 		goto out;
 	}
-	if (ch->outstanding) {
+	switch (rpc_chan_next(&ch->st)) {
+	case RPC_CHAN_RING:
+		rung = rpc_ring(r, q->channel);
+		rpc_chan_rang(&ch->st, rung);
+		if (!rung) {
+			ret = -EIO;
+			goto out;
+		}
+		fallthrough;
+	case RPC_CHAN_WAIT:
 		ret = rpc_wait_previous(r, ch, q->deadline);
 		if (ret)
 			goto out;
+		break;
+	case RPC_CHAN_PUBLISH:
+		break;
 	}
-	if (q->udata && q->copy &&
-	    copy_from_user(ch->base + TANDEM_RPC_CONTROL_SIZE, q->udata, q->copy)) {
-		ret = -EFAULT;
-		goto out;
+	if (q->udata && q->copy) {
+		unsigned long left;
+
+		pagefault_disable();
+		left = __copy_from_user_inatomic(ch->base + TANDEM_RPC_CONTROL_SIZE,
+						 q->udata, q->copy);
+		pagefault_enable();
+		/* Nothing published yet: the call can be made again. */
+		if (left) {
+			ret = RPC_FAULT_IN;
+			goto out;
+		}
 	}
 	rpc_write32(ch, TANDEM_RPC_REQ_OP, q->op);
 	rpc_write32(ch, TANDEM_RPC_REQ_LEN, q->len);
 	rpc_write32(ch, TANDEM_RPC_REQ_FLAGS,
 		    q->mode == TANDEM_RPC_MODE_BLOCK ? TANDEM_RPC_FLAG_NOTIFY : 0);
 	rpc_write32(ch, TANDEM_RPC_REQ_ARG, q->arg);
-	seq = ch->seq + 1;
+	seq = rpc_chan_publish(&ch->st);
 	/* The data and the request before the sequence number that publishes them. */
 	wmb();
 	rpc_write32(ch, TANDEM_RPC_REQ_SEQ, seq);
-	ch->seq = seq;
-	ch->outstanding = true;
 	q->sent = rpc_counter();
-	arm_smccc_smc(TANDEM_SMC_RPC_NOTIFY, q->channel, 0, 0, 0, 0, 0, 0, &res);
-	if ((long)res.a0 != TANDEM_SMC_SUCCESS) {
-		dev_warn_ratelimited(r->dev, "RPC_NOTIFY(%u) refused: %ld\n",
-				     q->channel, (long)res.a0);
-		ch->outstanding = false;
+	/* Refused, the request stays outstanding: the next call rings again. */
+	rung = rpc_ring(r, q->channel);
+	rpc_chan_rang(&ch->st, rung);
+	if (!rung) {
 		ret = -EIO;
 		goto out;
 	}
@@ -305,7 +358,7 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 	q->seen = rpc_counter();
 	if (ret)
 		goto out;
-	ch->outstanding = false;
+	rpc_chan_seen(&ch->st, seq);
 	/* The answer's fields were written before its sequence number. */
 	rmb();
 	q->irq = atomic64_read(&r->last_irq);
@@ -317,11 +370,27 @@ static int rpc_call(struct tandem_rpc *r, struct rpc_req *q)
 	q->done_at = rpc_read64(ch, TANDEM_RPC_RESP_DONE_AT);
 	atomic64_inc(&r->calls[q->mode]);
 	ret = 0;
-	if (q->op == TANDEM_RPC_ECHO && q->status == TANDEM_RPC_STATUS_OK && q->udata &&
-	    copy_to_user((void __user *)q->udata, ch->base + TANDEM_RPC_CONTROL_SIZE,
-			 min(q->answer_len, q->copy)))
-		ret = -EFAULT;
+	if (q->op == TANDEM_RPC_ECHO && q->status == TANDEM_RPC_STATUS_OK && q->udata) {
+		u32 n = min(q->answer_len, q->copy);
+		unsigned long left;
+
+		pagefault_disable();
+		left = __copy_to_user_inatomic(q->udata, ch->base + TANDEM_RPC_CONTROL_SIZE, n);
+		pagefault_enable();
+		if (left) {
+			/* The answer is taken: keep the rest for after the locks. */
+			q->echo_rest = kvmalloc(left, GFP_KERNEL);
+			if (!q->echo_rest) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			q->echo_at = n - left;
+			q->echo_left = left;
+			memcpy(q->echo_rest, ch->base + TANDEM_RPC_CONTROL_SIZE + q->echo_at, left);
+		}
+	}
 out:
+	q->seq = ch->st.seq;
 	mutex_unlock(&ch->lock);
 	return ret;
 }
@@ -540,7 +609,6 @@ static long rpc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	}
 	if (c.op == TANDEM_RPC_STALL)
 		q.copy = 0;
-	q.udata = u64_to_user_ptr(c.data);
 	timeout = c.timeout_ms ? min_t(u32, c.timeout_ms, RPC_MAX_TIMEOUT_MS) :
 		  RPC_DEFAULT_TIMEOUT_MS;
 	q.deadline = jiffies + msecs_to_jiffies(timeout);
@@ -548,16 +616,37 @@ static long rpc_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if (q.mode == TANDEM_RPC_MODE_AUTO)
 		q.mode = q.len < READ_ONCE(r->x_opt) ? TANDEM_RPC_MODE_BUSY :
 			 TANDEM_RPC_MODE_BLOCK;
-	if (!rpc_enter(r))
-		return -ENODEV;
-	ret = rpc_call(r, &q);
-	rpc_leave(r);
+	q.udata = u64_to_user_ptr(c.data);
+	/* The copies under the locks are the unchecked (inatomic) kind. */
+	if (q.copy && !access_ok(q.udata, q.copy))
+		return -EFAULT;
+	for (;;) {
+		if (!rpc_enter(r))
+			return -ENODEV;
+		ret = rpc_call(r, &q);
+		rpc_leave(r);
+		if (ret != RPC_FAULT_IN)
+			break;
+		/* Neither the channel nor the instance held: this may wait. */
+		if (fault_in_readable(q.udata, q.copy))
+			return signal_pending(current) ? -EINTR : -EFAULT;
+		/* Pages taken away again each time: the caller's own doing. */
+		if (signal_pending(current))
+			return -EINTR;
+		if (time_after(jiffies, q.deadline))
+			return -ETIMEDOUT;
+	}
+	if (q.echo_left) {
+		if (copy_to_user(q.udata + q.echo_at, q.echo_rest, q.echo_left))
+			ret = -EFAULT;
+		kvfree(q.echo_rest);
+	}
 	c.mode = q.mode;
 	c.status = q.status;
 	c.checksum = q.checksum;
 	c.answer_len = q.answer_len;
 	c.core = q.core;
-	c.seq = r->chan[q.channel].seq;
+	c.seq = q.seq;
 	c.round_trip_ns = q.seen > q.sent ? rpc_ns(r, q.seen - q.sent) : 0;
 	c.server_ns = q.done_at > q.started_at ? rpc_ns(r, q.done_at - q.started_at) : 0;
 	c.notify_ns = q.started_at > q.sent ? rpc_ns(r, q.started_at - q.sent) : 0;
@@ -725,9 +814,12 @@ struct tandem_rpc *tandem_rpc_probe(struct device *dev, void *shm,
 		mutex_init(&ch->lock);
 		init_waitqueue_head(&ch->wq);
 		ch->base = shm + TANDEM_RPC_OFFSET + i * TANDEM_RPC_CHANNEL_SIZE;
-		/* Carry on from whatever the region holds (a driver reload). */
-		ch->seq = rpc_read32(ch, TANDEM_RPC_REQ_SEQ);
-		ch->outstanding = !rpc_answered(ch, ch->seq);
+		/*
+		 * Carry on from whatever the region holds (a driver reload); a
+		 * request left unanswered is rung for again (st.rung false).
+		 */
+		ch->st.seq = rpc_read32(ch, TANDEM_RPC_REQ_SEQ);
+		ch->st.outstanding = !rpc_answered(ch, ch->st.seq);
 	}
 	ret = devm_request_irq(dev, irq, rpc_irq, 0, "tandem-rpc", r);
 	if (ret) {

@@ -33,6 +33,7 @@ struct snapshot {
 /* Which histograms: set by -d. */
 static uint32_t kind;
 static long hist_offset = TANDEM_LATENCY_OFFSET;
+static long hist_stride = TANDEM_LATENCY_STRIDE;
 static int buckets = TANDEM_LATENCY_BUCKETS;
 
 static int read_at(FILE *f, long offset, void *buf, size_t len)
@@ -58,7 +59,7 @@ static int take(struct snapshot *s)
 	    s->cores > TANDEM_SHM_MAX_CORES || !s->counter_hz)
 		ret = -1;
 	for (uint32_t c = 0; !ret && c < s->cores; c++)
-		ret = read_at(f, hist_offset + (long)c * buckets * 4, s->hist[c],
+		ret = read_at(f, hist_offset + (long)c * hist_stride, s->hist[c],
 			      (size_t)buckets * 4);
 	s->kind = kind;
 	fclose(f);
@@ -165,6 +166,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "-d")) {
 		kind = 1;
 		hist_offset = TANDEM_DISPATCH_OFFSET;
+		hist_stride = TANDEM_DISPATCH_STRIDE;
 		buckets = TANDEM_DISPATCH_BUCKETS;
 		argc--;
 		argv++;

@@ -2,7 +2,7 @@
 /*
  * tandem-rpc: calls into the Tandem RTOS through /dev/tandem-rpc.
  *
- *   tandem-rpc call [-c CH] [-m MODE] [-t MS] [-a MS] [-u] send|echo|stall LEN
+ *   tandem-rpc call [-c CH] [-m MODE] [-t MS] [-a MS] [-u] [-U S] [-R] send|echo|stall LEN
  *   tandem-rpc bench [-c CH] [-m MODE] [-n N] [-C CPU] [-d US] LEN...
  *   tandem-rpc pair [-c CH] [-m MODE] [-n N] [-w ITERS] [-C CPU] LEN
  *   tandem-rpc stress [-j CLIENTS] [-n CALLS] [-k CHANNELS] [-s MAXLEN]
@@ -14,12 +14,21 @@
  * CPU-bound process on the same CPU and prints the time until both are done
  * (paper 002's metric); stress runs concurrent echo clients on several
  * channels and checks every answer is the client's own data.
+ *
+ * call -U S (tests; root): the call's data is a userfaultfd page nobody
+ * serves for S seconds (then zeros), so the driver's copy of the caller's
+ * data waits in a page fault that long. call -R (tests): the data is
+ * read-only, so an echo's answer cannot be written back (EFAULT).
  */
 #define _GNU_SOURCE
+#include <linux/userfaultfd.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -30,7 +39,7 @@ static const char * const mode_names[] = { "auto", "busy", "block" };
 static void die_usage(void)
 {
 	fprintf(stderr,
-		"usage: tandem-rpc call [-c CH] [-m MODE] [-t MS] [-a MS] [-u] send|echo|stall LEN\n"
+		"usage: tandem-rpc call [-c CH] [-m MODE] [-t MS] [-a MS] [-u] [-U S] [-R] send|echo|stall LEN\n"
 		"       tandem-rpc bench [-c CH] [-m MODE] [-n N] [-C CPU] [-d US] LEN...\n"
 		"       tandem-rpc pair [-c CH] [-m MODE] [-n N] [-w ITERS] [-C CPU] LEN\n"
 		"       tandem-rpc stress [-j CLIENTS] [-n CALLS] [-k CHANNELS] [-s MAXLEN]\n"
@@ -108,8 +117,8 @@ static void pin(int cpu)
 
 struct opts {
 	unsigned int channel, mode, timeout, arg, flags, calls, clients, channels;
-	long long iters, maxlen, pause_us;
-	int cpu;
+	long long iters, maxlen, pause_us, uffd_s;
+	int cpu, read_only;
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -121,6 +130,11 @@ static int parse(int argc, char **argv, struct opts *o)
 
 		if (f == 'u') {
 			o->flags |= TANDEM_RPC_F_UNCHECKED;
+			i++;
+			continue;
+		}
+		if (f == 'R') {
+			o->read_only = 1;
 			i++;
 			continue;
 		}
@@ -164,6 +178,11 @@ static int parse(int argc, char **argv, struct opts *o)
 					die_usage();
 				o->pause_us = v;
 				break;
+			case 'U':
+				if (v < 1 || v > 3600)
+					die_usage();
+				o->uffd_s = v;
+				break;
 			default:
 				die_usage();
 			}
@@ -171,6 +190,66 @@ static int parse(int argc, char **argv, struct opts *o)
 		i += 2;
 	}
 	return i;
+}
+
+struct uffd_hold {
+	int fd;
+	unsigned int seconds;
+};
+
+/* Lets the faults wait, then closes the userfaultfd: they get zero pages. */
+static void *uffd_release_later(void *arg)
+{
+	struct uffd_hold *h = arg;
+
+	sleep(h->seconds);
+	fprintf(stderr, "tandem-rpc: releasing the userfaultfd after %u s\n", h->seconds);
+	close(h->fd);
+	return NULL;
+}
+
+/*
+ * A buffer of len bytes whose pages are missing and registered with a
+ * userfaultfd that serves nothing: any access waits in the fault until a
+ * thread closes the userfaultfd, `seconds` from now.
+ */
+static unsigned char *uffd_buffer(size_t len, unsigned int seconds)
+{
+	static struct uffd_hold hold;
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
+	size_t size = (len + 4095) & ~(size_t)4095;
+	pthread_t thread;
+	void *buf;
+	int fd;
+
+	fd = syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, UFFDIO_API, &api)) {
+		perror("tandem-rpc: userfaultfd");
+		exit(1);
+	}
+	buf = mmap(NULL, size ? size : 4096, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED) {
+		perror("tandem-rpc: mmap");
+		exit(1);
+	}
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uintptr_t)buf;
+	reg.range.len = size ? size : 4096;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(fd, UFFDIO_REGISTER, &reg)) {
+		perror("tandem-rpc: UFFDIO_REGISTER");
+		exit(1);
+	}
+	hold.fd = fd;
+	hold.seconds = seconds;
+	if (pthread_create(&thread, NULL, uffd_release_later, &hold)) {
+		fprintf(stderr, "tandem-rpc: cannot start a thread\n");
+		exit(1);
+	}
+	pthread_detach(thread);
+	return buf;
 }
 
 static int cmd_call(int argc, char **argv, struct opts *o)
@@ -192,13 +271,35 @@ static int cmd_call(int argc, char **argv, struct opts *o)
 		c.op = TANDEM_RPC_STALL;
 	else
 		die_usage();
+	size_t used = len > 0 && len < TANDEM_RPC_MAX_DATA ? len : (len > 0 ? TANDEM_RPC_MAX_DATA : 0);
+	uint32_t want;
+
 	buf = calloc(1, TANDEM_RPC_MAX_DATA);
 	if (!buf)
 		return 1;
-	size_t used = len > 0 && len < TANDEM_RPC_MAX_DATA ? len : (len > 0 ? TANDEM_RPC_MAX_DATA : 0);
+	if (o->uffd_s) {
+		/* The data comes as zero pages once the fault is released. */
+		want = tandem_rpc_checksum(buf, used);
+		buf = uffd_buffer(used, o->uffd_s);
+	} else {
+		fill(buf, used, o->channel + 1);
+		want = tandem_rpc_checksum(buf, used);
+	}
+	if (o->read_only) {
+		void *ro = mmap(NULL, TANDEM_RPC_MAX_DATA, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	fill(buf, used, o->channel + 1);
-	uint32_t want = tandem_rpc_checksum(buf, used);
+		if (ro == MAP_FAILED) {
+			perror("tandem-rpc: mmap");
+			return 1;
+		}
+		memcpy(ro, buf, used);
+		if (mprotect(ro, TANDEM_RPC_MAX_DATA, PROT_READ)) {
+			perror("tandem-rpc: mprotect");
+			return 1;
+		}
+		buf = ro;
+	}
 
 	fd = open_or_die();
 	c.channel = o->channel;
@@ -218,7 +319,10 @@ static int cmd_call(int argc, char **argv, struct opts *o)
 	unsigned char *sent = malloc(used ? used : 1);
 
 	if (c.op == TANDEM_RPC_ECHO && sent) {
-		fill(sent, used, o->channel + 1);
+		if (o->uffd_s)
+			memset(sent, 0, used);
+		else
+			fill(sent, used, o->channel + 1);
 		if (memcmp(sent, buf, used))
 			match = "ECHO-MISMATCH";
 	}

@@ -273,7 +273,8 @@ static int run_scribble(int fd, double seconds, long channel)
 			ok++;
 		} else if ((int32_t)status == TANDEM_RPC_STATUS_BAD_LENGTH ||
 			   (int32_t)status == TANDEM_RPC_STATUS_BAD_OP ||
-			   (int32_t)status == TANDEM_RPC_STATUS_BAD_ARG) {
+			   (int32_t)status == TANDEM_RPC_STATUS_BAD_ARG ||
+			   (int32_t)status == TANDEM_RPC_STATUS_DISABLED) {
 			refused++;
 		} else {
 			failures++;

@@ -50,7 +50,7 @@ static int take(struct snapshot *s)
 	    s->cores > TANDEM_SHM_MAX_CORES || !s->counter_hz)
 		ret = -1;
 	for (uint32_t c = 0; !ret && c < s->cores; c++)
-		ret = read_at(f, TANDEM_SPIN_OFFSET + (long)c * BUCKETS * 4,
+		ret = read_at(f, TANDEM_SPIN_OFFSET + (long)c * TANDEM_SPIN_STRIDE,
 			      s->hist[c], BUCKETS * 4);
 	fclose(f);
 	if (ret)

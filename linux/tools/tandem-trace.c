@@ -113,7 +113,8 @@ static int read_layout(int fd, struct layout *l)
 	end = (uint64_t)l->trace_offset + (uint64_t)l->cores * l->ring_size;
 	/* The writer indexes the ring modulo its size: a power of two. */
 	if (!l->entries || l->entries > MAX_ENTRIES || (l->entries & (l->entries - 1)) ||
-	    l->ring_size != TANDEM_TRACE_RING_HEADER + l->entries * sizeof(struct trace_entry) ||
+	    l->ring_size < TANDEM_TRACE_RING_HEADER + l->entries * sizeof(struct trace_entry) ||
+	    l->ring_size % TANDEM_SHM_PAGE ||
 	    l->trace_offset < header || end > region) {
 		fprintf(stderr, "tandem-trace: bad trace layout (%u rings of %u entries, %u bytes each at %#x, region %u bytes)\n",
 			l->cores, l->entries, l->ring_size, l->trace_offset, region);

@@ -29,7 +29,9 @@ static inline int tandem_rpc_open(void)
  * configured), ECHRNG (no such channel), EINVAL (negative length, bad mode
  * or argument), EMSGSIZE (more than TANDEM_RPC_MAX_DATA bytes), ETIMEDOUT
  * (no answer in time), EBUSY (the channel's previous call is still with the
- * RTOS), EINTR (a signal), EOPNOTSUPP (unknown operation).
+ * RTOS), EINTR (a signal), EOPNOTSUPP (unknown operation), EACCES (a test
+ * operation this boot does not serve), EIO (the firmware refused the
+ * doorbell).
  */
 static inline int tandem_rpc_call(int fd, struct tandem_rpc_call *c)
 {

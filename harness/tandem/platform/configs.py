@@ -333,6 +333,7 @@ class PlatformConfig:
         parts = self.partitions_for(smp)
         if not parts:
             return b""
+        check_no_its(board)
         out = struct.pack("<QII", abi.PARTITIONS_MAGIC, abi.PARTITIONS_VERSION, len(parts))
         for p in parts:
             flags = 0
@@ -366,6 +367,21 @@ class PlatformConfig:
             out += entry
         return out.ljust(
             abi.PARTITIONS_HEADER_SIZE + abi.PARTITIONS_MAX * abi.PARTITION_SIZE, b"\0"
+        )
+
+
+def check_no_its(board: Board) -> None:
+    """Partitions only on a machine whose GIC has no ITS: an ITS turns a
+    device's message-signalled interrupt into an LPI, whose tables the GIC
+    reads and writes wherever they are, past any stage 2; the EL2 layer
+    hides LPIs from partitions (docs/hyp.md) and offers no ITS. QEMU's virt
+    machine makes one unless told `its=off`."""
+    options = dict(option.partition("=")[::2] for option in board.qemu_machine_el2.split(",")[1:])
+    if options.get("its") != "off":
+        raise TandemError(
+            f"board {board.name}: partitions need a GIC without an ITS, and [qemu] "
+            f"machine_el2 = '{board.qemu_machine_el2}' does not say its=off: an ITS makes "
+            "LPIs, whose tables the GIC writes past any partition's stage 2 (docs/hyp.md)"
         )
 
 

@@ -13,6 +13,7 @@ import hashlib
 import re
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from tandem.errors import TandemError
@@ -53,6 +54,12 @@ def qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
 
 def _cells(value: int) -> str:
     return f"0x{value >> 32:x} 0x{value & 0xFFFFFFFF:x}"
+
+
+def _cores(cores: Iterable[int]) -> str:
+    """A `tandem,cores` cell list: the cores whose parts of the shared
+    region the driver may use (linux/driver/tandem_main.c)."""
+    return " ".join(str(c) for c in cores)
 
 
 def tandem_fragment(
@@ -97,6 +104,9 @@ def tandem_fragment(
         '\t\tcompatible = "tandem,tandem";',
         "\t\tmemory-region = <&tandem_shm>;",
         f"\t\tinterrupts = <0 {board.doorbell_spi} 1>;",
+        # Linux alone on the machine may use every core's part of the
+        # region, the RTOS-only cores' too (heteroos' core 3).
+        f"\t\ttandem,cores = <{_cores(range(smp))}>;",
         "\t};",
         "\tchosen {",
         f'\t\tbootargs = "{bootargs}";',
@@ -183,6 +193,9 @@ def partition_fragment(
             '\t\tcompatible = "tandem,tandem";',
             "\t\tmemory-region = <&tandem_shm>;",
             f"\t\tinterrupts = <0 {board.doorbell_spi} 1>;",
+            # Its stage 2 maps its own cores' parts of the region only
+            # (hyp/core/src/maps.rs): the driver touches no other.
+            f"\t\ttandem,cores = <{_cores(partition.cores)}>;",
             "\t};",
         ]
     lines += [

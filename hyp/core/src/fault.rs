@@ -105,6 +105,13 @@ impl DataAccess {
     }
 }
 
+/// Whether a data or instruction abort's syndrome says permission fault
+/// (DFSC / IFSC 0b0011xx): a mapping that does not allow the access (a
+/// write to a read-only page), not a missing one.
+pub const fn permission_fault(esr: u64) -> bool {
+    esr & 0x3C == 0x0C
+}
+
 /// The faulting intermediate physical address of a stage-2 abort:
 /// HPFAR_EL2 gives the page, FAR_EL2 the offset in it.
 pub const fn fault_ipa(hpfar: u64, far: u64) -> u64 {
@@ -178,9 +185,11 @@ pub struct Injection {
     pub spsr: u64,
 }
 
-/// SPSR.M values.
+/// SPSR.M values (AArch64; M[4] set means the guest was in AArch32, which
+/// with HCR_EL2.RW = 1 can only be its user space).
 const M_EL0T: u64 = 0b0000;
 const M_EL1T: u64 = 0b0100;
+const M_AARCH32: u64 = 0b1_0000;
 /// EL1h with D, A, I and F masked: how an exception enters EL1.
 pub const SPSR_EL1H_MASKED: u64 = 0x3C5;
 
@@ -188,12 +197,16 @@ pub const SPSR_EL1H_MASKED: u64 = 0x3C5;
 /// (SPSR_EL2) whose vectors are at `vbar` (VBAR_EL1), with syndrome `esr`
 /// (ESR_EL2): an abort stays an abort (a synchronous external abort, DFSC
 /// / IFSC 0x10, write-not-read kept), from EL0 or EL1 as it came; anything
-/// else becomes an undefined instruction. ELR_EL1, SPSR_EL1 and FAR_EL1
-/// take the guest's ELR_EL2, SPSR_EL2 and FAR_EL2.
+/// else becomes an undefined instruction. An AArch32 user task's exception
+/// goes to the lower-EL AArch32 vector, as the hardware would take it
+/// (its syndrome's classes are the same: EC 0x24 / 0x20 / 0, IL set).
+/// ELR_EL1, SPSR_EL1 and FAR_EL1 take the guest's ELR_EL2, SPSR_EL2 and
+/// FAR_EL2.
 pub fn inject(spsr: u64, vbar: u64, esr: u64) -> Injection {
     const EXTERNAL_ABORT: u64 = 0x10;
     const WNR: u64 = 1 << 6;
-    let from_el0 = spsr & 0xF == M_EL0T;
+    let aarch32 = spsr & M_AARCH32 != 0;
+    let from_el0 = aarch32 || spsr & 0xF == M_EL0T;
     let class_now = class(esr);
     let (class, iss) = match class_now {
         ec::DABT_LOWER => (
@@ -215,8 +228,10 @@ pub fn inject(spsr: u64, vbar: u64, esr: u64) -> Injection {
         _ => (ec::UNKNOWN, 0),
     };
     // Vector offsets: current EL with SP_EL0 0x000, with SP_ELx 0x200,
-    // lower EL (AArch64) 0x400; synchronous exceptions at +0.
-    let offset = match spsr & 0xF {
+    // lower EL using AArch64 0x400, lower EL using AArch32 0x600;
+    // synchronous exceptions at +0.
+    let offset = match spsr & 0x1F {
+        _ if aarch32 => 0x600,
         M_EL0T => 0x400,
         M_EL1T => 0x000,
         _ => 0x200,
@@ -281,6 +296,14 @@ mod tests {
     }
 
     #[test]
+    fn permission_faults_are_told_from_translation_faults() {
+        // DFSC 0b001111: permission fault, level 3; 0b000111: translation.
+        assert!(permission_fault(ec::DABT_LOWER << 26 | IL | 1 << 6 | 0x0F));
+        assert!(!permission_fault(ec::DABT_LOWER << 26 | IL | 1 << 6 | 0x07));
+        assert!(!permission_fault(ec::DABT_LOWER << 26 | IL | 0x10));
+    }
+
+    #[test]
     fn the_faulting_address_is_page_and_offset() {
         assert_eq!(fault_ipa(0x60000 << 4, 0xFFFF_8000_1234_5678), 0x6000_0678);
     }
@@ -335,5 +358,25 @@ mod tests {
         assert_eq!((i.elr, i.esr), (vbar, ec::IABT_SAME << 26 | IL | 0x10));
         let i = inject(0x3C5, vbar, 0x3F << 26 | IL);
         assert_eq!(i.esr, IL, "EC 0: undefined");
+    }
+
+    #[test]
+    fn an_abort_from_aarch32_user_space_goes_to_the_aarch32_lower_el_vector() {
+        let vbar = 0xFFFF_8000_1001_0000;
+        // SPSR_EL2.M = 0b10000: AArch32 User mode (M[4] says AArch32).
+        let usr32 = 0b1_0000;
+        let dabt_read = ec::DABT_LOWER << 26 | IL | 0x07;
+        let i = inject(usr32, vbar, dabt_read);
+        assert_eq!(i.elr, vbar + 0x600, "lower EL using AArch32");
+        assert_eq!(i.esr, ec::DABT_LOWER << 26 | IL | 0x10);
+        assert_eq!(i.spsr, SPSR_EL1H_MASKED);
+        // With the T bit (Thumb) and flags set: still user space.
+        let i = inject(usr32 | 1 << 5 | 0xF << 28, vbar, ec::IABT_LOWER << 26 | IL);
+        assert_eq!(
+            (i.elr, i.esr),
+            (vbar + 0x600, ec::IABT_LOWER << 26 | IL | 0x10)
+        );
+        let i = inject(usr32, vbar, 0x3F << 26 | IL);
+        assert_eq!((i.elr, i.esr), (vbar + 0x600, IL), "undefined");
     }
 }

@@ -1,7 +1,16 @@
 //! The GIC as each partition sees it, decided without touching hardware:
 //! which distributor accesses reach the real distributor and how
-//! ([`gicd_access`]), what the emulated last redistributor frame answers
+//! ([`gicd_access`]), what its cores' emulated RD_base frames answer
 //! ([`gicr_access`]), and which cores an SGI may reach ([`filter_sgi`]).
+//!
+//! A partition sees a GIC without LPIs. A redistributor that has them
+//! reads and writes its LPI tables at the physical addresses
+//! GICR_PROPBASER and GICR_PENDBASER name, past any stage 2 (QEMU's virt
+//! machine gives them even with its=off: GICR_TYPER.PLPIS): a partition
+//! could point its pending table at another partition's RAM or the layer's
+//! own, and each LPI it acknowledged would clear a bit there. So the
+//! RD_base frames are never mapped; GICR_TYPER and GICD_TYPER read without
+//! LPIs, GICR_CTLR's EnableLPIs stays 0, and the LPI registers are RAZ/WI.
 //!
 //! The distributor is shared by every partition (and the secure world), so
 //! each access is cut down to the partition's own SPIs: registers with a
@@ -152,7 +161,9 @@ pub fn gicd_access(p: &Partition, a: Access) -> Action {
         // The control register is the machine's: Linux's reset of "its"
         // distributor (disable, then enable its group) must not stop the
         // other partitions' interrupts, nor can it touch the secure groups.
-        CTLR | TYPER | IIDR | TYPER2 if word => read_only(u64::from(u32::MAX)),
+        // No LPIs (the module's comment): GICD_TYPER.LPIS reads 0.
+        TYPER if word => read_only(u64::from(u32::MAX) & !GICD_TYPER_LPIS),
+        CTLR | IIDR | TYPER2 if word => read_only(u64::from(u32::MAX)),
         // Pending an SPI by number: only one's own.
         SETSPI_NSR | CLRSPI_NSR if word => match write {
             Some(v) if p.owns((v & 0x3FF) as u32) => Action::Write {
@@ -249,51 +260,84 @@ pub fn gicd_access(p: &Partition, a: Access) -> Action {
     }
 }
 
+/// GICD_TYPER.LPIS: the GIC has LPIs.
+const GICD_TYPER_LPIS: u64 = 1 << 17;
 /// GICR_TYPER.Last: this is the last redistributor of the range.
 pub const GICR_TYPER_LAST: u64 = 1 << 4;
-/// GICR_TYPER's offset in RD_base.
-const GICR_TYPER: u64 = 0x0008;
+/// GICR_TYPER's LPI bits: PLPIS (physical LPIs), VLPIS (virtual LPIs),
+/// DirectLPI (GICR_SETLPIR and friends).
+pub const GICR_TYPER_LPIS: u64 = 1 << 0 | 1 << 1 | 1 << 3;
+/// GICR_CTLR.EnableLPIs.
+pub const GICR_CTLR_ENABLE_LPIS: u64 = 1 << 0;
 
-/// Decides an access to the RD_base frame of a partition's last core when
-/// another core's frame follows it (`crate::maps::Machine::boundary_frame`):
-/// GICR_TYPER reads with Last set, so Linux ends its walk there; everything
-/// else reaches the frame as it is (it is the partition's own core's).
-pub fn gicr_access(a: Access) -> Action {
+/// RD_base register offsets (GICv3).
+mod gicr {
+    pub const CTLR: u64 = 0x0000;
+    pub const IIDR: u64 = 0x0004;
+    pub const TYPER: u64 = 0x0008;
+    pub const STATUSR: u64 = 0x0010;
+    pub const WAKER: u64 = 0x0014;
+    pub const ID: u64 = 0xFFD0;
+    pub const END: u64 = 0x1_0000;
+}
+
+/// Decides an access to the RD_base frame of one of a partition's cores
+/// (never mapped in its stage 2; the module's comment says why). `last`:
+/// the frame of a partition's last core when another core's frame follows
+/// it (`crate::maps::Machine::boundary_frame`), whose GICR_TYPER reads with
+/// Last set, so Linux ends its walk there. What Linux uses reaches the
+/// frame as it is (it is the partition's own core's), without LPIs:
+/// GICR_TYPER without PLPIS, VLPIS and DirectLPI, GICR_CTLR's EnableLPIs
+/// 0 and never written; the wake-up, status and identification registers
+/// as they are; everything else (GICR_PROPBASER, GICR_PENDBASER,
+/// GICR_SETLPIR, GICR_CLRLPIR, GICR_INVLPIR, GICR_INVALLR, GICR_SYNCR,
+/// reserved) RAZ/WI.
+pub fn gicr_access(a: Access, last: bool) -> Action {
+    use gicr::*;
     let Access {
         offset,
         size,
         write,
     } = a;
+    let raz_wi = match write {
+        None => Action::Value(0),
+        Some(_) => Action::Ignore,
+    };
     let aligned = (size == 4 || size == 8) && offset.is_multiple_of(u64::from(size));
-    if !aligned || offset >= crate::maps::GICR_FRAME {
-        return match write {
-            None => Action::Value(0),
-            Some(_) => Action::Ignore,
-        };
+    if !aligned {
+        return raz_wi;
     }
-    let mask = if size == 8 {
+    let width = if size == 8 {
         u64::MAX
     } else {
         u64::from(u32::MAX)
     };
-    match write {
-        None if offset == GICR_TYPER => Action::Read {
+    let read = |mask: u64, set: u64| Action::Read {
+        offset,
+        size,
+        mask: mask & width,
+        set: set & width,
+    };
+    let last = if last { GICR_TYPER_LAST } else { 0 };
+    match (offset, write) {
+        (CTLR, None) if size == 4 => read(!GICR_CTLR_ENABLE_LPIS, 0),
+        (CTLR, Some(value)) if size == 4 => Action::Write {
             offset,
             size,
-            mask,
-            set: GICR_TYPER_LAST,
+            value: value & !GICR_CTLR_ENABLE_LPIS,
         },
-        None => Action::Read {
-            offset,
-            size,
-            mask,
-            set: 0,
-        },
-        Some(value) => Action::Write {
+        // TYPER is 64 bits, read whole or as two words.
+        (TYPER, None) => read(!GICR_TYPER_LPIS, last),
+        (o, None) if o == TYPER + 4 && size == 4 => read(u64::MAX, 0),
+        (IIDR, None) if size == 4 => read(u64::MAX, 0),
+        (STATUSR | WAKER, None) if size == 4 => read(u64::MAX, 0),
+        (STATUSR | WAKER, Some(value)) if size == 4 => Action::Write {
             offset,
             size,
             value,
         },
+        (ID..END, None) if size == 4 => read(u64::MAX, 0),
+        _ => raz_wi,
     }
 }
 
@@ -541,7 +585,7 @@ mod tests {
                 set: 0
             }
         );
-        for id in [0, 4, 8, 0xFFE8] {
+        for id in [0, 8, 0xFFE8] {
             assert!(matches!(
                 gicd_access(&b(), read(id, 4)),
                 Action::Read {
@@ -573,16 +617,26 @@ mod tests {
     #[test]
     fn the_boundary_frame_says_it_is_the_last() {
         assert_eq!(
-            gicr_access(read(8, 8)),
+            gicr_access(read(8, 8), true),
             Action::Read {
                 offset: 8,
                 size: 8,
-                mask: u64::MAX,
+                mask: !GICR_TYPER_LPIS,
                 set: GICR_TYPER_LAST
             }
         );
         assert_eq!(
-            gicr_access(read(0xC, 4)),
+            gicr_access(read(8, 8), false),
+            Action::Read {
+                offset: 8,
+                size: 8,
+                mask: !GICR_TYPER_LPIS,
+                set: 0
+            },
+            "not the boundary: the hardware's Last"
+        );
+        assert_eq!(
+            gicr_access(read(0xC, 4), true),
             Action::Read {
                 offset: 0xC,
                 size: 4,
@@ -591,14 +645,69 @@ mod tests {
             }
         );
         assert_eq!(
-            gicr_access(write(0x14, 4, 0)),
+            gicr_access(write(0x14, 4, 0), false),
             Action::Write {
                 offset: 0x14,
                 size: 4,
                 value: 0
             }
         );
-        assert_eq!(gicr_access(read(0x9, 4)), Action::Value(0));
+        assert_eq!(gicr_access(read(0x9, 4), true), Action::Value(0));
+        assert_eq!(
+            gicr_access(read(0xFFE8, 4), false),
+            Action::Read {
+                offset: 0xFFE8,
+                size: 4,
+                mask: 0xFFFF_FFFF,
+                set: 0
+            },
+            "GICR_PIDR2, which Linux checks"
+        );
+    }
+
+    #[test]
+    fn a_partition_sees_no_lpis_and_cannot_turn_them_on() {
+        // GICR_TYPER without PLPIS, VLPIS, DirectLPI, read whole or the
+        // low word.
+        for size in [4, 8] {
+            let Action::Read { mask, .. } = gicr_access(read(8, size), false) else {
+                panic!("GICR_TYPER reads the hardware's")
+            };
+            assert_eq!(mask & 0b1011, 0);
+        }
+        // GICR_CTLR: EnableLPIs never reads 1 nor is written 1.
+        assert_eq!(
+            gicr_access(read(0, 4), false),
+            Action::Read {
+                offset: 0,
+                size: 4,
+                mask: 0xFFFF_FFFE,
+                set: 0
+            }
+        );
+        assert_eq!(
+            gicr_access(write(0, 4, 0b11), false),
+            Action::Write {
+                offset: 0,
+                size: 4,
+                value: 0b10
+            }
+        );
+        // The LPI registers: PROPBASER, PENDBASER, SETLPIR, CLRLPIR,
+        // INVLPIR, INVALLR, SYNCR; RAZ/WI.
+        for offset in [0x70, 0x78, 0x40, 0x48, 0xA0, 0xB0, 0xC0] {
+            assert_eq!(gicr_access(read(offset, 8), false), Action::Value(0));
+            assert_eq!(
+                gicr_access(write(offset, 8, 0x4800_0000), false),
+                Action::Ignore
+            );
+        }
+        // The distributor says the same.
+        let Action::Read { mask, .. } = gicd_access(&a(), read(4, 4)) else {
+            panic!("GICD_TYPER reads the hardware's")
+        };
+        assert_eq!(mask & GICD_TYPER_LPIS, 0);
+        assert_eq!(gicd_access(&a(), write(4, 4, 0)), Action::Ignore);
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub enum Kind {
     /// Stage 2: a region shared with others (the shared region), Normal
     /// write-back, read/write, never executed.
     GuestShared,
+    /// Stage 2: as [`Kind::GuestShared`], read-only (the shared region's
+    /// header, which only the secure side writes).
+    GuestSharedReadOnly,
     /// Stage 2: a partition's device, Device-nGnRE, never executed.
     GuestDevice,
 }
@@ -93,6 +96,7 @@ impl Kind {
         const S2_NORMAL_WB: u64 = 0b1111 << 2;
         const S2_DEVICE_NGNRE: u64 = 0b0001 << 2;
         const S2_RW: u64 = 0b11 << 6;
+        const S2_RO: u64 = 0b01 << 6;
         const S2_XN: u64 = 0b10 << 53;
         match self {
             Self::HypCode => S1_NORMAL | S1_AP1 | S1_RO | INNER_SHAREABLE | AF,
@@ -100,6 +104,7 @@ impl Kind {
             Self::HypDevice => S1_DEVICE | S1_AP1 | S1_XN | AF,
             Self::GuestRam => S2_NORMAL_WB | S2_RW | INNER_SHAREABLE | AF,
             Self::GuestShared => S2_NORMAL_WB | S2_RW | S2_XN | INNER_SHAREABLE | AF,
+            Self::GuestSharedReadOnly => S2_NORMAL_WB | S2_RO | S2_XN | INNER_SHAREABLE | AF,
             Self::GuestDevice => S2_DEVICE_NGNRE | S2_RW | S2_XN | AF,
         }
     }

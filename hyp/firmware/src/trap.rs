@@ -9,7 +9,7 @@ use tandem_board::BOARD;
 use tandem_hyp_core::calls::{self, Verdict};
 use tandem_hyp_core::fault::{self, IccRegister, ec};
 use tandem_hyp_core::gic::{self, Access};
-use tandem_hyp_core::maps::{GICD_SIZE, GICR_FRAME};
+use tandem_hyp_core::maps::GICD_SIZE;
 
 /// A partition's general registers, saved on a trap (`entry.rs`).
 #[repr(C)]
@@ -78,23 +78,25 @@ pub extern "C" fn guest_trap(frame: &mut Frame) {
     }
 }
 
-/// An access stage 2 did not let through: the distributor (emulated), the
-/// partition's last redistributor frame (emulated), or not its own
-/// (handed back as an external abort).
+/// An access stage 2 did not let through: the distributor or one of the
+/// partition's cores' RD_base frames (emulated), or not its own (handed
+/// back as an external abort).
 fn data_abort(frame: &mut Frame, esr: u64) {
     let ipa = fault::fault_ipa(regs::hpfar_el2::read(), regs::far_el2::read());
     let core = this_core();
     let (g, p) = this_partition(core);
     let in_gicd = (g.machine.gicd..g.machine.gicd + GICD_SIZE).contains(&ipa);
-    let boundary = g
-        .machine
-        .boundary_frame(p)
-        .filter(|b| (*b..*b + GICR_FRAME).contains(&ipa));
-    let (Some(access), true) = (fault::data_access(esr), in_gicd || boundary.is_some()) else {
+    let rd_frame = g.machine.rd_frame(p, ipa);
+    let (Some(access), true) = (fault::data_access(esr), in_gicd || rd_frame.is_some()) else {
+        let what = if fault::permission_fault(esr) {
+            "a write to a read-only page"
+        } else {
+            "outside the partition (or no single load or store)"
+        };
         console::say(
             p,
             format_args!(
-                "hyp: partition {} core {core}: access to {ipa:#x} outside the partition (or no single load or store): external abort",
+                "hyp: partition {} core {core}: access to {ipa:#x} {what}: external abort",
                 p.letter()
             ),
         );
@@ -108,13 +110,16 @@ fn data_abort(frame: &mut Frame, esr: u64) {
             .write
             .then(|| access.stored(frame.get(access.register))),
     };
-    let (base, action) = match boundary {
-        Some(frame_base) => (
+    let (base, action) = match rd_frame {
+        Some((frame_base, last)) => (
             frame_base,
-            gic::gicr_access(Access {
-                offset: ipa - frame_base,
-                ..a
-            }),
+            gic::gicr_access(
+                Access {
+                    offset: ipa - frame_base,
+                    ..a
+                },
+                last,
+            ),
         ),
         None => (
             g.machine.gicd,
@@ -127,8 +132,9 @@ fn data_abort(frame: &mut Frame, esr: u64) {
             ),
         ),
     };
-    // SAFETY: `base` is the distributor or the partition's boundary frame,
-    // both in the layer's map, and the action was decided for it.
+    // SAFETY: `base` is the distributor or one of the partition's cores'
+    // RD_base frames, all in the layer's map, and the action was decided
+    // for it.
     let value = unsafe { mmio::carry_out(base, action) };
     if !access.write {
         frame.set(access.register, access.loaded(value));

@@ -16,7 +16,9 @@
 //! Nothing Linux writes is trusted: fields are read once into RTOS memory,
 //! lengths are checked before any copy, the answer is computed from the
 //! RTOS's copy only, and the server runs below every periodic job, so a
-//! flood of calls cannot make the RTOS miss a deadline.
+//! flood of calls cannot make the RTOS miss a deadline. The test operation
+//! (`OP_STALL`, which stops a server's service on purpose) is served only
+//! when the workload blob, which Linux cannot change, says `test_ops = 1`.
 
 mod params {
     include!(concat!(env!("OUT_DIR"), "/rpc_server.rs"));
@@ -73,6 +75,7 @@ const fn server(core: u8) -> Task {
 /// rings (the boot configuration's RPC cores, which it keeps to RTOS
 /// cores); they sleep until called.
 fn start(s: &mut Start<'_>) -> Result<(), Refusal> {
+    TEST_OPS.store(s.param("test_ops") != 0, Ordering::Relaxed);
     let cores = s.platform.rpc_cores;
     if usize::from(cores) >> SERVERS != 0 {
         return Err(Refusal {
@@ -91,6 +94,10 @@ fn start(s: &mut Start<'_>) -> Result<(), Refusal> {
     }
     Ok(())
 }
+/// Whether this boot serves the test operation (`rpc::OP_STALL`); set once
+/// before any server runs.
+static TEST_OPS: AtomicBool = AtomicBool::new(false);
+
 /// Words of one server's private buffer.
 const WORDS: usize = RPC_MAX_DATA as usize / 8;
 
@@ -227,7 +234,7 @@ fn serve(ch: usize, core: usize, buf: &mut [u64], inline: bool) -> Served {
     // The sequence number answered is the one that made us look, whatever
     // Linux wrote since.
     let req = read_request(ch, seq);
-    let call = check(&req);
+    let call = check(&req, TEST_OPS.load(Ordering::Relaxed));
     if inline && !is_fast(&call) {
         return Served::Left;
     }
