@@ -329,3 +329,20 @@ def test_command_line_puts_the_instruments_in_the_boots_directory(tmp_path: Path
     )
     serials = [argv[i + 1] for i, x in enumerate(argv) if x == "-serial"]
     assert serials == ["stdio", f"file:{tmp_path}/secure.log", f"file:{tmp_path}/b.log"]
+
+
+def test_old_log_directories_go_unless_a_running_boot_holds_them(
+    built: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(boot, "KEEP_LOGS", 3)
+    running = boot.prepare(BootOptions(), "true\n")
+    done = []
+    for _ in range(4):
+        p = boot.prepare(BootOptions(), "true\n")
+        p.release()
+        done.append(p.run_dir)
+    assert running.run_dir.is_dir(), "the oldest, but its boot still runs"
+    assert not done[0].exists(), "finished and beyond the newest 3"
+    running.release()
+    boot.prepare(BootOptions(), "true\n").release()
+    assert not running.run_dir.exists()

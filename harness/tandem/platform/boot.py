@@ -6,6 +6,7 @@ Timing modes: platform/timing.py (docs/design.md, "Time and measurement").
 
 from __future__ import annotations
 
+import fcntl
 import re
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from tandem.errors import TandemError
 from tandem.platform import capacity, cpio, dtb, flash, qemu_command
@@ -41,6 +43,9 @@ DISK_NAME = "disk.img"
 FLASH_NAME = "flash.bin"
 # Boot log directories kept under build/logs (oldest removed first).
 KEEP_LOGS = 100
+# In a boot's log directory: a file locked (flock) while the boot runs, so
+# that pruning leaves the directory alone, whichever process runs the boot.
+IN_USE = ".in-use"
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,13 @@ class Prepared:
     run_dir: Path
     # With partitions: the console logs of those not on stdio, by name.
     consoles: dict[str, Path] = field(default_factory=dict)
+    # Holds run_dir as in use (_new_log_dir) until `release`.
+    in_use: BinaryIO | None = None
+
+    def release(self) -> None:
+        """The boot is over: its log directory may be pruned."""
+        if self.in_use is not None:
+            self.in_use.close()
 
 
 def choose_timing(requested: str, smp: int, host_cores: int) -> tuple[str, str]:
@@ -135,16 +147,46 @@ def _check(options: BootOptions, board: Board) -> None:
         raise TandemError(f"not built yet: {names} (run `make build`)")
 
 
-def _new_log_dir() -> Path:
-    """A fresh build/logs/<time> directory; old ones beyond KEEP_LOGS go."""
+def _in_use(log_dir: Path) -> bool:
+    """Whether a running boot, of this process or another, holds the log
+    directory (its IN_USE file locked)."""
+    try:
+        f = (log_dir / IN_USE).open("rb")
+    except FileNotFoundError:
+        return False
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
+
+
+def _new_log_dir() -> tuple[Path, BinaryIO]:
+    """A fresh build/logs/<time> directory, locked as in use until
+    the returned file is closed; old ones beyond KEEP_LOGS go unless a
+    running boot holds them (boots side by side, `--jobs`, or another
+    process's)."""
     LOGS.mkdir(parents=True, exist_ok=True)
     old = sorted(p for p in LOGS.iterdir() if p.is_dir())
     for stale in old[: max(0, len(old) - KEEP_LOGS + 1)]:
-        shutil.rmtree(stale, ignore_errors=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.monotonic_ns() % 1_000_000:06d}"
-    run_dir = LOGS / stamp
-    run_dir.mkdir()
-    return run_dir
+        if not _in_use(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+    while True:
+        # Named by the time to the nanosecond, so that names sort by age;
+        # mkdir fails for a name another boot took, and the next try
+        # takes a later time.
+        now = time.time_ns()
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now // 10**9))
+        run_dir = LOGS / f"{stamp}-{now % 10**9:09d}"
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            continue
+        break
+    lock = (run_dir / IN_USE).open("wb")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return run_dir, lock
 
 
 @dataclass(frozen=True)
@@ -456,7 +498,23 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     kernel_path = options.kernel or KERNEL
     if not kernel_path.is_file():
         raise TandemError(f"no Linux image {kernel_path}")
-    run_dir = _new_log_dir()
+    run_dir, in_use = _new_log_dir()
+    try:
+        return _prepare_in(options, exec_script, board, plan, kernel_path, run_dir, in_use)
+    except BaseException:
+        in_use.close()
+        raise
+
+
+def _prepare_in(
+    options: BootOptions,
+    exec_script: str | None,
+    board: Board,
+    plan: Layout,
+    kernel_path: Path,
+    run_dir: Path,
+    in_use: BinaryIO,
+) -> Prepared:
     initrd = initramfs(plan, run_dir)
     args = bootargs(options, exec_script)
     off = linux_off(options, plan)
@@ -473,6 +531,7 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         run_dir / "console.log",
         run_dir,
         {} if consoles is None else consoles.files,
+        in_use,
     )
 
 
@@ -516,6 +575,7 @@ def run_interactive(options: BootOptions) -> int:
         raise
     finally:
         (prepared.run_dir / FLASH_NAME).unlink(missing_ok=True)
+        prepared.release()
     refusal = monitor_refusal(prepared.secure_log)
     if refusal:
         print(f"tandem: Tandem refused to start: {refusal}", file=sys.stderr)
@@ -741,6 +801,7 @@ def run_exec(
         # and the blobs beside the logs say what was in it).
         (prepared.run_dir / FLASH_NAME).unlink(missing_ok=True)
         (prepared.run_dir / DISK_NAME).unlink(missing_ok=True)
+        prepared.release()
     if timed_out.is_set():
         raise TandemError(
             f"timed out after {timeout_s:.0f} s (console: {prepared.console_log}, "
