@@ -346,3 +346,53 @@ def test_old_log_directories_go_unless_a_running_boot_holds_them(
     running.release()
     boot.prepare(BootOptions(), "true\n").release()
     assert not running.run_dir.exists()
+
+
+def test_a_saved_console_log_gives_back_what_the_commands_printed(tmp_path: Path) -> None:
+    """run_exec reads QEMU's console and writes it to a log; reading the
+    log back gives the same output, status and reboots (what `tandem exp
+    merge` and a new parse rely on)."""
+    console = [
+        "[    0.000000] Booting Linux",
+        f"[    1.0] rcS: {boot.BEGIN}",
+        "first\rline with a carriage return\x1c and a separator",
+        "[   2.000000] reboot: Restarting system",
+        "[    0.000000] Booting Linux again",
+        boot.BEGIN,
+        "second",
+        "last words@@TANDEM-EXEC-END status=3@@",
+        "[    3.0] reboot: Power down",
+    ]
+    live = boot.CommandsOutput()
+    echoed = [out for line in console for out in live.feed(line)]
+    log = tmp_path / "console.log"
+    with log.open("w", encoding=boot.CONSOLE_ENCODING) as f:
+        for line in console:
+            f.write(line + "\n")
+    saved = boot.read_console_log(log.read_bytes())
+    assert (
+        saved.lines
+        == live.lines
+        == ["first\rline with a carriage return\x1c and a separator", "second", "last words"]
+    )
+    assert echoed[-2:] == ["second", "last words"]
+    assert (
+        (saved.status, saved.reboots, saved.begins) == (live.status, live.reboots, 2) == (3, 1, 2)
+    )
+
+
+def test_reading_stops_at_a_panic_or_where_qemu_runs_on() -> None:
+    panicked = boot.CommandsOutput()
+    for line in [boot.BEGIN, "x", "Kernel panic - not syncing: oops", "---[ end Kernel panic"]:
+        panicked.feed(line)
+    assert (
+        panicked.done and panicked.panic[0].startswith("Kernel panic") and panicked.status is None
+    )
+    runs_on = boot.CommandsOutput(stop_at_end=True)
+    for line in [boot.BEGIN, "@@TANDEM-EXEC-END status=0@@"]:
+        runs_on.feed(line)
+    assert runs_on.done and runs_on.status == 0
+    expected = boot.CommandsOutput(panics=True)
+    expected.feed(boot.BEGIN)
+    expected.feed("Kernel panic - not syncing: on purpose")
+    assert not expected.done and expected.lines == ["Kernel panic - not syncing: on purpose"]

@@ -35,6 +35,8 @@ RESTART = re.compile(r"^\[\s*\d+\.\d+\] reboot: Restarting system$")
 # Linux's panic message, and how many console lines after it to report.
 PANIC = "Kernel panic - not syncing"
 PANIC_LINES = 30
+# How run_exec writes console logs (and read_console_log reads them).
+CONSOLE_ENCODING = "utf-8"
 # Seconds QEMU may take to exit once the commands are done (poweroff).
 POWEROFF_GRACE_S = 10.0
 # The blank disk BootOptions.disk_mib asks for, in the boot's log directory.
@@ -686,12 +688,89 @@ def _wait_for_partitions(
     return done
 
 
+@dataclass
+class CommandsOutput:
+    """The commands' output in a console, read line by line: `run_exec`
+    reads QEMU's live, `read_console_log` a saved console log, with the same
+    rules, so a run's raw console logs give back exactly what its boots
+    printed (what `tandem exp merge` and a new parse read).
+
+    Output starts after BEGIN and ends at END (with the status); a BEGIN
+    while inside means the commands rebooted the machine and run again (their
+    output kept, the restart's chatter dropped). A Linux panic ends the
+    reading after PANIC_LINES lines, unless `panics` (the commands panic
+    Linux on purpose)."""
+
+    panics: bool = False
+    # Stop at END: QEMU runs on after Linux's power-off (the RTOS, or other
+    # partitions), so nothing after it is the commands'.
+    stop_at_end: bool = False
+    lines: list[str] = field(default_factory=list)
+    status: int | None = None
+    inside: bool = False
+    begins: int = 0
+    ends: int = 0
+    reboots: int = 0
+    panic: list[str] = field(default_factory=list)
+    # Nothing more to read (the end, or a panic's last line).
+    done: bool = False
+
+    def feed(self, line: str) -> list[str]:
+        """Reads one console line; returns the output lines it adds."""
+        if self.panic or (PANIC in line and not self.panics):
+            # Linux will not finish the commands: report the panic now, not
+            # after the timeout.
+            self.panic.append(line)
+            if len(self.panic) >= PANIC_LINES or "---[ end Kernel panic" in line:
+                self.done = True
+            return []
+        if line.endswith(BEGIN):
+            if self.inside:
+                # The commands rebooted the machine and now run again: keep
+                # their output, drop the restart and boot chatter.
+                self.reboots += 1
+                self.lines = _drop_restart_chatter(self.lines)
+            self.begins += 1
+            self.inside = True
+            return []
+        if not self.inside:
+            return []
+        m = END.search(line)
+        if m is None:
+            self.lines.append(line)
+            return [line]
+        before = line[: m.start()]
+        self.status = int(m.group(1))
+        self.ends += 1
+        self.inside = False
+        self.done = self.stop_at_end
+        if before:
+            self.lines.append(before)
+            return [before]
+        return []
+
+
+def read_console_log(data: bytes) -> CommandsOutput:
+    """What the commands printed, from a console log `run_exec` wrote (every
+    line it read, and none after it stopped reading)."""
+    out = CommandsOutput()
+    # Split at newlines only: a line may hold a carriage return or other
+    # characters that str.splitlines would split at.
+    lines = data.decode(CONSOLE_ENCODING, errors="replace").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        out.feed(line)
+    return out
+
+
 def run_exec(
     options: BootOptions,
     script: str,
     timeout_s: float = 600.0,
     echo: Callable[[str], None] | None = None,
     panics: bool = False,
+    cancel: threading.Event | None = None,
 ) -> ExecResult:
     """Boots, runs `script` as root in Linux once it is up, powers off.
 
@@ -699,7 +778,9 @@ def run_exec(
     everything the console printed is saved to the console log. A Linux
     panic ends the boot at once with an error quoting it, unless `panics`
     (the commands panic Linux on purpose: the monitor restarts it, and the
-    commands run again, as after a reboot)."""
+    commands run again, as after a reboot). Setting `cancel` (from another
+    thread: boots side by side, one failed or Ctrl-C) ends the boot with an
+    error."""
     prepared = prepare(options, exec_script=script)
     others = [name for name, _ in options.partition_scripts]
     partition_results: dict[str, PartitionResult] = {}
@@ -708,68 +789,57 @@ def run_exec(
         prepared.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     timed_out = threading.Event()
+    cancelled = threading.Event()
+    finished = threading.Event()
 
-    def kill() -> None:
-        timed_out.set()
-        proc.kill()
+    def watch() -> None:
+        # QEMU killed at the timeout or when `cancel` is set; reading its
+        # output then ends.
+        deadline = start + timeout_s
+        while not finished.wait(0.1):
+            if cancel is not None and cancel.is_set():
+                cancelled.set()
+            elif time.monotonic() > deadline:
+                timed_out.set()
+            else:
+                continue
+            proc.kill()
+            return
 
-    timer = threading.Timer(timeout_s, kill)
-    timer.start()
-    output: list[str] = []
-    status: int | None = None
+    watcher = threading.Thread(target=watch, name="run_exec watch", daemon=True)
+    watcher.start()
+    reader = CommandsOutput(
+        panics=panics, stop_at_end=options.linux_off == "rtos-runs-on" or bool(others)
+    )
     boot_s = end_s = 0.0
-    inside = False
-    reboots = 0
-    panic: list[str] = []
     assert proc.stdout is not None
     try:
-        with prepared.console_log.open("w") as log:
+        with prepared.console_log.open("w", encoding=CONSOLE_ENCODING) as log:
             for raw in proc.stdout:
                 line = raw.decode(errors="replace").rstrip("\r\n")
                 log.write(line + "\n")
-                if panic or (PANIC in line and not panics):
-                    # Linux will not finish the commands: report the panic
-                    # now, not after the timeout.
-                    panic.append(line)
-                    if len(panic) >= PANIC_LINES or "---[ end Kernel panic" in line:
-                        break
-                    continue
-                if line.endswith(BEGIN):
-                    if inside:
-                        # The commands rebooted the machine and now run again:
-                        # keep their output, drop the restart and boot chatter.
-                        reboots += 1
-                        output = _drop_restart_chatter(output)
+                begins, ends = reader.begins, reader.ends
+                new = reader.feed(line)
+                if reader.begins > begins:
                     boot_s = boot_s or time.monotonic() - start
-                    inside = True
-                    continue
-                if inside:
-                    m = END.search(line)
-                    if m:
-                        before = line[: m.start()]
-                        if before:
-                            output.append(before)
-                            if echo:
-                                echo(before)
-                        status = int(m.group(1))
-                        end_s = time.monotonic()
-                        inside = False
-                        if options.linux_off == "rtos-runs-on" or others:
-                            # QEMU runs on after Linux's power-off (the
-                            # RTOS, or the other partitions).
-                            break
-                        continue
-                    output.append(line)
-                    if echo:
-                        echo(line)
-        if panic:
+                if reader.ends > ends:
+                    end_s = time.monotonic()
+                if echo:
+                    for out in new:
+                        echo(out)
+                if reader.done:
+                    break
+        status = reader.status
+        if reader.panic:
             proc.kill()
             proc.wait()
             raise TandemError(
                 "Linux panicked:\n"
-                + "\n".join(panic)
+                + "\n".join(reader.panic)
                 + f"\n(console: {prepared.console_log}, secure: {prepared.secure_log})"
             )
+        if cancelled.is_set():
+            raise TandemError(f"stopped (console: {prepared.console_log})")
         if others and status is not None:
             # The other partitions' commands run on: wait for them, then end
             # QEMU (every partition's power-off stopped it alone).
@@ -790,7 +860,7 @@ def run_exec(
                 f"ending (console: {prepared.console_log}, secure: {prepared.secure_log})"
             ) from None
     finally:
-        timer.cancel()
+        finished.set()
         if proc.poll() is None:
             # Interrupted (Ctrl-C, SIGTERM, an error above): QEMU must not
             # outlive the harness and run on, unseen, for minutes.
@@ -830,13 +900,13 @@ def run_exec(
             )
     return ExecResult(
         status=status,
-        output="\n".join(output),
+        output="\n".join(reader.lines),
         console_log=prepared.console_log,
         secure_log=prepared.secure_log,
         qemu_status=qemu_status,
         boot_s=boot_s,
         poweroff_s=time.monotonic() - end_s,
-        reboots=reboots,
-        lines=output,
+        reboots=reader.reboots,
+        lines=reader.lines,
         partitions=partition_results,
     )
