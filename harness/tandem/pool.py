@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Generic, TextIO, TypeVar
@@ -39,11 +39,12 @@ def host_cores() -> int:
         return os.cpu_count() or 1
 
 
-def choose_jobs(requested: int | None, timings: Iterable[Timing], what: str) -> int:
-    """How many boots of `what` to run at once: `requested`, or one per
-    host core, if every boot's timing counts guest time in instructions;
-    one in host timing, where a boot's figures are the host's real time
-    (more than one asked for is an error saying so)."""
+def choose_jobs(requested: int | None, timings: Sequence[Timing], what: str) -> int:
+    """How many of `what`'s boots (one timing each) to run at once:
+    `requested`, or one per host core, if every boot's timing counts guest
+    time in instructions; one in host timing, where a boot's figures are
+    the host's real time (more than one asked for is an error saying so).
+    Never more than there are boots."""
     if requested is not None and requested < 1:
         raise TandemError(f"--jobs must be at least 1, got {requested}")
     real_time = sorted({t.mode for t in timings if not t.deterministic})
@@ -56,7 +57,7 @@ def choose_jobs(requested: int | None, timings: Iterable[Timing], what: str) -> 
                 "count guest time in instructions)"
             )
         return 1
-    return host_cores() if requested is None else requested
+    return max(1, min(host_cores() if requested is None else requested, len(timings)))
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,11 @@ class _Progress:
             )
 
     def note(self, label: str, text: str) -> None:
+        self.say(f"    {label}: {text}")
+
+    def say(self, text: str) -> None:
         with self.lock:
-            self._line(f"    {label}: {text}")
+            self._line(text)
 
 
 def run(name: str, tasks: Sequence[Task[T]], jobs: int, stream: TextIO | None = None) -> list[T]:
@@ -139,8 +143,7 @@ def run(name: str, tasks: Sequence[Task[T]], jobs: int, stream: TextIO | None = 
         return []
     jobs = max(1, min(jobs, len(tasks)))
     progress = _Progress(name, len(tasks), jobs, stream or sys.stderr)
-    if jobs > 1:
-        progress.note(name, f"{len(tasks)} boots, {jobs} at a time")
+    progress.say(f"{name}: {len(tasks)} boots, {jobs} at a time")
     cancel = threading.Event()
 
     def one(task: Task[T]) -> T:

@@ -40,7 +40,11 @@ def test_tasks_run_at_most_jobs_at_once_and_results_keep_their_order() -> None:
     ]
     assert most == 3
     text = out.getvalue()
-    assert "6 boots, 3 at a time" in text and "done 6/6" in text and "    t2: working on 2" in text
+    assert (
+        "test: 6 boots, 3 at a time" in text
+        and "done 6/6" in text
+        and "    t2: working on 2" in text
+    )
     assert "ETA" in text.split("done 1/6")[1].splitlines()[0], "an estimate once a boot is done"
 
 
@@ -77,8 +81,10 @@ def test_labels_name_one_boot_each() -> None:
 
 def test_host_timing_runs_one_boot_at_a_time() -> None:
     percore, host = Timing("percore"), Timing("host")
-    assert pool.choose_jobs(None, [percore, Timing("virtual")], "x") == pool.host_cores()
-    assert pool.choose_jobs(3, [percore], "x") == 3
+    many = [percore, Timing("virtual")] * 64
+    assert pool.choose_jobs(None, many, "x") == pool.host_cores()
+    assert pool.choose_jobs(3, many, "x") == 3
+    assert pool.choose_jobs(3, [percore] * 2, "x") == 2, "no more than there are boots"
     assert pool.choose_jobs(None, [percore, host], "ctxsw") == 1
     assert pool.choose_jobs(1, [host], "ctxsw") == 1
     with pytest.raises(TandemError, match="--jobs 2: ctxsw boots in host timing"):
