@@ -67,6 +67,13 @@ def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
     raw.mkdir(parents=True, exist_ok=True)
     label = unit.label
     shutil.copy(result.console_log, raw / f"{label}.console.log")
+    # The summary reads the output back from the log: it must be what the
+    # boot printed (a reader that disagreed would change a run silently).
+    if read_console_log((raw / f"{label}.console.log").read_bytes()).lines != result.lines:
+        raise TandemError(
+            f"{label}: its console log ({result.console_log}) does not give back what its "
+            "commands printed (boot.read_console_log and run_exec disagree)"
+        )
     (raw / f"{label}.sh").write_text(unit.script)
     if unit.keep_secure_log:
         shutil.copy(result.secure_log, raw / f"{label}.secure.log")
