@@ -6,6 +6,7 @@ Timing modes: platform/timing.py (docs/design.md, "Time and measurement").
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import re
 import shutil
@@ -161,6 +162,10 @@ def _in_use(log_dir: Path) -> bool:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
+        except OSError:
+            # A file system without locks (some cluster mounts): keep what
+            # cannot be checked.
+            return True
     return False
 
 
@@ -187,7 +192,10 @@ def _new_log_dir() -> tuple[Path, BinaryIO]:
             continue
         break
     lock = (run_dir / IN_USE).open("wb")
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    # On a file system without locks (some cluster mounts) pruning keeps
+    # the directory anyway: _in_use cannot lock it either.
+    with contextlib.suppress(OSError):
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     return run_dir, lock
 
 
