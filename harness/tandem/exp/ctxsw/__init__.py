@@ -34,13 +34,15 @@ from tandem.instruments import switchcost
 from tandem.platform import qemu_command
 from tandem.platform.board import load_board
 from tandem.platform.configs import TLB_MODES, Ctxsw
-from tandem.platform.paths import ROOT
+from tandem.platform.paths import BUILD
 from tandem.platform.timing import Timing
 
 # The Experiment interface (tandem.exp.REGISTRY).
 __all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
 
-RTOS_ELF = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release" / "tandem-rtos"
+# The RTOS's ELF beside its binary in build/ (the Makefile copies it there):
+# a machine measuring a shard of a run has build/, not cargo's target/.
+RTOS_ELF = BUILD / "firmware" / "tandem-rtos.elf"
 # The RTOS's code (and the protected tasks' code) lies in the first MiB of
 # its RAM (boards/qemu-virt.toml): what QEMU logs.
 RTOS_CODE_BYTES = 0x10_0000
