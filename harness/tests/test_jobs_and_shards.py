@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import tarfile
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -78,8 +79,8 @@ def replay(run: Path, logs: Path) -> Callable[[Boot, pool.Context], ExecResult]:
 
     def boot(unit: Boot, ctx: pool.Context) -> ExecResult:
         assert not ctx.cancel.is_set()
-        log_dir = logs / f"{unit.label}-{len(list(logs.glob('*'))) if logs.exists() else 0}"
-        log_dir.mkdir(parents=True)
+        logs.mkdir(parents=True, exist_ok=True)
+        log_dir = Path(tempfile.mkdtemp(prefix=f"{unit.label}-", dir=logs))
         console = kept[f"{unit.label}.console.log"]
         (log_dir / "console.log").write_bytes(console)
         (log_dir / "secure.log").write_bytes(kept.get(f"{unit.label}.secure.log", b""))
