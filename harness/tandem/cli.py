@@ -263,7 +263,15 @@ def parser() -> argparse.ArgumentParser:
         help="per-core quanta in ns, e.g. 1000,2000 (default 1000,2000,5000,10000)",
     )
     fid.add_argument("--rounds", type=int, default=200, help="samples per probe (default 200)")
-    _jobs_option(fid)
+    fid.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="boots run side by side (default 1: the cost check (e) is the host's wall time, "
+        "which boots side by side share; with N above 1 the probes are the same and (e) is "
+        "not judged)",
+    )
     fid.add_argument(
         "--iterations",
         type=int,

@@ -439,7 +439,7 @@ def run(
     iters: int,
     command: str,
     out_root: Path = RESULTS,
-    jobs: int | None = None,
+    jobs: int | None = 1,
 ) -> Path:
     """Boots virtual timing once, per-core timing once per quantum and the
     first quantum once more, `jobs` at a time (None: one per host core);
