@@ -26,7 +26,8 @@ import subprocess
 import sys
 from pathlib import Path, PurePosixPath
 
-RUN_ID = re.compile(r"\d{8}-\d{6}(?:-\d+)?(?:\.partial)?")
+# A run, or a shard of one (tandem exp run --shard: never kept, merge it).
+RUN_ID = re.compile(r"\d{8}-\d{6}(?:-\d+)?(?:-shard\d+of\d+)?(?:\.partial)?")
 PROBE = re.compile(r"probe-\d{8}-[A-Za-z0-9-]+")
 # A results/... path written in prose (up to the first character that no
 # path of ours holds); not one in git's history (`git show COMMIT:results/...`).

@@ -9,6 +9,7 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from tandem.errors import TandemError
 from tandem.instruments import bench, trace
@@ -24,6 +25,9 @@ from tandem.platform.timing import (
     Timing,
     check_quantum,
 )
+
+if TYPE_CHECKING:
+    from tandem.exp.shards import Shard
 
 # `bench latency`'s hackbench: long enough that its phase gives the 10 000
 # samples it asks for in per-core timing (300 loops gave 3 490).
@@ -150,6 +154,28 @@ def _quanta(text: str) -> tuple[int, ...]:
     return values
 
 
+def _jobs_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="boots run side by side (default: one per host core; host timing: 1, and more "
+        "is refused: its figures are the host's real time). Per-core and virtual timing "
+        "give the same numbers whatever N",
+    )
+
+
+def _shard(text: str) -> Shard:
+    # Imported here: the experiments' package is not loaded for `run` and `exec`.
+    from tandem.exp.shards import Shard
+
+    try:
+        return Shard.parse(text)
+    except TandemError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _options(args: argparse.Namespace) -> BootOptions:
     return BootOptions(
         config=args.config,
@@ -238,6 +264,15 @@ def parser() -> argparse.ArgumentParser:
     )
     fid.add_argument("--rounds", type=int, default=200, help="samples per probe (default 200)")
     fid.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="boots run side by side (default 1: the cost check (e) is the host's wall time, "
+        "which boots side by side share; with N above 1 the probes are the same and (e) is "
+        "not judged)",
+    )
+    fid.add_argument(
         "--iterations",
         type=int,
         default=50_000,
@@ -291,6 +326,26 @@ def parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help='override any key of the file (VALUE in TOML: 64, true, [1, 2], "x")',
     )
+    _jobs_option(er)
+    er.add_argument(
+        "--shard",
+        type=_shard,
+        default=None,
+        metavar="I/N",
+        help="measure only shard I of N of the run's boots (sorted by label, round robin) "
+        "into a partial directory of its own; `tandem exp merge` makes the run from all N "
+        "(docs/harness.md, 'Experiments across machines')",
+    )
+    em = esub.add_parser(
+        "merge",
+        help="make one run from the shards of `exp run --shard` (results/NAME/<run-id>/)",
+        description="Refuses unless the directories are shards of one run (the same "
+        "experiment, scenario, commit, QEMU, kernel, firmware, timing and quantum; the host "
+        "may differ) holding every boot exactly once; then writes the summary, plots and "
+        "report as a run on one machine would.",
+    )
+    em.add_argument("name", help="experiment")
+    em.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="the shards' directories")
     ecmp = esub.add_parser(
         "compare",
         help="two runs' worst cases side by side (exit 1 if any differs by more than --tolerance)",
@@ -314,6 +369,7 @@ def parser() -> argparse.ArgumentParser:
     etr.add_argument("--cores", default="1,2,4,8", help="core counts (default 1,2,4,8)")
     etr.add_argument("--samples", type=int, default=4096, help="cyclictest loops (default 4096)")
     etr.add_argument("--io", action="store_true", help="with linux-rt's disk I/O load")
+    _jobs_option(etr)
     erep = esub.add_parser("report", help="redraw a run's plots and report, print the report")
     erep.add_argument("name", help="experiment")
     erep.add_argument("--run", help="run id (default: the latest)")
@@ -343,9 +399,14 @@ def _exp(args: argparse.Namespace) -> int:
         from tandem.exp.linux_rt import trace as kernel_trace
 
         cores = [int(c) for c in args.cores.split(",")]
-        run_dir = kernel_trace.run(cores, args.samples, args.io)
+        run_dir = kernel_trace.run(cores, args.samples, args.io, jobs=args.jobs)
         print((run_dir / "report.md").read_text(), end="")
         print(f"results: {run_dir}")
+        return 0
+    if args.exp == "merge":
+        out = exp.merge(args.name, args.dirs)
+        print((out / "report.md").read_text(), end="")
+        print(f"results: {out}")
         return 0
     if args.exp == "report":
         run_dir, text = exp.report(args.name, args.run)
@@ -357,7 +418,10 @@ def _exp(args: argparse.Namespace) -> int:
         overrides["timing"] = args.timing
     if args.reps is not None:
         overrides["reps"] = args.reps
-    out = exp.run(args.name, args.quick, overrides)
+    out = exp.run(args.name, args.quick, overrides, jobs=args.jobs, shard=args.shard)
+    if args.shard is not None:
+        print(f"shard {args.shard.index}/{args.shard.count}: {out}")
+        return 0
     print((out / "report.md").read_text(), end="")
     print(f"results: {out}")
     return 0
@@ -432,6 +496,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.rounds,
                 args.iterations,
                 "./tandem " + " ".join(sys.argv[1:] if argv is None else argv),
+                jobs=args.jobs,
             )
             print((out / "report.md").read_text(), end="")
             print(f"results: {out}")

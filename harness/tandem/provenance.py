@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.platform import qemu_command
-from tandem.platform.paths import BUILD, FIRMWARE, QEMU_INSTALL, ROOT
+from tandem.platform.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, QEMU_INSTALL, ROOT
 
 KERNEL_RELEASE = BUILD / "linux" / "include" / "config" / "kernel.release"
 
@@ -77,15 +77,35 @@ def changed_paths() -> list[str] | None:
     return names.splitlines()
 
 
-def collect(scenario: Mapping[str, object]) -> dict[str, object]:
-    """Provenance of a run of `scenario` (its values, after overrides)."""
+def changes_digest() -> str:
+    """A digest of the uncommitted changes outside results/ ("none"
+    without): two shards with the same changed paths may have changed them
+    differently."""
+    diff = _git("diff", "HEAD", "--", ".", ":!results")
+    if not diff:
+        return "none"
+    return hashlib.sha256(diff.encode()).hexdigest()[:16]
+
+
+def collect(scenario: Mapping[str, object], jobs: int = 1) -> dict[str, object]:
+    """Provenance of a run of `scenario` (its values, after overrides),
+    measured `jobs` boots at a time.
+
+    Everything but `host` is what made the numbers: shards of one run must
+    agree on it (tandem exp merge). The kernel's and initramfs's digests
+    are of the images booted, which differ between two builds of the same
+    commit (Linux stamps its build's time and host into itself), so shards
+    on several machines share one build (docs/harness.md)."""
     changed = changed_paths()
     return {
         "commit": _git("rev-parse", "HEAD"),
         "uncommitted_changes": changed is None or bool(changed),
         "changed_paths": changed if changed is not None else "unknown",
+        "changes_sha256": "unknown" if changed is None else changes_digest() if changed else "none",
         "qemu": _qemu(),
         "kernel": KERNEL_RELEASE.read_text().strip() if KERNEL_RELEASE.exists() else "unknown",
+        "kernel_sha256": _digest(KERNEL),
+        "initramfs_sha256": _digest(INITRAMFS),
         "firmware_sha256": _digest(FIRMWARE),
         "timing": timing_keys(scenario),
         "host": {
@@ -93,5 +113,7 @@ def collect(scenario: Mapping[str, object]) -> dict[str, object]:
             "cpus": os.cpu_count(),
             "cpu": _cpu_model(),
             "os": f"{platform.system()} {platform.release()}",
+            # Boots run side by side (--jobs): the host's load was theirs.
+            "jobs": jobs,
         },
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import secrets
 import shutil
 import tarfile
 import time
@@ -19,24 +20,37 @@ RAW = "raw"
 RAW_ARCHIVE = "raw.tar.xz"
 
 
+def _claim(parent: Path, suffix: str = "", tag: str = "") -> Path:
+    """Creates a new directory PARENT/<date-time>[-n][-TAG]SUFFIX and
+    returns it; its name without SUFFIX is not taken either. mkdir is the
+    claim: runs started at once (parallel shards, two experiments) never
+    get the same directory."""
+    parent.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    n = 0
+    while True:
+        n += 1
+        name = stamp + (f"-{n}" if n > 1 else "") + (f"-{tag}" if tag else "")
+        if (parent / name).exists() or (parent / (name + PARTIAL)).exists():
+            continue
+        out = parent / (name + suffix)
+        try:
+            out.mkdir()
+        except FileExistsError:
+            continue
+        return out
+
+
 def new_run_dir(parent: Path) -> Path:
     """A new results directory for one run: PARENT/<date-time>."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = parent / stamp
-    n = 1
-    while out.exists() or out.with_name(out.name + PARTIAL).exists():
-        n += 1
-        out = parent / f"{stamp}-{n}"
-    out.mkdir(parents=True)
-    return out
+    return _claim(parent)
 
 
 def mark_latest(out: Path) -> None:
     """Points PARENT/latest at `out`, once its files are complete."""
     latest = out.parent / "latest"
-    tmp = out.parent / ".latest.tmp"
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
+    # A name of its own: two runs of one experiment may end at once.
+    tmp = out.parent / f".latest.{secrets.token_hex(6)}.tmp"
     tmp.symlink_to(out.name)
     # rename() replaces the old link in one step: readers never see none.
     tmp.rename(latest)
@@ -44,9 +58,12 @@ def mark_latest(out: Path) -> None:
 
 def write_atomic(path: Path, text: str) -> None:
     """Writes `text` to `path` through a temporary file and a rename, so an
-    interrupted run leaves the old file or the new one, never half of one."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
+    interrupted run leaves the old file or the new one, never half of one.
+    The temporary file's name is its own (O_EXCL), so writers running at
+    once (boots sharing a cache) never write into each other's."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    with tmp.open("x") as f:
+        f.write(text)
     os.replace(tmp, path)
 
 
@@ -54,12 +71,9 @@ class PartialRun:
     """A run directory that only gets its final name when the run succeeds:
     PARENT/<run-id>.partial while measuring, PARENT/<run-id> afterwards."""
 
-    def __init__(self, parent: Path) -> None:
-        final = new_run_dir(parent)
-        final.rmdir()
-        self.final = final
-        self.dir = final.with_name(final.name + PARTIAL)
-        self.dir.mkdir()
+    def __init__(self, parent: Path, tag: str = "") -> None:
+        self.dir = _claim(parent, PARTIAL, tag)
+        self.final = self.dir.with_name(self.dir.name.removesuffix(PARTIAL))
 
     def finish(self) -> Path:
         """Packs its raw data into one archive, gives the directory its

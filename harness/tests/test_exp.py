@@ -27,7 +27,7 @@ from tandem.exp.rpc import parse as rpc_parse
 from tandem.exp.rpc import script as rpc_script
 from tandem.instruments.measure import Latency, parse_results
 from tandem.platform.apps import AppRun
-from tandem.results import PARTIAL
+from tandem.results import PARTIAL, raw_file
 
 DOMAINS_ROW = {
     "env": str,
@@ -344,7 +344,7 @@ def test_experiment_runs_tiny(
     assert summary["timing"] == "percore", "experiments default to per-core timing"
     for f in ("summary.csv", "histograms.csv", "report.md", *files):
         assert (out / f).stat().st_size > 0, f
-    assert (out / "raw").is_dir()
+    assert (out / "raw.tar.xz").is_file(), "the raw data, packed when the run finished"
     assert "timing" in (out / "report.md").read_text()
 
 
@@ -1072,7 +1072,7 @@ def test_rtos_app_scenario_runs(tmp_path: Path) -> None:
     (row,) = summary["rows"]
     assert any("ctxsw: 2000 hand-offs" in line for line in row["lines"]), row
     assert "ctxsw: 2000 hand-offs" in (out / "report.md").read_text()
-    assert (out / "raw" / "rep1.secure.log").is_file()
+    assert b"ctxsw: 2000 hand-offs" in (raw_file(out, "rep1.secure.log") or b"")
     write(tmp_path, "never", APP_SCENARIO.format(name="never").replace("2000 hand", "7 hand"))
     with pytest.raises(TandemError, match="never showed 'ctxsw: 7 hand-offs"):
         exp.run("never", quick=False, overrides={}, out_root=tmp_path / "r", directory=tmp_path)
@@ -1117,23 +1117,34 @@ def test_a_run_is_stamped_before_it_measures(
     """A commit made during a two-hour run must not be recorded as what the
     run measured: the provenance is collected before the first boot."""
     from tandem import provenance
+    from tandem.exp import units
+    from tandem.exp.common import Boot
+    from tandem.platform.boot import BEGIN, BootOptions, ExecResult
 
     events: list[str] = []
 
-    def stamp(values: object) -> dict[str, object]:
+    def stamp(values: object, jobs: int) -> dict[str, object]:
         events.append("stamp")
         return {"commit": "at-start"}
 
-    def measure(s: scenario.Scenario, out: Path) -> dict[str, object]:
-        events.append("measure")
-        return {"experiment": "stamped"}
+    def boot(unit: Boot, ctx: object) -> ExecResult:
+        events.append("boot")
+        log = tmp_path / "console.log"
+        log.write_text(f"{BEGIN}\nhi\n@@TANDEM-EXEC-END status=0@@\n")
+        return ExecResult(0, "hi", log, log, 0, 0.0, 0.0, lines=["hi"])
 
     fake = exp.Experiment(
-        "stamped", rtos_app.SCHEMA, measure, lambda d, s: None, lambda d, c: "report\n"
+        "stamped",
+        rtos_app.SCHEMA,
+        lambda s: [Boot("only", BootOptions(), "true\n")],
+        lambda s, out, measured: {"experiment": "stamped"},
+        lambda d, s: None,
+        lambda d, c: "report\n",
     )
     write(tmp_path, "stamped", APP_SCENARIO.format(name="stamped"))
     monkeypatch.setattr(provenance, "collect", stamp)
     monkeypatch.setattr(exp, "get", lambda name, directory: fake)
+    monkeypatch.setattr(units, "boot", boot)
     out = exp.run("stamped", quick=False, overrides={}, out_root=tmp_path / "r", directory=tmp_path)
-    assert events == ["stamp", "measure"]
+    assert events == ["stamp", "boot"]
     assert json.loads((out / "summary.json").read_text())["provenance"] == {"commit": "at-start"}

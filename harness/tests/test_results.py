@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,19 @@ def test_provenance_ignores_results_but_names_other_changes(
     assert provenance.changed_paths() == []
     (repo / "src.txt").write_text("b\n")
     assert provenance.changed_paths() == ["src.txt"]
+
+
+def test_runs_and_writers_started_at_once_never_share_a_file(tmp_path: Path) -> None:
+    """Shards and boots run side by side (`--jobs`, `--shard`): each run
+    claims a directory of its own, and writers of one file each write
+    through their own temporary file."""
+    with ThreadPoolExecutor(8) as pool:
+        runs = list(pool.map(lambda _: results.PartialRun(tmp_path / "exp"), range(16)))
+        texts = [f"writer {n}\n" * 2000 for n in range(16)]
+        list(pool.map(lambda t: results.write_atomic(tmp_path / "cache.dts", t), texts))
+    assert len({r.dir for r in runs}) == 16 and all(r.dir.is_dir() for r in runs)
+    assert len({r.final for r in runs}) == 16
+    assert (tmp_path / "cache.dts").read_text() in texts, "one writer's whole text"
+    assert [p.name for p in tmp_path.iterdir() if p.is_file()] == ["cache.dts"], "no leftovers"
+    shard = results.PartialRun(tmp_path / "exp", tag="shard1of2")
+    assert shard.dir.name.endswith("-shard1of2.partial")

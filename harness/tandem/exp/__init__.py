@@ -9,22 +9,37 @@ the plots, the report's prose and the tests of its paper's claims apart
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
+import shutil
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tandem import provenance
+from tandem import pool, provenance
 from tandem.claims import Claim, ClaimTests
 from tandem.errors import TandemError
-from tandem.exp import capacity, ctxsw, domains, lhp, linux_rt, rpc, rtos_app, scenario
-from tandem.exp.common import num, read_summary
+from tandem.exp import (
+    capacity,
+    ctxsw,
+    domains,
+    lhp,
+    linux_rt,
+    rpc,
+    rtos_app,
+    scenario,
+    shards,
+    units,
+)
+from tandem.exp.common import Boot, num, read_summary
+from tandem.exp.shards import Shard
+from tandem.exp.units import Measured
 from tandem.platform.paths import EXPERIMENTS, RESULTS
-from tandem.results import PARTIAL, PartialRun, write_atomic
+from tandem.results import PARTIAL, RAW, PartialRun, write_atomic
 
 
 def no_claims(root: Path) -> list[Claim]:
@@ -34,12 +49,14 @@ def no_claims(root: Path) -> list[Claim]:
 
 @dataclass(frozen=True)
 class Experiment:
-    """An experiment: its scenario schema, how to run it, how to report it,
+    """An experiment: its scenario schema, its boots (the units a run is
+    measured in, exp/units.py), how it summarizes them, how it reports,
     and the tests of its paper's claims (tandem/claims.py)."""
 
     name: str
     schema: Mapping[str, scenario.Key]
-    run: Callable[[scenario.Scenario, Path], dict[str, object]]
+    units: Callable[[scenario.Scenario], list[Boot]]
+    summarize: Callable[[scenario.Scenario, Path, Measured], dict[str, object]]
     plot: Callable[[Path, dict[str, object]], None]
     report: Callable[[Path, str], str]
     claims: ClaimTests = no_claims
@@ -48,7 +65,7 @@ class Experiment:
 # In the papers' order (000 §3, 000 §4, 001 ... 004): results/CLAIMS.md
 # lists the claims in this order.
 REGISTRY = {
-    m.NAME: Experiment(m.NAME, m.SCHEMA, m.run, m.plot, m.report, m.claims)
+    m.NAME: Experiment(m.NAME, m.SCHEMA, m.units, m.summarize, m.plot, m.report, m.claims)
     for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw)
 }
 
@@ -82,7 +99,14 @@ def get(name: str, directory: Path = EXPERIMENTS) -> Experiment:
     if name in REGISTRY:
         return REGISTRY[name]
     if name in app_scenarios(directory):
-        return Experiment(name, rtos_app.SCHEMA, rtos_app.run, rtos_app.plot, rtos_app.report)
+        return Experiment(
+            name,
+            rtos_app.SCHEMA,
+            rtos_app.units,
+            rtos_app.summarize,
+            rtos_app.plot,
+            rtos_app.report,
+        )
     known = sorted([*REGISTRY, *app_scenarios(directory)])
     raise TandemError(f"no experiment '{name}'; available: {', '.join(known)}")
 
@@ -115,23 +139,62 @@ def run(
     overrides: Mapping[str, object],
     out_root: Path = RESULTS,
     directory: Path = EXPERIMENTS,
+    jobs: int | None = None,
+    shard: Shard | None = None,
 ) -> Path:
-    """Runs experiment `name`; returns its finished results directory.
+    """Runs experiment `name`; returns its finished results directory (a
+    shard: its partial directory, for `merge`).
 
     The run is measured into results/NAME/<id>.partial and only renamed to
     results/NAME/<id> (and linked as `latest`) when summary, plots and report
-    are all written: an interrupted run leaves raw data, never a summary."""
+    are all written: an interrupted run leaves raw data, never a summary.
+    `jobs` boots run side by side (None: one per host core, or one in host
+    timing: pool.choose_jobs); the summary is the same whatever `jobs`.
+    With `shard`, only that shard's boots run, and the directory stays
+    partial with the shard's plan (shards.Plan) until `merge`."""
     exp = get(name, directory)
     s = scenario.load(name, exp.schema, quick=quick, overrides=overrides, directory=directory)
-    partial = PartialRun(out_root / name)
-    print(f"exp {name}: measuring into {partial.dir}", file=sys.stderr)
+    boots = exp.units(s)
+    mine = boots if shard is None else shard.select(boots)
+    # Every boot's timing, not only this shard's: whether the run may have
+    # boots side by side does not depend on how it is split.
+    jobs = pool.choose_jobs(jobs, [b.options.timing for b in boots], f"{name}'s")
+    jobs = min(jobs, max(1, len(mine)))
+    partial = PartialRun(out_root / name, tag="" if shard is None else shard.tag)
+    what = name if shard is None else f"{name} shard {shard.index}/{shard.count}"
+    print(f"exp {what}: measuring into {partial.dir}", file=sys.stderr)
     command = command_line(name, quick, s.overrides)
     # Stamped before measuring: a run lasts up to two hours, and a commit or
     # an edit made meanwhile must not be recorded as what it measured.
-    stamp = provenance.collect(s.values)
+    stamp = provenance.collect(s.values, jobs)
+    plan = None
+    if shard is not None:
+        plan = shards.Plan(
+            name,
+            quick,
+            dict(s.overrides),
+            dict(s.values),
+            command,
+            stamp,
+            [b.label for b in boots],
+            shard,
+            jobs,
+        )
+        plan.write(partial.dir)
     try:
         started = time.monotonic()
-        summary = exp.run(s, partial.dir)
+        units.measure_all(what, mine, partial.dir, jobs)
+        if plan is not None:
+            dataclasses.replace(plan, host_seconds=round(time.monotonic() - started, 1)).write(
+                partial.dir
+            )
+            print(
+                f"exp {what}: done; when every shard is, merge them: "
+                f"./tandem exp merge {name} DIR...",
+                file=sys.stderr,
+            )
+            return partial.dir
+        summary = exp.summarize(s, partial.dir, Measured(partial.dir))
         summary["command"] = command
         summary["provenance"] = stamp
         summary["host_seconds"] = round(time.monotonic() - started, 1)
@@ -140,7 +203,60 @@ def run(
     except BaseException:
         for leftover in ("summary.json", "summary.csv"):
             (partial.dir / leftover).unlink(missing_ok=True)
-        print(f"exp {name}: stopped; what was measured is in {partial.dir}", file=sys.stderr)
+        print(f"exp {what}: stopped; what was measured is in {partial.dir}", file=sys.stderr)
+        raise
+    return partial.finish()
+
+
+def merge(
+    name: str, dirs: Sequence[Path], out_root: Path = RESULTS, directory: Path = EXPERIMENTS
+) -> Path:
+    """Makes one run of `name` from its shards' directories (`run` with
+    `shard`): refused unless they are shards of one run (the same
+    experiment, scenario and provenance but for the host) and hold every
+    unit exactly once. The summary, plots and report are made as a run's
+    on one machine, from the shards' raw data; returns the run."""
+    exp = get(name, directory)
+    plans = shards.read(name, dirs)
+    first = plans[0][1]
+    s = scenario.load(
+        name, exp.schema, quick=first.quick, overrides=first.overrides, directory=directory
+    )
+    if dict(s.values) != first.scenario:
+        what = shards.differences(first.scenario, dict(s.values), "scenario")
+        raise TandemError(
+            f"experiments/{name}.toml changed since the shards ran: {'; '.join(what[:5])}"
+        )
+    shards.check(plans, [b.label for b in exp.units(s)])
+    partial = PartialRun(out_root / name)
+    print(f"exp merge {name}: {len(plans)} shards into {partial.dir}", file=sys.stderr)
+    try:
+        raw = partial.dir / RAW
+        raw.mkdir()
+        for d, _ in plans:
+            for f in sorted((d / RAW).iterdir()):
+                if (raw / f.name).exists():
+                    raise TandemError(f"merge: {f.name} is in more than one shard")
+                shutil.copy2(f, raw / f.name)
+        summary = exp.summarize(s, partial.dir, Measured(partial.dir))
+        summary["command"] = first.command
+        summary["provenance"] = first.provenance | {
+            "shards": [
+                {
+                    "shard": f"{p.shard.index}/{p.shard.count}",
+                    "directory": d.name,
+                    "host": p.provenance.get("host"),
+                    "host_seconds": p.host_seconds,
+                }
+                for d, p in plans
+            ]
+        }
+        # The host time the run cost, shard after shard.
+        summary["host_seconds"] = round(sum(p.host_seconds or 0.0 for _, p in plans), 1)
+        write_atomic(partial.dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+        finish(exp, partial.dir, summary, first.command)
+    except BaseException:
+        partial.discard()
         raise
     return partial.finish()
 

@@ -1,24 +1,23 @@
-"""What every experiment shares: booting one cell's script with progress
-output, keeping the raw data, and writing summaries and reports whole."""
+"""What every experiment shares: a boot (the unit a run is measured in),
+reading its output, and writing summaries and reports whole."""
 
 from __future__ import annotations
 
 import csv
 import json
 import random
-import shutil
 import statistics
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tandem.errors import TandemError
 from tandem.exp.scenario import Scenario
-from tandem.instruments.measure import PHASE, Latency, parse_results
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.instruments.measure import Latency
+from tandem.platform.boot import BootOptions
 from tandem.platform.timing import Timing
 from tandem.results import PARTIAL, write_atomic
 
@@ -39,73 +38,48 @@ def rep_phase_us(rep: int) -> int:
 
 
 class Progress:
-    """One line per step on stderr, with elapsed time."""
+    """Notes on stderr while a run's summary is made (what each boot
+    measured), with the time since the summary began; the boots' own
+    progress lines are the pool's (tandem/pool.py)."""
 
-    def __init__(self, name: str, steps: int) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.steps = steps
-        self.step = 0
         self.start = time.monotonic()
 
     def elapsed(self) -> str:
         s = int(time.monotonic() - self.start)
         return f"{s // 60}:{s % 60:02d}"
 
-    def next(self, what: str) -> None:
-        self.step += 1
-        print(f"[{self.elapsed()}] {self.name} {self.step}/{self.steps}: {what}", file=sys.stderr)
-
     def note(self, what: str) -> None:
         print(f"[{self.elapsed()}]     {what}", file=sys.stderr, flush=True)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Boot:
-    """One boot of an experiment: options, script, and a label for files."""
+    """One boot of an experiment, the unit a run is measured in (a cell and
+    repetition; exp/units.py): its options, script, and a label that names
+    its files under raw/ and orders the units for `--shard`."""
 
     label: str
     options: BootOptions
     script: str
     # Host seconds before giving up on the boot.
     timeout_s: float = 3600
-
-
-def boot_lines(boot: Boot, raw_dir: Path, progress: Progress) -> tuple[list[str], str]:
-    """Boots, runs the script (printing phase progress), keeps the console
-    log and the script under raw/; returns the script's output lines and a
-    description of the boot for error messages. A failing script is an error."""
-
-    def echo(line: str) -> None:
-        m = PHASE.match(line.strip())
-        if m:
-            progress.note(f"measuring {m.group(1)}")
-
-    result = run_exec(boot.options, boot.script, timeout_s=boot.timeout_s, echo=echo)
-    raw_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copy(result.console_log, raw_dir / f"{boot.label}.console.log")
-    (raw_dir / f"{boot.label}.sh").write_text(boot.script)
-    # Other partitions' scripts and consoles (DualUnix: the loads' Linux).
-    for name, script in boot.options.partition_scripts:
-        (raw_dir / f"{boot.label}.{name}.sh").write_text(script)
-    for name, other in result.partitions.items():
-        shutil.copy(other.console_log, raw_dir / f"{boot.label}.{name}.console.log")
-        if other.status != 0:
-            tail = "\n".join(other.lines[-5:])
-            raise TandemError(
-                f"{boot.label}: partition {name}'s script exited with {other.status} "
-                f"(console: {other.console_log}):\n{tail}"
-            )
-    where = f"{boot.label} (console: {result.console_log})"
-    if result.status != 0:
-        tail = "\n".join(result.lines[-5:])
-        raise TandemError(f"{where}: the script exited with {result.status}:\n{tail}")
-    return result.lines, where
-
-
-def run_boot(boot: Boot, raw_dir: Path, progress: Progress) -> dict[str, Latency]:
-    """`boot_lines`, then the phases' measurements from its output."""
-    lines, where = boot_lines(boot, raw_dir, progress)
-    return parse_results(lines, where)
+    # What the boot is, for its progress line.
+    about: str = ""
+    # An instrument's QEMU options, added to options.extra_qemu_args when the
+    # boot starts: they read the build (ELF symbols), which listing a run's
+    # boots must not need (a shard's plan, a merge, host tests).
+    instrument: Callable[[], tuple[str, ...]] | None = None
+    # Files an instrument writes into the boot's log directory ("{run_dir}/NAME"
+    # in its options), moved to raw/LABEL.NAME after the boot.
+    keep: tuple[str, ...] = ()
+    # Keep the secure console's log as raw/LABEL.secure.log.
+    keep_secure_log: bool = False
+    # A file in the boot's log directory too large to keep (QEMU's execution
+    # log), reduced after the boot, on the host that booted, to what the
+    # summary needs (JSON, in the unit's record: Measured.reduced).
+    reduce: Callable[[Path], object] | None = None
 
 
 def phase_latencies(

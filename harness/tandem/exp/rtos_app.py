@@ -9,15 +9,16 @@ application")."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.exp.common import Progress, boot_options, read_summary, summary_list
+from tandem.exp.common import Boot, boot_options, read_summary, summary_list
 from tandem.exp.scenario import Key, Scenario
+from tandem.exp.units import Measured
 from tandem.platform import apps
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import BootOptions
 from tandem.platform.timing import Timing
+from tandem.results import RAW
 
 RUNNER = "rtos-app"
 SCHEMA = {
@@ -58,26 +59,34 @@ def app_lines(secure_log: str, names: list[str]) -> list[str]:
     return out
 
 
-def run(s: Scenario, out: Path) -> dict[str, object]:
+def units(s: Scenario) -> list[Boot]:
+    """The same boot `reps` times, its secure console kept."""
     boot = options(s)
-    names = [r.app for r in boot.apps]
-    progress = Progress(s.name, s.integer("reps"))
-    raw = out / "raw"
-    raw.mkdir(parents=True, exist_ok=True)
+    return [
+        Boot(
+            f"rep{rep}",
+            boot,
+            s.text("linux") + "\n",
+            timeout_s=1800,
+            about=f"rep {rep}",
+            keep_secure_log=True,
+        )
+        for rep in range(1, s.integer("reps") + 1)
+    ]
+
+
+def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
+    """Each repetition's lines of the applications; an error if one never
+    showed an expected pattern."""
+    names = [r.app for r in options(s).apps]
     rows: list[dict[str, object]] = []
     for rep in range(1, s.integer("reps") + 1):
-        progress.next(f"rep {rep}")
-        result = run_exec(boot, s.text("linux") + "\n", timeout_s=1800)
         label = f"rep{rep}"
-        shutil.copy(result.console_log, raw / f"{label}.console.log")
-        shutil.copy(result.secure_log, raw / f"{label}.secure.log")
-        secure = result.secure_log.read_text(errors="replace")
+        secure = measured.text(label, "secure.log")
         missing = [p for p in s.texts("expect") if not re.search(p, secure, re.M)]
-        if result.status != 0:
-            raise TandemError(f"{s.name} rep {rep}: Linux's commands exited {result.status}")
         if missing:
             raise TandemError(
-                f"{s.name} rep {rep}: the secure console ({raw / label}.secure.log) "
+                f"{s.name} rep {rep}: the secure console ({out / RAW / label}.secure.log) "
                 f"never showed {', '.join(repr(p) for p in missing)}"
             )
         rows.append({"rep": rep, "lines": app_lines(secure, names)})

@@ -6,6 +6,8 @@ Timing modes: platform/timing.py (docs/design.md, "Time and measurement").
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import re
 import shutil
 import subprocess
@@ -15,12 +17,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from tandem.errors import TandemError
 from tandem.platform import capacity, cpio, dtb, flash, qemu_command
 from tandem.platform.apps import AppRun, workload_blob
 from tandem.platform.board import Board, load_board
-from tandem.platform.configs import Ctxsw, Workload, load_config
+from tandem.platform.configs import Ctxsw, Partition, PlatformConfig, Workload, load_config
 from tandem.platform.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
 from tandem.platform.timing import Timing
 
@@ -33,6 +36,8 @@ RESTART = re.compile(r"^\[\s*\d+\.\d+\] reboot: Restarting system$")
 # Linux's panic message, and how many console lines after it to report.
 PANIC = "Kernel panic - not syncing"
 PANIC_LINES = 30
+# How run_exec writes console logs (and read_console_log reads them).
+CONSOLE_ENCODING = "utf-8"
 # Seconds QEMU may take to exit once the commands are done (poweroff).
 POWEROFF_GRACE_S = 10.0
 # The blank disk BootOptions.disk_mib asks for, in the boot's log directory.
@@ -41,6 +46,9 @@ DISK_NAME = "disk.img"
 FLASH_NAME = "flash.bin"
 # Boot log directories kept under build/logs (oldest removed first).
 KEEP_LOGS = 100
+# In a boot's log directory: a file locked (flock) while the boot runs, so
+# that pruning leaves the directory alone, whichever process runs the boot.
+IN_USE = ".in-use"
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,13 @@ class Prepared:
     run_dir: Path
     # With partitions: the console logs of those not on stdio, by name.
     consoles: dict[str, Path] = field(default_factory=dict)
+    # Holds run_dir as in use (_new_log_dir) until `release`.
+    in_use: BinaryIO | None = None
+
+    def release(self) -> None:
+        """The boot is over: its log directory may be pruned."""
+        if self.in_use is not None:
+            self.in_use.close()
 
 
 def choose_timing(requested: str, smp: int, host_cores: int) -> tuple[str, str]:
@@ -135,22 +150,79 @@ def _check(options: BootOptions, board: Board) -> None:
         raise TandemError(f"not built yet: {names} (run `make build`)")
 
 
-def _new_log_dir() -> Path:
-    """A fresh build/logs/<time> directory; old ones beyond KEEP_LOGS go."""
+def _in_use(log_dir: Path) -> bool:
+    """Whether a running boot, of this process or another, holds the log
+    directory (its IN_USE file locked)."""
+    try:
+        f = (log_dir / IN_USE).open("rb")
+    except FileNotFoundError:
+        return False
+    with f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            # A file system without locks (some cluster mounts): keep what
+            # cannot be checked.
+            return True
+    return False
+
+
+def _new_log_dir() -> tuple[Path, BinaryIO]:
+    """A fresh build/logs/<time> directory, locked as in use until
+    the returned file is closed; old ones beyond KEEP_LOGS go unless a
+    running boot holds them (boots side by side, `--jobs`, or another
+    process's)."""
     LOGS.mkdir(parents=True, exist_ok=True)
     old = sorted(p for p in LOGS.iterdir() if p.is_dir())
     for stale in old[: max(0, len(old) - KEEP_LOGS + 1)]:
-        shutil.rmtree(stale, ignore_errors=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.monotonic_ns() % 1_000_000:06d}"
-    run_dir = LOGS / stamp
-    run_dir.mkdir()
-    return run_dir
+        if not _in_use(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+    while True:
+        # Named by the time to the nanosecond, so that names sort by age;
+        # mkdir fails for a name another boot took, and the next try
+        # takes a later time.
+        now = time.time_ns()
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now // 10**9))
+        run_dir = LOGS / f"{stamp}-{now % 10**9:09d}"
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            continue
+        break
+    lock = (run_dir / IN_USE).open("wb")
+    # On a file system without locks (some cluster mounts) pruning keeps
+    # the directory anyway: _in_use cannot lock it either.
+    with contextlib.suppress(OSError):
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return run_dir, lock
 
 
-def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
-    """Writes the DTB and initramfs for one boot and returns QEMU's command line."""
-    board = load_board()
-    _check(options, board)
+@dataclass(frozen=True)
+class Layout:
+    """Which Linux runs where in one boot, and which commands each runs:
+    the configuration, Linux's cores, the partitions (none: one Linux) and
+    the one whose Linux runs `exec`'s commands with its console on stdio."""
+
+    config: PlatformConfig
+    linux_cores: list[int]
+    partitions: tuple[Partition, ...]
+    primary: Partition | None
+    # exec's commands per partition name ("" without partitions), the
+    # phase's sleep included; empty for an interactive boot.
+    scripts: dict[str, str]
+
+    @property
+    def others(self) -> list[str]:
+        """The partitions running commands beside the primary's."""
+        return [name for name in self.scripts if self.primary and name != self.primary.name]
+
+
+def layout(options: BootOptions, exec_script: str | None) -> Layout:
+    """Step 1: the configuration's cores and partitions for this boot, and
+    which commands run in which Linux; an error for commands a partition
+    cannot run."""
     config = load_config(options.config)
     linux_cores = config.linux_cores(options.smp)
     if not linux_cores:
@@ -166,167 +238,311 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
         raise TandemError("commands for other partitions need commands for this one (exec)")
     for name in others:
         config.partition(options.smp, name)
-
-    kernel_path = options.kernel or KERNEL
-    if not kernel_path.is_file():
-        raise TandemError(f"no Linux image {kernel_path}")
-    run_dir = _new_log_dir()
-
-    initrd: list[bytes] = [INITRAMFS.read_bytes()]
-    if exec_script is not None and options.phase_us:
-        exec_script = f"sleep {options.phase_us / 1e6:.6f}\n" + exec_script
+    scripts: dict[str, str] = {}
     if exec_script is not None:
-        # One initramfs for every partition: each Linux's rcS runs the
-        # script named after its partition (its device tree says which).
+        if options.phase_us:
+            exec_script = f"sleep {options.phase_us / 1e6:.6f}\n" + exec_script
         scripts = {primary.name: exec_script, **others} if primary else {"": exec_script}
+    return Layout(config, linux_cores, partitions, primary, scripts)
+
+
+def initramfs(layout: Layout, run_dir: Path) -> tuple[bytes, ...]:
+    """Step 2: the initramfs as chunks: Tandem's, then (exec) the commands.
+
+    One initramfs for every partition: each Linux's rcS runs the script
+    named after its partition (its device tree says which). The scripts
+    are also written beside the boot's logs (exec.sh, exec-NAME.sh)."""
+    chunks = [INITRAMFS.read_bytes()]
+    if layout.scripts:
         files = {
             f"tandem/exec{'-' + name if name else ''}.sh": (0o755, text.encode())
-            for name, text in scripts.items()
+            for name, text in layout.scripts.items()
         }
-        initrd.append(cpio.archive(files))
+        chunks.append(cpio.archive(files))
         for file, (_, text) in files.items():
             (run_dir / Path(file).name).write_bytes(text)
+    return tuple(chunks)
 
-    # A panicking Linux resets at once (PSCI SYSTEM_RESET), and the monitor
-    # restarts it alone while the RTOS runs on: what a product wants.
-    # `--bootargs panic=0` keeps a panicked Linux for a look.
-    bootargs = "console=ttyAMA0 earlycon panic=-1"
+
+def bootargs(options: BootOptions, exec_script: str | None) -> str:
+    """Step 3: Linux's command line.
+
+    A panicking Linux resets at once (PSCI SYSTEM_RESET), and the monitor
+    restarts it alone while the RTOS runs on: what a product wants.
+    `--bootargs panic=0` keeps a panicked Linux for a look."""
+    args = "console=ttyAMA0 earlycon panic=-1"
     if exec_script is not None:
-        bootargs += " quiet"
+        args += " quiet"
     if options.extra_bootargs:
-        bootargs += " " + options.extra_bootargs
+        args += " " + options.extra_bootargs
+    return args
+
+
+def linux_off(options: BootOptions, layout: Layout) -> str | None:
+    """What Linux's power-off does in this boot (None: the configuration's).
+
+    exec's boot ends with the commands (machine-off), unless several
+    partitions run commands: then each Linux's power-off stops it alone,
+    and the harness ends QEMU once all have finished."""
+    if options.linux_off is None and layout.scripts:
+        return "rtos-runs-on" if layout.others else "machine-off"
+    return options.linux_off
+
+
+@dataclass(frozen=True)
+class RtosBlobs:
+    """What the monitor and the RTOS read at boot: the boot configuration
+    (cores' policies, features, RPC cores) and the applications' workload."""
+
+    boot_config: bytes
+    workload: bytes
+
+
+def rtos_blobs(options: BootOptions, layout: Layout, off: str | None, run_dir: Path) -> RtosBlobs:
+    """Step 4: the boot configuration and the workload blob, also written
+    beside the boot's logs (bootconfig.bin, workload.bin)."""
+    blobs = RtosBlobs(
+        layout.config.boot_blob(
+            options.smp,
+            steal_time=capacity.uses_steal(options.capacity),
+            rpc_cores=options.rpc_cores,
+            linux_off=off,
+        ),
+        workload_blob(
+            layout.config.rtos_apps(options.smp, options.workload, options.ctxsw, options.apps)
+        ),
+    )
+    (run_dir / "bootconfig.bin").write_bytes(blobs.boot_config)
+    (run_dir / "workload.bin").write_bytes(blobs.workload)
+    return blobs
+
+
+# One Linux's images in flash: kernel, device tree, initramfs.
+LinuxImages = tuple[flash.Image, flash.Image, flash.Image]
+
+
+def device_trees(
+    options: BootOptions,
+    board: Board,
+    layout: Layout,
+    args: str,
+    initrd: tuple[bytes, ...],
+    kernel: bytes,
+    run_dir: Path,
+) -> list[LinuxImages]:
+    """Step 5: each Linux's device tree (tandem.dtb, or tandem-NAME.dtb per
+    partition, with its source beside), and its images for the flash: the
+    kernel, the tree and the initramfs, at the board's addresses (a
+    partition's in its own RAM). The partitions' kernels and initramfs are
+    the same objects, which the flash stores once."""
+    kernel_chunks = (kernel,)
     capacities = (
-        capacity.static_capacities(options.workload, linux_cores)
+        capacity.static_capacities(options.workload, layout.linux_cores)
         if capacity.uses_static(options.capacity)
         else None
     )
     initrd_size = sum(len(c) for c in initrd)
-
-    linux_off = options.linux_off
-    if linux_off is None and exec_script is not None:
-        # Commands in several partitions: each Linux's power-off stops it
-        # alone, and the harness ends QEMU once all have finished.
-        linux_off = "rtos-runs-on" if others else "machine-off"
-    boot_config = config.boot_blob(
-        options.smp,
-        steal_time=capacity.uses_steal(options.capacity),
-        rpc_cores=options.rpc_cores,
-        linux_off=linux_off,
-    )
-    workload = workload_blob(
-        config.rtos_apps(options.smp, options.workload, options.ctxsw, options.apps)
-    )
-    (run_dir / "bootconfig.bin").write_bytes(boot_config)
-    (run_dir / "workload.bin").write_bytes(workload)
-    kernel = (kernel_path.read_bytes(),)
-    initramfs = tuple(initrd)
-    table = b""
-    consoles: tuple[Path | None, Path | None] | None = None
-    console_files: dict[str, Path] = {}
-    if not partitions:
-        device_tree = dtb.build_dtb(
+    if not layout.partitions:
+        tree = dtb.build_dtb(
             board,
             options.smp,
-            linux_cores,
-            bootargs,
+            layout.linux_cores,
+            args,
             initrd_size,
             run_dir / "tandem.dtb",
             capacities,
         )
-        images: list[tuple[flash.Image, flash.Image, flash.Image]] = [
+        return [
             (
-                flash.Image("kernel", kernel, board.kernel),
-                flash.Image("device tree", (device_tree.read_bytes(),), board.dtb),
-                flash.Image("initramfs", initramfs, board.initrd),
+                flash.Image("kernel", kernel_chunks, board.kernel),
+                flash.Image("device tree", (tree.read_bytes(),), board.dtb),
+                flash.Image("initramfs", initrd, board.initrd),
             )
         ]
-    else:
-        if len(partitions) > 2:
-            raise TandemError("the board has consoles for two partitions")
-        images = []
-        for p in partitions:
-            tree = dtb.build_dtb(
-                board,
-                options.smp,
-                list(p.cores),
-                bootargs,
-                initrd_size,
-                run_dir / f"tandem-{p.name}.dtb",
-                capacities,
-                partition=p,
-            )
-            images.append(
-                (
-                    flash.Image("kernel", kernel, p.load(board, board.kernel)),
-                    flash.Image("device tree", (tree.read_bytes(),), p.load(board, board.dtb)),
-                    flash.Image("initramfs", initramfs, p.load(board, board.initrd)),
-                )
-            )
-        assert primary is not None
-        machine_off = (
-            primary.name
-            if linux_off == "machine-off" and exec_script is not None
-            else partitions[0].name
-            if (linux_off or config.linux_off) == "machine-off"
-            else None
-        )
-        table = config.partition_table(
+    if len(layout.partitions) > 2:
+        raise TandemError("the board has consoles for two partitions")
+    images = []
+    for p in layout.partitions:
+        tree = dtb.build_dtb(
             board,
             options.smp,
-            {p.name: flash.header_offset(i) for i, p in enumerate(partitions)},
-            machine_off,
+            list(p.cores),
+            args,
+            initrd_size,
+            run_dir / f"tandem-{p.name}.dtb",
+            capacities,
+            partition=p,
         )
-        (run_dir / "partitions.bin").write_bytes(table)
-        # Serial ports 0 and 2 are the normal world's UARTs (the secure
-        # console is 1): the partition running the commands has its
-        # console's on stdio, the others' go to files.
-        slots: dict[int, Path | None] = {0: run_dir / "console-0.log", 2: run_dir / "console-2.log"}
-        for p in partitions:
-            serial = board.partition_devices[p.devices[0]].serial if p.devices else None
-            if serial not in slots:
-                raise TandemError(
-                    f"partition {p.name}: its console (first device) must be one of the "
-                    "board's UARTs with a serial port (boards/*.toml partition_devices)"
-                )
-            if p.name == primary.name:
-                slots[serial] = None
-            else:
-                console_files[p.name] = run_dir / f"console-{p.name}.log"
-                slots[serial] = console_files[p.name]
-        if None not in slots.values():
-            raise TandemError(f"partition {primary.name} has no console for the commands")
-        consoles = (slots[0], slots[2])
-    firmware = flash.write(
+        images.append(
+            (
+                flash.Image("kernel", kernel_chunks, p.load(board, board.kernel)),
+                flash.Image("device tree", (tree.read_bytes(),), p.load(board, board.dtb)),
+                flash.Image("initramfs", initrd, p.load(board, board.initrd)),
+            )
+        )
+    return images
+
+
+def partition_table(
+    board: Board, options: BootOptions, layout: Layout, off: str | None, run_dir: Path
+) -> bytes:
+    """Step 6a: the partition table the monitor and the EL2 layer read
+    (partitions.bin beside the logs); empty without partitions. It names
+    the partition whose power-off ends the machine: the one running exec's
+    commands, or for `run` the first, when Linux's power-off ends it."""
+    if not layout.partitions:
+        return b""
+    assert layout.primary is not None
+    if off == "machine-off" and layout.scripts:
+        machine_off: str | None = layout.primary.name
+    elif (off or layout.config.linux_off) == "machine-off":
+        machine_off = layout.partitions[0].name
+    else:
+        machine_off = None
+    table = layout.config.partition_table(
+        board,
+        options.smp,
+        {p.name: flash.header_offset(i) for i, p in enumerate(layout.partitions)},
+        machine_off,
+    )
+    (run_dir / "partitions.bin").write_bytes(table)
+    return table
+
+
+@dataclass(frozen=True)
+class Consoles:
+    """Where the partitions' Linux consoles go: QEMU's first and third
+    serial ports (a file, or None for stdio), and the files of the
+    partitions not on stdio, by name."""
+
+    serials: tuple[Path | None, Path | None]
+    files: dict[str, Path]
+
+
+def partition_consoles(board: Board, layout: Layout, run_dir: Path) -> Consoles | None:
+    """Step 6b: with partitions, each Linux's console. Serial ports 0 and 2
+    are the normal world's UARTs (the secure console is 1): the partition
+    running the commands has its console on stdio, the others' go to files.
+    None without partitions (one Linux, on serial 0)."""
+    if not layout.partitions:
+        return None
+    assert layout.primary is not None
+    slots: dict[int, Path | None] = {0: run_dir / "console-0.log", 2: run_dir / "console-2.log"}
+    files: dict[str, Path] = {}
+    for p in layout.partitions:
+        serial = board.partition_devices[p.devices[0]].serial if p.devices else None
+        if serial not in slots:
+            raise TandemError(
+                f"partition {p.name}: its console (first device) must be one of the "
+                "board's UARTs with a serial port (boards/*.toml partition_devices)"
+            )
+        if p.name == layout.primary.name:
+            slots[serial] = None
+        else:
+            files[p.name] = run_dir / f"console-{p.name}.log"
+            slots[serial] = files[p.name]
+    if None not in slots.values():
+        raise TandemError(f"partition {layout.primary.name} has no console for the commands")
+    return Consoles((slots[0], slots[2]), files)
+
+
+def flash_image(
+    board: Board, blobs: RtosBlobs, images: list[LinuxImages], table: bytes, run_dir: Path
+) -> Path:
+    """Step 7: the secure flash the boot starts from (flash.bin: firmware,
+    boot configuration, workload, Linux's images, partition table)."""
+    return flash.write(
         board,
         FIRMWARE.read_bytes(),
-        boot_config,
-        workload,
+        blobs.boot_config,
+        blobs.workload,
         images,
         run_dir / FLASH_NAME,
         table,
     )
 
-    secure_log = run_dir / "secure.log"
-    disk = None
-    if options.disk_mib:
-        disk = run_dir / DISK_NAME
-        with disk.open("wb") as f:
-            f.truncate(options.disk_mib << 20)
-    argv = qemu_command.boot_argv(
+
+def blank_disk(options: BootOptions, run_dir: Path) -> Path | None:
+    """Step 8: the blank disk `disk_mib` asks for (sparse), or None."""
+    if not options.disk_mib:
+        return None
+    disk = run_dir / DISK_NAME
+    with disk.open("wb") as f:
+        f.truncate(options.disk_mib << 20)
+    return disk
+
+
+def command_line(
+    options: BootOptions,
+    board: Board,
+    firmware: Path,
+    run_dir: Path,
+    interactive: bool,
+    disk: Path | None,
+    consoles: Consoles | None,
+) -> list[str]:
+    """Step 9: QEMU's command line (platform/qemu_command.py), the
+    instruments' "{run_dir}" replaced by the boot's log directory."""
+    return qemu_command.boot_argv(
         board,
         options.smp,
         options.timing,
         firmware,
         [],
-        secure_log,
-        interactive=exec_script is None,
+        run_dir / "secure.log",
+        interactive=interactive,
         disk=disk,
         instruments=tuple(
             arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args
         ),
-        consoles=consoles,
+        consoles=None if consoles is None else consoles.serials,
     )
-    return Prepared(argv, secure_log, run_dir / "console.log", run_dir, console_files)
+
+
+def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
+    """Writes what one boot needs into a new log directory (the steps
+    above, in order) and returns QEMU's command line."""
+    board = load_board()
+    _check(options, board)
+    plan = layout(options, exec_script)
+    kernel_path = options.kernel or KERNEL
+    if not kernel_path.is_file():
+        raise TandemError(f"no Linux image {kernel_path}")
+    run_dir, in_use = _new_log_dir()
+    try:
+        return _prepare_in(options, exec_script, board, plan, kernel_path, run_dir, in_use)
+    except BaseException:
+        in_use.close()
+        raise
+
+
+def _prepare_in(
+    options: BootOptions,
+    exec_script: str | None,
+    board: Board,
+    plan: Layout,
+    kernel_path: Path,
+    run_dir: Path,
+    in_use: BinaryIO,
+) -> Prepared:
+    initrd = initramfs(plan, run_dir)
+    args = bootargs(options, exec_script)
+    off = linux_off(options, plan)
+    blobs = rtos_blobs(options, plan, off, run_dir)
+    images = device_trees(options, board, plan, args, initrd, kernel_path.read_bytes(), run_dir)
+    table = partition_table(board, options, plan, off, run_dir)
+    consoles = partition_consoles(board, plan, run_dir)
+    firmware = flash_image(board, blobs, images, table, run_dir)
+    disk = blank_disk(options, run_dir)
+    argv = command_line(options, board, firmware, run_dir, exec_script is None, disk, consoles)
+    return Prepared(
+        argv,
+        run_dir / "secure.log",
+        run_dir / "console.log",
+        run_dir,
+        {} if consoles is None else consoles.files,
+        in_use,
+    )
 
 
 REFUSAL = "cannot start:"
@@ -369,6 +585,7 @@ def run_interactive(options: BootOptions) -> int:
         raise
     finally:
         (prepared.run_dir / FLASH_NAME).unlink(missing_ok=True)
+        prepared.release()
     refusal = monitor_refusal(prepared.secure_log)
     if refusal:
         print(f"tandem: Tandem refused to start: {refusal}", file=sys.stderr)
@@ -479,12 +696,89 @@ def _wait_for_partitions(
     return done
 
 
+@dataclass
+class CommandsOutput:
+    """The commands' output in a console, read line by line: `run_exec`
+    reads QEMU's live, `read_console_log` a saved console log, with the same
+    rules, so a run's raw console logs give back exactly what its boots
+    printed (what `tandem exp merge` and a new parse read).
+
+    Output starts after BEGIN and ends at END (with the status); a BEGIN
+    while inside means the commands rebooted the machine and run again (their
+    output kept, the restart's chatter dropped). A Linux panic ends the
+    reading after PANIC_LINES lines, unless `panics` (the commands panic
+    Linux on purpose)."""
+
+    panics: bool = False
+    # Stop at END: QEMU runs on after Linux's power-off (the RTOS, or other
+    # partitions), so nothing after it is the commands'.
+    stop_at_end: bool = False
+    lines: list[str] = field(default_factory=list)
+    status: int | None = None
+    inside: bool = False
+    begins: int = 0
+    ends: int = 0
+    reboots: int = 0
+    panic: list[str] = field(default_factory=list)
+    # Nothing more to read (the end, or a panic's last line).
+    done: bool = False
+
+    def feed(self, line: str) -> list[str]:
+        """Reads one console line; returns the output lines it adds."""
+        if self.panic or (PANIC in line and not self.panics):
+            # Linux will not finish the commands: report the panic now, not
+            # after the timeout.
+            self.panic.append(line)
+            if len(self.panic) >= PANIC_LINES or "---[ end Kernel panic" in line:
+                self.done = True
+            return []
+        if line.endswith(BEGIN):
+            if self.inside:
+                # The commands rebooted the machine and now run again: keep
+                # their output, drop the restart and boot chatter.
+                self.reboots += 1
+                self.lines = _drop_restart_chatter(self.lines)
+            self.begins += 1
+            self.inside = True
+            return []
+        if not self.inside:
+            return []
+        m = END.search(line)
+        if m is None:
+            self.lines.append(line)
+            return [line]
+        before = line[: m.start()]
+        self.status = int(m.group(1))
+        self.ends += 1
+        self.inside = False
+        self.done = self.stop_at_end
+        if before:
+            self.lines.append(before)
+            return [before]
+        return []
+
+
+def read_console_log(data: bytes) -> CommandsOutput:
+    """What the commands printed, from a console log `run_exec` wrote (every
+    line it read, and none after it stopped reading)."""
+    out = CommandsOutput()
+    # Split at newlines only: a line may hold a carriage return or other
+    # characters that str.splitlines would split at.
+    lines = data.decode(CONSOLE_ENCODING, errors="replace").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        out.feed(line)
+    return out
+
+
 def run_exec(
     options: BootOptions,
     script: str,
     timeout_s: float = 600.0,
     echo: Callable[[str], None] | None = None,
     panics: bool = False,
+    cancel: threading.Event | None = None,
 ) -> ExecResult:
     """Boots, runs `script` as root in Linux once it is up, powers off.
 
@@ -492,7 +786,9 @@ def run_exec(
     everything the console printed is saved to the console log. A Linux
     panic ends the boot at once with an error quoting it, unless `panics`
     (the commands panic Linux on purpose: the monitor restarts it, and the
-    commands run again, as after a reboot)."""
+    commands run again, as after a reboot). Setting `cancel` (from another
+    thread: boots side by side, one failed or Ctrl-C) ends the boot with an
+    error."""
     prepared = prepare(options, exec_script=script)
     others = [name for name, _ in options.partition_scripts]
     partition_results: dict[str, PartitionResult] = {}
@@ -501,68 +797,57 @@ def run_exec(
         prepared.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     timed_out = threading.Event()
+    cancelled = threading.Event()
+    finished = threading.Event()
 
-    def kill() -> None:
-        timed_out.set()
-        proc.kill()
+    def watch() -> None:
+        # QEMU killed at the timeout or when `cancel` is set; reading its
+        # output then ends.
+        deadline = start + timeout_s
+        while not finished.wait(0.1):
+            if cancel is not None and cancel.is_set():
+                cancelled.set()
+            elif time.monotonic() > deadline:
+                timed_out.set()
+            else:
+                continue
+            proc.kill()
+            return
 
-    timer = threading.Timer(timeout_s, kill)
-    timer.start()
-    output: list[str] = []
-    status: int | None = None
+    watcher = threading.Thread(target=watch, name="run_exec watch", daemon=True)
+    watcher.start()
+    reader = CommandsOutput(
+        panics=panics, stop_at_end=options.linux_off == "rtos-runs-on" or bool(others)
+    )
     boot_s = end_s = 0.0
-    inside = False
-    reboots = 0
-    panic: list[str] = []
     assert proc.stdout is not None
     try:
-        with prepared.console_log.open("w") as log:
+        with prepared.console_log.open("w", encoding=CONSOLE_ENCODING) as log:
             for raw in proc.stdout:
                 line = raw.decode(errors="replace").rstrip("\r\n")
                 log.write(line + "\n")
-                if panic or (PANIC in line and not panics):
-                    # Linux will not finish the commands: report the panic
-                    # now, not after the timeout.
-                    panic.append(line)
-                    if len(panic) >= PANIC_LINES or "---[ end Kernel panic" in line:
-                        break
-                    continue
-                if line.endswith(BEGIN):
-                    if inside:
-                        # The commands rebooted the machine and now run again:
-                        # keep their output, drop the restart and boot chatter.
-                        reboots += 1
-                        output = _drop_restart_chatter(output)
+                begins, ends = reader.begins, reader.ends
+                new = reader.feed(line)
+                if reader.begins > begins:
                     boot_s = boot_s or time.monotonic() - start
-                    inside = True
-                    continue
-                if inside:
-                    m = END.search(line)
-                    if m:
-                        before = line[: m.start()]
-                        if before:
-                            output.append(before)
-                            if echo:
-                                echo(before)
-                        status = int(m.group(1))
-                        end_s = time.monotonic()
-                        inside = False
-                        if options.linux_off == "rtos-runs-on" or others:
-                            # QEMU runs on after Linux's power-off (the
-                            # RTOS, or the other partitions).
-                            break
-                        continue
-                    output.append(line)
-                    if echo:
-                        echo(line)
-        if panic:
+                if reader.ends > ends:
+                    end_s = time.monotonic()
+                if echo:
+                    for out in new:
+                        echo(out)
+                if reader.done:
+                    break
+        status = reader.status
+        if reader.panic:
             proc.kill()
             proc.wait()
             raise TandemError(
                 "Linux panicked:\n"
-                + "\n".join(panic)
+                + "\n".join(reader.panic)
                 + f"\n(console: {prepared.console_log}, secure: {prepared.secure_log})"
             )
+        if cancelled.is_set():
+            raise TandemError(f"stopped (console: {prepared.console_log})")
         if others and status is not None:
             # The other partitions' commands run on: wait for them, then end
             # QEMU (every partition's power-off stopped it alone).
@@ -583,7 +868,7 @@ def run_exec(
                 f"ending (console: {prepared.console_log}, secure: {prepared.secure_log})"
             ) from None
     finally:
-        timer.cancel()
+        finished.set()
         if proc.poll() is None:
             # Interrupted (Ctrl-C, SIGTERM, an error above): QEMU must not
             # outlive the harness and run on, unseen, for minutes.
@@ -594,6 +879,7 @@ def run_exec(
         # and the blobs beside the logs say what was in it).
         (prepared.run_dir / FLASH_NAME).unlink(missing_ok=True)
         (prepared.run_dir / DISK_NAME).unlink(missing_ok=True)
+        prepared.release()
     if timed_out.is_set():
         raise TandemError(
             f"timed out after {timeout_s:.0f} s (console: {prepared.console_log}, "
@@ -622,13 +908,13 @@ def run_exec(
             )
     return ExecResult(
         status=status,
-        output="\n".join(output),
+        output="\n".join(reader.lines),
         console_log=prepared.console_log,
         secure_log=prepared.secure_log,
         qemu_status=qemu_status,
         boot_s=boot_s,
         poweroff_s=time.monotonic() - end_s,
-        reboots=reboots,
-        lines=output,
+        reboots=reader.reboots,
+        lines=reader.lines,
         partitions=partition_results,
     )

@@ -21,6 +21,7 @@ from tandem.platform import qemu_command
 from tandem.platform.board import Board
 from tandem.platform.configs import Partition
 from tandem.platform.paths import BUILD, FIRMWARE
+from tandem.results import write_atomic
 
 DTB_DIR = BUILD / "dtb"
 
@@ -48,7 +49,8 @@ def qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
         argv = qemu_command.dump_dtb_argv(board, smp, FIRMWARE, dumped, el2)
         qemu_command.run(argv, "dumping QEMU's device tree")
         dts = _run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(dumped)], "dtc").stdout.decode()
-    cached.write_text(dts)
+    # Boots prepared at once may both write it: each through its own file.
+    write_atomic(cached, dts)
     return dts
 
 

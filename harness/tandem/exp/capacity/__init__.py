@@ -15,7 +15,6 @@ once, between two /proc/stat snapshots (what Linux counted per core).
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from pathlib import Path
 
@@ -26,47 +25,53 @@ from tandem.exp.capacity.plot import plot
 from tandem.exp.capacity.report import report
 from tandem.exp.capacity.script import cells, guest_script, workload
 from tandem.exp.capacity.spec import CHANGING, NAME, SCHEMA
-from tandem.exp.common import Boot, Progress, boot_lines, boot_options, rep_phase_us
+from tandem.exp.common import Boot, Progress, boot_options, rep_phase_us
 from tandem.exp.scenario import Scenario
+from tandem.exp.units import Measured
 from tandem.results import write_atomic
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
 
 
-def run(s: Scenario, out: Path) -> dict[str, object]:
-    reps = s.integer("reps")
-    boot_cells = cells(s)
+def units(s: Scenario) -> list[Boot]:
+    """Every cell once per repetition; a repetition's cells back to back,
+    at its phase."""
     if s.integer("rtos_core") >= s.integer("smp"):
         raise TandemError(
             f"rtos_core {s.integer('rtos_core')} does not exist with smp {s.integer('smp')}"
         )
-    progress = Progress(NAME, reps * len(boot_cells))
+    return [
+        Boot(
+            f"{load}-{mode}-rep{rep}",
+            boot_options(
+                s,
+                config="tandem",
+                timing=s.text("timing"),
+                smp=s.integer("smp"),
+                workload=workload(s, load),
+                capacity=mode,
+                phase_us=rep_phase_us(rep),
+            ),
+            guest_script(s),
+            timeout_s=1800,
+            about=f"RTOS load {load}{'' if load == CHANGING else ' %'}, {mode}, rep {rep}",
+        )
+        for rep in range(1, s.integer("reps") + 1)
+        for load, mode in cells(s)
+    ]
+
+
+def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
+    reps = s.integer("reps")
+    progress = Progress(NAME)
     runs: dict[tuple[int | str, str, str], list[float]] = {}
     boots: list[dict[str, object]] = []
     for rep in range(1, reps + 1):
-        for load, mode in boot_cells:
+        for load, mode in cells(s):
             label = f"{load}-{mode}-rep{rep}"
-            progress.next(f"RTOS load {load}{'' if load == CHANGING else ' %'}, {mode}, rep {rep}")
-            host_load = os.getloadavg()[0]
-            lines = boot_lines(
-                Boot(
-                    label,
-                    boot_options(
-                        s,
-                        config="tandem",
-                        timing=s.text("timing"),
-                        smp=s.integer("smp"),
-                        workload=workload(s, load),
-                        capacity=mode,
-                        phase_us=rep_phase_us(rep),
-                    ),
-                    guest_script(s),
-                    timeout_s=1800,
-                ),
-                out / "raw",
-                progress,
-            )[0]
+            lines = measured.lines(label)
+            host = measured.host(label)
             times = {b: bench_time(lines, b, label) for b in s.texts("benches")}
             for bench, t in times.items():
                 runs.setdefault((load, mode, bench), []).append(t)
@@ -82,12 +87,16 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
                     "cpu_capacity": capacities(lines, label),
                     "cpu_ticks": ticks,
                     "rtos": rtos,
-                    "host_loadavg_before": round(host_load, 2),
+                    "host_loadavg_before": host.get("loadavg_before"),
+                    # Boots run side by side with this one (--jobs): the
+                    # host's load above was partly theirs.
+                    "parallel_boots": host.get("parallel_boots", 1),
                 }
             )
             core = s.integer("rtos_core")
             progress.note(
-                ", ".join(f"{b} {t * 1000:.1f} ms" for b, t in times.items())
+                f"{label}: "
+                + ", ".join(f"{b} {t * 1000:.1f} ms" for b, t in times.items())
                 + f"; capacity {boots[-1]['cpu_capacity']}; core {core} steal ticks "
                 + ", ".join(f"{b} {v[core]['steal']}" for b, v in ticks.items())
                 + f"; RTOS deadline misses {sum(r['deadline_misses'] for r in rtos)}"

@@ -458,9 +458,12 @@ def report(run_dir: Path, command: str) -> str:
             "show from outside (the scheduler's own state is not readable in this kernel).",
             "",
         ]
+    # Runs before `--jobs` did not record it: one boot at a time.
+    parallel = max(int(num(b, "parallel_boots", 1)) for b in boots)
     out += [
         f"Host load average before each boot: {min(loads_before):.2f} to "
         f"{max(loads_before):.2f}"
+        + (f", with up to {parallel} boots running side by side" if parallel > 1 else "")
         + (
             " (guest time does not depend on it)."
             if Timing.of_summary(summary).deterministic

@@ -16,12 +16,12 @@ it) is the instruction count of the hand-off path.
 
 from __future__ import annotations
 
-import shutil
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, Progress, boot_lines, boot_options, write_summary
+from tandem.exp.common import Boot, Progress, boot_options, write_summary
 from tandem.exp.ctxsw.claims import claims
 from tandem.exp.ctxsw.parse import hand_off_cycles, parse_record, per_switch
 from tandem.exp.ctxsw.plot import plot
@@ -29,18 +29,20 @@ from tandem.exp.ctxsw.report import report
 from tandem.exp.ctxsw.script import guest_script
 from tandem.exp.ctxsw.spec import NAME, SCHEMA
 from tandem.exp.scenario import Scenario
+from tandem.exp.units import Measured
 from tandem.instruments import switchcost
 from tandem.platform import qemu_command
 from tandem.platform.board import load_board
-from tandem.platform.boot import run_exec
 from tandem.platform.configs import TLB_MODES, Ctxsw
-from tandem.platform.paths import ROOT
+from tandem.platform.paths import BUILD
 from tandem.platform.timing import Timing
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
 
-RTOS_ELF = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release" / "tandem-rtos"
+# The RTOS's ELF beside its binary in build/ (the Makefile copies it there):
+# a machine measuring a shard of a run has build/, not cargo's target/.
+RTOS_ELF = BUILD / "firmware" / "tandem-rtos.elf"
 # The RTOS's code (and the protected tasks' code) lies in the first MiB of
 # its RAM (boards/qemu-virt.toml): what QEMU logs.
 RTOS_CODE_BYTES = 0x10_0000
@@ -65,44 +67,31 @@ COLUMNS = (
 )
 
 
-def count_path(
-    s: Scenario, mode: str, pages: int, raw: Path, progress: Progress
-) -> dict[str, object]:
-    """The hand-off path in instructions, counted from QEMU's execution log
-    (as `tandem bench switch` does): the median cycle, and where it goes."""
+# QEMU's execution log of a path boot, in its log directory.
+EXEC_LOG = "exec.log"
+
+
+def _path_counter(switches: int) -> Callable[[Path], object]:
+    return lambda log_dir: count_cycles(log_dir / EXEC_LOG, switches)
+
+
+def count_cycles(log_path: Path, switches: int) -> dict[str, object]:
+    """The hand-off path in instructions from QEMU's execution log (as
+    `tandem bench switch` counts): the median cycle, and where it goes. The
+    log (hundreds of MB) is removed once counted."""
     if not RTOS_ELF.exists():
         raise TandemError(f"{RTOS_ELF} missing (run `make build`)")
-    label = f"path-{mode}-{pages}p"
-    progress.next(label)
-    options = boot_options(
-        s,
-        timing=next(t for t in s.texts("timings") if Timing(t).deterministic),
-        smp=1,
-        ctxsw=Ctxsw(core=0, mode=mode, pages=pages, switches=s.integer("path_switches")),
-        extra_qemu_args=qemu_command.exec_log_args(rtos_code(), "{run_dir}/exec.log"),
-    )
-    result = run_exec(options, guest_script(), timeout_s=1800)
-    raw.mkdir(parents=True, exist_ok=True)
-    shutil.copy(result.console_log, raw / f"{label}.console.log")
-    where = f"{label} (console: {result.console_log})"
-    if result.status != 0:
-        raise TandemError(f"{where}: the script exited with {result.status}")
-    parse_record(result.lines, where)
-    log_path = result.console_log.parent / "exec.log"
     with log_path.open() as f:
         log = switchcost.parse(f)
     log_path.unlink()
     symbols = switchcost.Symbols.load([RTOS_ELF])
     cycles = hand_off_cycles(log, symbols, symbols.address("vectors"))
-    if len(cycles) < s.integer("path_switches") // 2:
-        raise TandemError(f"{where}: only {len(cycles)} hand-off cycles in QEMU's log")
+    if len(cycles) < switches // 2:
+        raise TandemError(f"{log_path}: only {len(cycles)} hand-off cycles in QEMU's log")
     totals = sorted(sum(c.values()) for c in cycles)
     median = statistics.median_low(totals)
     typical = next(c for c in cycles if sum(c.values()) == median)
-    progress.note(f"{median} instructions per hand-off ({len(cycles)} cycles)")
     return {
-        "mode": mode,
-        "pages": pages,
         "samples": len(cycles),
         "median_instructions": median,
         "min_instructions": totals[0],
@@ -111,41 +100,89 @@ def count_path(
     }
 
 
-def run(s: Scenario, out: Path) -> dict[str, object]:
-    counter_hz = load_board().counter_hz
-    smp = s.integer("smp")
-    cells = [
+def _cells(s: Scenario) -> list[tuple[str, str, int]]:
+    return [
         (timing, mode, pages)
         for timing in s.texts("timings")
         for pages in s.integers("pages")
         for mode in s.texts("modes")
     ]
-    boots = sum(1 if Timing(t).deterministic else s.integer("host_reps") for t, _, _ in cells)
-    path_pages = min(s.integers("pages"))
-    counted = any(Timing(t).deterministic for t in s.texts("timings"))
-    progress = Progress(NAME, boots + (len(s.texts("modes")) if counted else 0))
-    rows: list[dict[str, object]] = []
-    raw = out / "raw"
-    for timing, mode, pages in cells:
-        reps = 1 if Timing(timing).deterministic else s.integer("host_reps")
-        means, bests = [], []
-        for rep in range(reps):
-            label = f"{timing}-{mode}-{pages}p-{rep}"
-            progress.next(label)
-            options = boot_options(
+
+
+def _reps(s: Scenario, timing: str) -> int:
+    """Boots per cell: one where a boot repeats exactly, else `host_reps`."""
+    return 1 if Timing(timing).deterministic else s.integer("host_reps")
+
+
+def _path_timing(s: Scenario) -> str | None:
+    """The timing the hand-off path is counted in (a deterministic one), or
+    None if the scenario has none."""
+    return next((t for t in s.texts("timings") if Timing(t).deterministic), None)
+
+
+def units(s: Scenario) -> list[Boot]:
+    """A boot per cell (host_reps in host timing), then per mode one that
+    logs the hand-off path's instructions."""
+    smp = s.integer("smp")
+    out = [
+        Boot(
+            f"{timing}-{mode}-{pages}p-{rep}",
+            boot_options(
                 s,
                 timing=timing,
                 smp=smp,
                 ctxsw=Ctxsw(core=smp - 1, mode=mode, pages=pages, switches=s.integer("switches")),
+            ),
+            guest_script(),
+            timeout_s=1800,
+            about=f"{timing}-{mode}-{pages}p-{rep}",
+        )
+        for timing, mode, pages in _cells(s)
+        for rep in range(_reps(s, timing))
+    ]
+    timing = _path_timing(s)
+    if timing is not None:
+        pages = min(s.integers("pages"))
+        for mode in s.texts("modes"):
+            out.append(
+                Boot(
+                    f"path-{mode}-{pages}p",
+                    boot_options(
+                        s,
+                        timing=timing,
+                        smp=1,
+                        ctxsw=Ctxsw(
+                            core=0, mode=mode, pages=pages, switches=s.integer("path_switches")
+                        ),
+                        extra_qemu_args=qemu_command.exec_log_args(
+                            rtos_code(), "{run_dir}/" + EXEC_LOG
+                        ),
+                    ),
+                    guest_script(),
+                    timeout_s=1800,
+                    about=f"the hand-off path, {mode}, {pages} pages, from QEMU's execution log",
+                    reduce=_path_counter(s.integer("path_switches")),
+                )
             )
-            lines, where = boot_lines(
-                Boot(label, options, guest_script(), timeout_s=1800), raw, progress
-            )
-            record = parse_record(lines, where)
+    return out
+
+
+def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
+    counter_hz = load_board().counter_hz
+    smp = s.integer("smp")
+    progress = Progress(NAME)
+    rows: list[dict[str, object]] = []
+    for timing, mode, pages in _cells(s):
+        reps = _reps(s, timing)
+        means, bests = [], []
+        for rep in range(reps):
+            label = f"{timing}-{mode}-{pages}p-{rep}"
+            where = measured.where(label)
+            record = parse_record(measured.lines(label), where)
             if record["mode"] != TLB_MODES.index(mode) or record["pages"] != pages:
                 raise TandemError(f"{where}: the RTOS ran another cell: {record}")
             mean, best = per_switch(record, counter_hz)
-            progress.note(f"{mean:.1f} ns per hand-off (best batch {best:.1f})")
+            progress.note(f"{label}: {mean:.1f} ns per hand-off (best batch {best:.1f})")
             means.append(mean)
             bests.append(best)
         rows.append(
@@ -161,11 +198,17 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
                 "boots": reps,
             }
         )
-    paths = (
-        [count_path(s, mode, path_pages, raw, progress) for mode in s.texts("modes")]
-        if counted
-        else []
-    )
+    paths: list[dict[str, object]] = []
+    if _path_timing(s) is not None:
+        pages = min(s.integers("pages"))
+        for mode in s.texts("modes"):
+            label = f"path-{mode}-{pages}p"
+            parse_record(measured.lines(label), measured.where(label))
+            counted = measured.reduced(label)
+            if not isinstance(counted, dict):
+                raise TandemError(f"{measured.where(label)}: no hand-off path counted")
+            progress.note(f"{label}: {counted['median_instructions']} instructions per hand-off")
+            paths.append({"mode": mode, "pages": pages, **counted})
     summary: dict[str, object] = {
         "experiment": NAME,
         "timing": s.text("timing"),

@@ -27,7 +27,6 @@ from tandem.exp.common import (
     boot_options,
     phase_latencies,
     rep_phase_us,
-    run_boot,
     write_histograms,
     write_summary,
 )
@@ -38,41 +37,52 @@ from tandem.exp.domains.rows import COLUMNS, summary_row
 from tandem.exp.domains.script import guest_script, load_agent_script, phase_id, phases
 from tandem.exp.domains.spec import ENVS, MEASURED_CORE, NAME, PERIOD_US, SCHEMA
 from tandem.exp.scenario import Scenario
-from tandem.instruments.measure import Latency, merged
+from tandem.exp.units import Measured
+from tandem.instruments.measure import Latency, merged, parse_results
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
 
 
-def run(s: Scenario, out: Path) -> dict[str, object]:
-    """Runs every environment `reps` times; writes raw data and the summary."""
-    envs = [ENVS[e] for e in s.texts("envs")]
+def units(s: Scenario) -> list[Boot]:
+    """Every environment once per repetition, at the repetition's phase."""
     reps = s.integer("reps")
     timing = s.text("timing")
-    progress = Progress(NAME, len(envs) * reps)
-    cells: dict[tuple[str, str, int], list[Latency]] = {}
+    out = []
     for rep in range(1, reps + 1):
-        for env in envs:
-            progress.next(f"env {env.name} ({env.about}), rep {rep}/{reps}, {timing} timing")
+        for env in (ENVS[e] for e in s.texts("envs")):
             others = ((env.load_in, load_agent_script(s)),) if env.load_in is not None else ()
-            boot = Boot(
-                label=f"{env.name}-rep{rep}",
-                options=boot_options(
-                    s,
-                    config=env.config,
-                    timing=timing,
-                    smp=4,
-                    phase_us=rep_phase_us(rep),
-                    partition=env.measure_in,
-                    partition_scripts=others,
-                ),
-                script=guest_script(env, s),
+            out.append(
+                Boot(
+                    label=f"{env.name}-rep{rep}",
+                    options=boot_options(
+                        s,
+                        config=env.config,
+                        timing=timing,
+                        smp=4,
+                        phase_us=rep_phase_us(rep),
+                        partition=env.measure_in,
+                        partition_scripts=others,
+                    ),
+                    script=guest_script(env, s),
+                    about=f"env {env.name} ({env.about}), rep {rep}/{reps}, {timing} timing",
+                )
             )
-            results = run_boot(boot, out / "raw", progress)
-            cell_keys = phases(s)
-            pids = [phase_id(load, k) for load, k in cell_keys]
+    return out
+
+
+def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
+    """The worst cases per environment, load and loaded cores."""
+    progress = Progress(NAME)
+    cells: dict[tuple[str, str, int], list[Latency]] = {}
+    cell_keys = phases(s)
+    pids = [phase_id(load, k) for load, k in cell_keys]
+    for rep in range(1, s.integer("reps") + 1):
+        for env in (ENVS[e] for e in s.texts("envs")):
+            label = f"{env.name}-rep{rep}"
+            results = parse_results(measured.lines(label), measured.where(label))
             for (load, k), lat in zip(
-                cell_keys, phase_latencies(results, boot.label, pids, progress), strict=True
+                cell_keys, phase_latencies(results, label, pids, progress), strict=True
             ):
                 cells.setdefault((env.name, load, k), []).append(lat)
     rows: list[dict[str, object]] = []
@@ -84,9 +94,9 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     write_histograms(out / "histograms.csv", ["env", "load", "loaded_cores"], hist_rows)
     summary: dict[str, object] = {
         "experiment": NAME,
-        "timing": timing,
+        "timing": s.text("timing"),
         "quick": s.quick,
-        "reps": reps,
+        "reps": s.integer("reps"),
         "measured_core": MEASURED_CORE,
         "period_us": PERIOD_US,
         "scenario": s.values,

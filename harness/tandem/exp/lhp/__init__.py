@@ -22,12 +22,12 @@ from __future__ import annotations
 import collections
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 from tandem.exp.common import (
     Boot,
     Progress,
-    boot_lines,
     boot_options,
     fmt_us,
     median_change_ci,
@@ -68,21 +68,20 @@ from tandem.exp.lhp.script import (
 )
 from tandem.exp.lhp.spec import NAME, SCHEMA
 from tandem.exp.scenario import Scenario
+from tandem.exp.units import Measured
 from tandem.instruments import pathcount
 from tandem.instruments.measure import from_rtos
 from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions
+from tandem.platform.configs import Workload
 from tandem.platform.timing import Timing
 from tandem.results import write_atomic
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
 
-
-def _boot(
-    label: str, options: BootOptions, script: str, raw: Path, progress: Progress
-) -> list[str]:
-    return boot_lines(Boot(label, options, script, timeout_s=1800), raw, progress)[0]
+# Host seconds a boot may take.
+BOOT_TIMEOUT_S = 1800
 
 
 # Spin-wait lengths (µs) above which E1 also counts, to show the tail's shape.
@@ -97,32 +96,58 @@ def _longest(lines: list[str], label: str) -> dict[str, object] | None:
     return waits[0] if waits else None
 
 
+def _e1_options(s: Scenario, workload: Workload | None) -> BootOptions:
+    return boot_options(
+        s,
+        config="linux-only" if workload is None else "tandem",
+        timing=s.text("sweep_timing"),
+        smp=s.integer("sweep_smp"),
+        extra_bootargs=f"{LOCKSTATE} {SPINSTAT}",
+        workload=workload,
+    )
+
+
+def e1_units(s: Scenario) -> list[Boot]:
+    """E1's boots: Linux alone (the baseline), then each period and policy,
+    `sweep_reps` times each."""
+    reps = s.integer("sweep_reps")
+    out = [
+        Boot(
+            f"e1-alone-rep{rep}",
+            _e1_options(s, None),
+            spin_script(s, rep),
+            timeout_s=BOOT_TIMEOUT_S,
+            about=f"E1 baseline: Linux alone, rep {rep}/{reps}",
+        )
+        for rep in range(1, reps + 1)
+    ]
+    for period in s.integers("periods_us"):
+        work = period * s.integer("load_pct") // 100
+        for policy in s.texts("policies"):
+            for rep in range(1, reps + 1):
+                out.append(
+                    Boot(
+                        f"e1-{period}us-{policy}-rep{rep}",
+                        _e1_options(s, periodic_task(s, period, work, policy)),
+                        spin_script(s, rep),
+                        timeout_s=BOOT_TIMEOUT_S,
+                        about=f"E1 period {period} µs, load {work} µs, {policy}, rep {rep}/{reps}",
+                    )
+                )
+    return out
+
+
 def e1(
-    s: Scenario, out: Path, progress: Progress
+    s: Scenario, measured: Measured, progress: Progress
 ) -> tuple[float, list[dict[str, object] | None], list[dict[str, object]]]:
     """The baseline's longest spin wait (and each repetition's longest, with
     its lock and stack), and long spin waits per period and policy."""
-    timing = s.text("sweep_timing")
-    smp = s.integer("sweep_smp")
     reps = s.integer("sweep_reps")
     baseline_max = 0.0
     baseline_longest: list[dict[str, object] | None] = []
     for rep in range(1, reps + 1):
-        progress.next(f"E1 baseline: Linux alone, rep {rep}/{reps}")
         label = f"e1-alone-rep{rep}"
-        lines = _boot(
-            label,
-            boot_options(
-                s,
-                config="linux-only",
-                timing=timing,
-                smp=smp,
-                extra_bootargs=f"{LOCKSTATE} {SPINSTAT}",
-            ),
-            spin_script(s, rep),
-            out / "raw",
-            progress,
-        )
+        lines = measured.lines(label)
         hist = spin_histogram(json_after(lines, SPIN_RESULT, label), label)
         baseline_max = max([baseline_max, *(us for us, n in hist.items() if n)])
         baseline_longest.append(_longest(lines, label))
@@ -144,22 +169,8 @@ def e1(
             longest = 0.0
             tail = dict.fromkeys(TAIL_US, 0)
             for rep in range(1, reps + 1):
-                progress.next(f"E1 period {period} µs, load {work} µs, {policy}, rep {rep}/{reps}")
                 label = f"e1-{period}us-{policy}-rep{rep}"
-                lines = _boot(
-                    label,
-                    boot_options(
-                        s,
-                        config="tandem",
-                        timing=timing,
-                        smp=smp,
-                        extra_bootargs=f"{LOCKSTATE} {SPINSTAT}",
-                        workload=periodic_task(s, period, work, policy),
-                    ),
-                    spin_script(s, rep),
-                    out / "raw",
-                    progress,
-                )
+                lines = measured.lines(label)
                 hist = spin_histogram(json_after(lines, SPIN_RESULT, label), label)
                 long_per_rep.append(long_waits(hist, baseline_max))
                 long_us_per_rep.append(round(long_spin_us(hist, baseline_max), 1))
@@ -196,37 +207,46 @@ def e1(
     return baseline_max, baseline_longest, rows
 
 
-def e2(s: Scenario, out: Path, progress: Progress) -> list[dict[str, object]]:
-    """Benchmark times per mode; the modes of one repetition run back to back."""
-    timing = s.text("timing")
+def e2_units(s: Scenario) -> list[Boot]:
+    """E2's boots: every mode of one repetition back to back, at its phase."""
     reps = s.integer("reps")
-    benches = s.texts("benches")
-    runs: dict[tuple[str, str], list[float]] = {}
     script = bench_script(s)
+    out = []
     for rep in range(1, reps + 1):
         for mode, config, lockstate, policy in e2_modes(s.texts("policies")):
-            progress.next(f"E2 {mode}, rep {rep}/{reps}")
-            label = f"e2-{mode}-rep{rep}"
             workload = (
                 periodic_task(s, s.integer("bench_period_us"), s.integer("bench_work_us"), policy)
                 if policy
                 else None
             )
-            lines = _boot(
-                label,
-                boot_options(
-                    s,
-                    config=config,
-                    timing=timing,
-                    smp=s.integer("smp"),
-                    extra_bootargs=LOCKSTATE if lockstate else "",
-                    workload=workload,
-                    phase_us=rep_phase_us(rep),
-                ),
-                script,
-                out / "raw",
-                progress,
+            out.append(
+                Boot(
+                    f"e2-{mode}-rep{rep}",
+                    boot_options(
+                        s,
+                        config=config,
+                        timing=s.text("timing"),
+                        smp=s.integer("smp"),
+                        extra_bootargs=LOCKSTATE if lockstate else "",
+                        workload=workload,
+                        phase_us=rep_phase_us(rep),
+                    ),
+                    script,
+                    timeout_s=BOOT_TIMEOUT_S,
+                    about=f"E2 {mode}, rep {rep}/{reps}",
+                )
             )
+    return out
+
+
+def e2(s: Scenario, measured: Measured, progress: Progress) -> list[dict[str, object]]:
+    """Benchmark times per mode; the modes of one repetition ran back to back."""
+    benches = s.texts("benches")
+    runs: dict[tuple[str, str], list[float]] = {}
+    for rep in range(1, s.integer("reps") + 1):
+        for mode, _, _, _ in e2_modes(s.texts("policies")):
+            label = f"e2-{mode}-rep{rep}"
+            lines = measured.lines(label)
             if "hackbench" in benches:
                 runs.setdefault(("hackbench", mode), []).extend(
                     bench_times(lines, HACKBENCH_TIME, label, 1)
@@ -250,35 +270,40 @@ def e2(s: Scenario, out: Path, progress: Progress) -> list[dict[str, object]]:
     return rows
 
 
-def patch_cost(s: Scenario, out: Path, progress: Progress) -> dict[str, object]:
-    """The lock-state patch's cost on hackbench with Linux alone: boots
-    without and with `tandem_lockstate=on` alternate, each running hackbench
-    once to warm up and then `patch_runs` times."""
+def patch_units(s: Scenario) -> list[Boot]:
+    """The patch cost's boots: without and with `tandem_lockstate=on`,
+    alternating, each running hackbench once to warm up and then
+    `patch_runs` times."""
     timing = s.text("patch_timing")
     boots = s.integer("patch_boots")
-    runs = s.integer("patch_runs")
     script = patch_script(s)
+    return [
+        Boot(
+            f"patch-{setting}-boot{boot}",
+            boot_options(
+                s,
+                config="linux-only",
+                timing=timing,
+                smp=s.integer("patch_smp"),
+                extra_bootargs=LOCKSTATE if setting == "on" else "",
+            ),
+            script,
+            timeout_s=BOOT_TIMEOUT_S,
+            about=f"patch cost: lock state {setting}, boot {boot}/{boots} ({timing} timing)",
+        )
+        for boot in range(1, boots + 1)
+        for setting in ("off", "on")
+    ]
+
+
+def patch_cost(s: Scenario, measured: Measured, progress: Progress) -> dict[str, object]:
+    """The lock-state patch's cost on hackbench with Linux alone."""
+    runs = s.integer("patch_runs")
     times: dict[str, list[float]] = {"off": [], "on": []}
-    for boot in range(1, boots + 1):
+    for boot in range(1, s.integer("patch_boots") + 1):
         for setting in ("off", "on"):
-            progress.next(
-                f"patch cost: lock state {setting}, boot {boot}/{boots} ({timing} timing)"
-            )
             label = f"patch-{setting}-boot{boot}"
-            lines = _boot(
-                label,
-                boot_options(
-                    s,
-                    config="linux-only",
-                    timing=timing,
-                    smp=s.integer("patch_smp"),
-                    extra_bootargs=LOCKSTATE if setting == "on" else "",
-                ),
-                script,
-                out / "raw",
-                progress,
-            )
-            times[setting] += bench_times(lines, HACKBENCH_TIME, label, runs)
+            times[setting] += bench_times(measured.lines(label), HACKBENCH_TIME, label, runs)
     off, on = statistics.median(times["off"]), statistics.median(times["on"])
     pct = round((on - off) / off * 100, 2)
     low, high = median_change_ci(times["off"], times["on"])
@@ -287,7 +312,7 @@ def patch_cost(s: Scenario, out: Path, progress: Progress) -> dict[str, object]:
         f"(95 % interval {low:+.2f} to {high:+.2f} %)"
     )
     return {
-        "timing": timing,
+        "timing": s.text("patch_timing"),
         "smp": s.integer("patch_smp"),
         "runs_off_s": times["off"],
         "runs_on_s": times["on"],
@@ -300,46 +325,63 @@ def patch_cost(s: Scenario, out: Path, progress: Progress) -> dict[str, object]:
     }
 
 
-def e3(
-    s: Scenario, out: Path, progress: Progress
-) -> tuple[list[dict[str, object]], dict[str, dict[float, int]]]:
-    """Dispatch overhead per policy, with Linux running hackbench throughout."""
-    rows: list[dict[str, object]] = []
-    hists: dict[str, dict[float, int]] = {}
-    path_hists: dict[str, collections.Counter[int]] = {}
-    for policy in s.texts("policies"):
-        progress.next(f"E3 dispatch overhead, {policy} ({s.text('sweep_timing')} timing)")
-        label = f"e3-{policy}"
-        script = dispatch_script(s)
-        # The per-core instruction count (tandem/instruments/pathcount.py), beside the
-        # RTOS's own clock readings; it needs one QEMU thread for all cores.
-        count_csv = out / "raw" / f"{label}.pathcount.csv"
-        count_csv.parent.mkdir(parents=True, exist_ok=True)
-        timing = s.text("sweep_timing")
-        counting = Timing(timing).deterministic
-        lines = _boot(
-            label,
+# The per-core instruction count's file (tandem/instruments/pathcount.py),
+# written into the boot's log directory and kept as raw/LABEL.pathcount.csv.
+PATHCOUNT_CSV = "pathcount.csv"
+
+
+def _count_paths(timing: str) -> Callable[[], tuple[str, ...]]:
+    return lambda: pathcount.qemu_args(Path("{run_dir}") / PATHCOUNT_CSV, timing)
+
+
+def e3_units(s: Scenario) -> list[Boot]:
+    """E3's boots: one per policy, Linux running hackbench throughout."""
+    timing = s.text("sweep_timing")
+    # The per-core instruction count, beside the RTOS's own clock
+    # readings, needs one QEMU thread for all cores.
+    counting = Timing(timing).deterministic
+    return [
+        Boot(
+            f"e3-{policy}",
             boot_options(
                 s,
                 config="tandem",
                 timing=timing,
                 smp=s.integer("sweep_smp"),
                 extra_bootargs=LOCKSTATE,
-                extra_qemu_args=pathcount.qemu_args(count_csv, timing) if counting else (),
                 workload=periodic_task(
                     s, s.integer("bench_period_us"), s.integer("bench_work_us"), policy
                 ),
             ),
-            script,
-            out / "raw",
-            progress,
+            dispatch_script(s),
+            timeout_s=BOOT_TIMEOUT_S,
+            about=f"E3 dispatch overhead, {policy} ({timing} timing)",
+            instrument=_count_paths(timing) if counting else None,
+            keep=(PATHCOUNT_CSV,) if counting else (),
         )
+        for policy in s.texts("policies")
+    ]
+
+
+def e3(
+    s: Scenario, out: Path, measured: Measured, progress: Progress
+) -> tuple[list[dict[str, object]], dict[str, dict[float, int]]]:
+    """Dispatch overhead per policy, with Linux running hackbench throughout."""
+    rows: list[dict[str, object]] = []
+    hists: dict[str, dict[float, int]] = {}
+    path_hists: dict[str, collections.Counter[int]] = {}
+    counting = Timing(s.text("sweep_timing")).deterministic
+    for policy in s.texts("policies"):
+        label = f"e3-{policy}"
+        lines = measured.lines(label)
         lat = from_rtos(json_after(lines, DISPATCH_RESULT, label), label)
         handoffs, wait_max, wait_sum, misses = handoff_waits(lines, label)
         counted: dict[str, object] | None = None
         unmatched: int | None = None
         if counting:
-            paths, unmatched = pathcount.dispatch_paths(pathcount.read_hits(count_csv))
+            paths, unmatched = pathcount.dispatch_paths(
+                pathcount.read_hits(measured.path(label, PATHCOUNT_CSV))
+            )
             counted = pathcount.summarize(paths)
             path_hists[policy] = collections.Counter(p.instructions for p in paths)
             progress.note(
@@ -391,17 +433,19 @@ def _instructions_us(counted: dict[str, object] | None, field: str) -> float | N
     return None if value is None else float(value) / 1000
 
 
-def run(s: Scenario, out: Path) -> dict[str, object]:
+# The parts' boots, in the order a run measures them.
+PARTS = {"e1": e1_units, "e2": e2_units, "e3": e3_units, "patch": patch_units}
+
+
+def units(s: Scenario) -> list[Boot]:
+    """Every boot of the scenario's parts."""
+    return [boot for part in s.texts("parts") for boot in PARTS[part](s)]
+
+
+def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     reps = s.integer("reps")
     parts = s.texts("parts")
-    steps = {
-        "e1": s.integer("sweep_reps")
-        * (1 + len(s.integers("periods_us")) * len(s.texts("policies"))),
-        "e2": reps * (2 + len(s.texts("policies"))),
-        "e3": len(s.texts("policies")),
-        "patch": 2 * s.integer("patch_boots"),
-    }
-    progress = Progress(NAME, sum(steps[p] for p in parts))
+    progress = Progress(NAME)
     baseline_max: float | None = None
     baseline_longest: list[dict[str, object] | None] = []
     sweep: list[dict[str, object]] = []
@@ -410,13 +454,13 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     hists: dict[str, dict[float, int]] = {}
     patch: dict[str, object] | None = None
     if "e1" in parts:
-        baseline_max, baseline_longest, sweep = e1(s, out, progress)
+        baseline_max, baseline_longest, sweep = e1(s, measured, progress)
     if "e2" in parts:
-        bench = e2(s, out, progress)
+        bench = e2(s, measured, progress)
     if "e3" in parts:
-        overhead, hists = e3(s, out, progress)
+        overhead, hists = e3(s, out, measured, progress)
     if "patch" in parts:
-        patch = patch_cost(s, out, progress)
+        patch = patch_cost(s, measured, progress)
     with (out / "dispatch_histograms.csv").open("w") as f:
         f.write("policy,latency_us,count\n")
         for policy, h in hists.items():

@@ -26,7 +26,6 @@ from tandem.errors import TandemError
 from tandem.exp.common import (
     Boot,
     Progress,
-    boot_lines,
     boot_options,
     phase_latencies,
     rep_phase_us,
@@ -40,10 +39,11 @@ from tandem.exp.linux_rt.report import report
 from tandem.exp.linux_rt.script import boot_cells, guest_script
 from tandem.exp.linux_rt.spec import NAME, PERIOD_US, SCHEMA
 from tandem.exp.scenario import Scenario
+from tandem.exp.units import Measured as MeasuredBoots
 from tandem.instruments.measure import marked_json, parse_results
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
 
 COLUMNS = (
     "cores",
@@ -90,34 +90,42 @@ def _counters(value: object, where: str) -> dict[str, object]:
     return value
 
 
-def run(s: Scenario, out: Path) -> dict[str, object]:
+def units(s: Scenario) -> list[Boot]:
+    """One boot per core count and repetition, at the repetition's phase."""
     reps = s.integer("reps")
     timing = s.text("timing")
-    core_counts = s.integers("cores")
-    progress = Progress(NAME, len(core_counts) * reps)
+    return [
+        Boot(
+            label=f"cores{cores}-rep{rep}",
+            options=boot_options(
+                s,
+                config="linux-only",
+                timing=timing,
+                smp=cores,
+                disk_mib=s.integer("disk_mib"),
+                phase_us=rep_phase_us(rep),
+            ),
+            script=guest_script(s, cores),
+            about=f"{cores} core(s), rep {rep}/{reps}, {timing} timing",
+        )
+        for rep in range(1, reps + 1)
+        for cores in s.integers("cores")
+    ]
+
+
+def summarize(s: Scenario, out: Path, boots: MeasuredBoots) -> dict[str, object]:
+    progress = Progress(NAME)
     measured: list[Measured] = []
-    for rep in range(1, reps + 1):
-        for cores in core_counts:
-            progress.next(f"{cores} core(s), rep {rep}/{reps}, {timing} timing")
-            boot = Boot(
-                label=f"cores{cores}-rep{rep}",
-                options=boot_options(
-                    s,
-                    config="linux-only",
-                    timing=timing,
-                    smp=cores,
-                    disk_mib=s.integer("disk_mib"),
-                    phase_us=rep_phase_us(rep),
-                ),
-                script=guest_script(s, cores),
-            )
-            lines, where = boot_lines(boot, out / "raw", progress)
+    for rep in range(1, s.integer("reps") + 1):
+        for cores in s.integers("cores"):
+            label = f"cores{cores}-rep{rep}"
+            lines, where = boots.lines(label), boots.where(label)
             results = parse_results(lines, where)
             counters = marked_json(lines, "COUNTERS", where)
             series = marked_json(lines, "SERIES", where)
             memory = marked_json(lines, "MEMORY", where)
             todo = boot_cells(s, cores)
-            lats = phase_latencies(results, boot.label, [c.pid for c in todo], progress)
+            lats = phase_latencies(results, label, [c.pid for c in todo], progress)
             for cell, lat in zip(todo, lats, strict=True):
                 here = f"{where}: phase {cell.pid}"
                 for name, got in (("counters", counters), ("series", series), ("memory", memory)):
@@ -147,9 +155,9 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     )
     summary: dict[str, object] = {
         "experiment": NAME,
-        "timing": timing,
+        "timing": s.text("timing"),
         "quick": s.quick,
-        "reps": reps,
+        "reps": s.integer("reps"),
         "period_us": PERIOD_US,
         "scenario": s.values,
         "rows": rows,

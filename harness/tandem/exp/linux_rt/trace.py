@@ -19,10 +19,11 @@ import dataclasses
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tandem import provenance
+from tandem import pool, provenance
 from tandem.errors import TandemError
 from tandem.exp.linux_rt.spec import PERIOD_US
 from tandem.instruments.measure import script_header
@@ -148,22 +149,29 @@ class Boot:
 
 
 def run(
-    cores: list[int], samples: int, io: bool, settle_ms: int = 300, out_root: Path = RESULTS
+    cores: list[int],
+    samples: int,
+    io: bool,
+    settle_ms: int = 300,
+    out_root: Path = RESULTS,
+    jobs: int | None = None,
 ) -> Path:
-    """Traces each core count; returns the finished run directory."""
+    """Traces each core count, `jobs` boots at a time (None: one per host
+    core); returns the finished run directory."""
     if not TRACE_KERNEL.is_file():
         raise TandemError(f"no {TRACE_KERNEL}: run `make trace-kernel` first")
     partial = PartialRun(out_root / NAME)
     raw = partial.dir / "raw"
     raw.mkdir()
-    boots: list[Boot] = []
     started = time.monotonic()
     timing = Timing(PERCORE)
     quantum_ns = timing.quantum_ns
+    jobs = pool.choose_jobs(jobs, [timing] * len(cores), "kernel-trace's")
     # Taken before the first boot, as `tandem exp run` does (the trace runs
     # for hours; a commit meanwhile is not what it measured).
-    stamp = provenance.collect({"timing": "percore", "quantum_ns": quantum_ns})
-    for n in cores:
+    stamp = provenance.collect({"timing": "percore", "quantum_ns": quantum_ns}, jobs)
+
+    def trace(n: int, ctx: pool.Context) -> Boot:
         text = script(n, samples, io, settle_ms)
         opts = BootOptions(
             config="linux-only",
@@ -172,14 +180,16 @@ def run(
             kernel=TRACE_KERNEL,
             disk_mib=512 if io else 0,
         )
-        result = run_exec(opts, text, timeout_s=4 * 3600)
+        result = run_exec(opts, text, timeout_s=4 * 3600, cancel=ctx.cancel)
         label = f"cores{n}"
         (raw / f"{label}.sh").write_text(text)
         (raw / f"{label}.console.log").write_text(result.console_log.read_text())
         if result.status != 0:
             raise TandemError(f"{label}: the script exited with {result.status}")
         sections, ct = parse(result.lines, label)
-        boots.append(Boot(n, ct, sections))
+        return Boot(n, ct, sections)
+
+    boots = pool.run(NAME, [_task(n, trace) for n in cores], jobs)
     head = {
         "experiment": NAME,
         "timing": "percore",
@@ -204,6 +214,10 @@ def run(
     text = report(boots, partial.final.name, quantum_ns, samples, io)
     write_atomic(partial.dir / "report.md", text)
     return partial.finish()
+
+
+def _task(n: int, trace: Callable[[int, pool.Context], Boot]) -> pool.Task[Boot]:
+    return pool.Task(f"cores{n}", f"{n} core(s)", lambda ctx: trace(n, ctx))
 
 
 def report(boots: list[Boot], run_id: str, quantum_ns: int, samples: int, io: bool) -> str:
@@ -245,13 +259,13 @@ def report(boots: list[Boot], run_id: str, quantum_ns: int, samples: int, io: bo
                 f"| `{key}` | {len(lats)} | {len(mine)} | {max(us for us, _ in lats)} | "
                 f"{max(mine) if mine else '-'} |"
             )
-        for what, pool in (
+        for what, among in (
             ("Longest", b.windows),
             ("Longest on cyclictest's CPU", [w for w in b.windows if w.cpu == w.cyclictest_cpu]),
         ):
-            if not pool:
+            if not among:
                 continue
-            w = max(pool, key=lambda s: s.latency_us)
+            w = max(among, key=lambda s: s.latency_us)
             out += [
                 "",
                 f"{what}: {w.latency_us} µs on CPU {w.cpu} (cyclictest on CPU "

@@ -24,15 +24,7 @@ import statistics
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.exp.common import (
-    Boot,
-    Progress,
-    boot_lines,
-    boot_options,
-    num,
-    rep_phase_us,
-    write_summary,
-)
+from tandem.exp.common import Boot, boot_options, num, rep_phase_us, write_summary
 from tandem.exp.rpc.claims import claims
 from tandem.exp.rpc.parse import Cell, calibrated, calibration_log, parse_output
 from tandem.exp.rpc.plot import plot
@@ -41,10 +33,11 @@ from tandem.exp.rpc.rows import COLUMNS
 from tandem.exp.rpc.script import guest_script
 from tandem.exp.rpc.spec import NAME, SCHEMA
 from tandem.exp.scenario import Scenario
+from tandem.exp.units import Measured
 from tandem.platform.paths import RESULTS
 
 # The Experiment interface (tandem.exp.REGISTRY).
-__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "run"]
+__all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
 
 
 def crossover(busy: dict[int, float], block: dict[int, float]) -> float | None:
@@ -86,8 +79,8 @@ def switch_round_trip_ns(root: Path = RESULTS) -> int | None:
         return None
 
 
-def run(s: Scenario, out: Path) -> dict[str, object]:
-    timing = s.text("timing")
+def _cores(s: Scenario) -> tuple[int, int]:
+    """The server's core and the client's CPU, checked."""
     smp = s.integer("smp")
     server, cpu = s.integer("server_core"), s.integer("client_cpu")
     if server >= smp or cpu >= smp or server == cpu:
@@ -95,21 +88,38 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
             f"rpc scenario: server_core {server} and client_cpu {cpu} must be different "
             f"cores below smp {smp}"
         )
-    progress = Progress(NAME, s.integer("reps"))
+    return server, cpu
+
+
+def units(s: Scenario) -> list[Boot]:
+    """One boot per repetition, each at its own start phase."""
+    timing = s.text("timing")
+    server, cpu = _cores(s)
+    return [
+        Boot(
+            label=f"rep{rep}",
+            options=boot_options(
+                s,
+                timing=timing,
+                smp=s.integer("smp"),
+                rpc_cores=(server,),
+                phase_us=rep_phase_us(rep),
+            ),
+            script=guest_script(s),
+            about=f"rep {rep}, {timing} timing, server on core {server}, client on {cpu}",
+        )
+        for rep in range(1, s.integer("reps") + 1)
+    ]
+
+
+def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     lat: dict[Cell, list[tuple[str, float, float]]] = {}
     pair: dict[Cell, list[float]] = {}
     models = []
-    for rep in range(1, s.integer("reps") + 1):
-        progress.next(f"rep {rep}, {timing} timing, server on core {server}, client on {cpu}")
-        boot = Boot(
-            label=f"rep{rep}",
-            options=boot_options(
-                s, timing=timing, smp=smp, rpc_cores=(server,), phase_us=rep_phase_us(rep)
-            ),
-            script=guest_script(s),
-        )
-        lines, where = boot_lines(boot, out / "raw", progress)
-        model, l1, p1 = parse_output(lines, where)
+    lines: list[str] = []
+    for boot in units(s):
+        lines = measured.lines(boot.label)
+        model, l1, p1 = parse_output(lines, measured.where(boot.label))
         models.append(model)
         for k, v in l1.items():
             lat.setdefault(k, []).extend(v)
@@ -145,7 +155,7 @@ def run(s: Scenario, out: Path) -> dict[str, object]:
     }
     summary: dict[str, object] = {
         "experiment": NAME,
-        "timing": timing,
+        "timing": s.text("timing"),
         "quick": s.quick,
         "reps": s.integer("reps"),
         "scenario": s.values,

@@ -1,0 +1,290 @@
+"""Runs measured boot by boot, with boots side by side (`--jobs`) and in
+shards merged afterwards (`--shard`, `tandem exp merge`) give the same run.
+
+The host tests replay a kept run's boots (`replay`: each boot's console
+log and instrument files from its raw.tar.xz, in place of QEMU), so they
+check the harness's side: the split, the pool, the raw data, the merge's
+checks and the summary made from raw data. The QEMU test checks the guest's
+side: boots side by side measure what boots one after another do."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tandem import exp, pool
+from tandem.errors import TandemError
+from tandem.exp import scenario, shards, units
+from tandem.exp.common import Boot
+from tandem.exp.shards import Shard
+from tandem.platform.boot import (
+    ExecResult,
+    PartitionResult,
+    read_console_log,
+    script_output,
+)
+from tandem.platform.paths import RESULTS
+
+# What differs between runs of the same boots and is not a measurement:
+# what made the run and where (provenance), how long the host took, the
+# host's load, how many boots ran side by side.
+HOST_FACTS = ("provenance", "host_seconds", "host_loadavg_before", "parallel_boots")
+
+
+def measurements(value: object) -> object:
+    """A summary without HOST_FACTS, at any depth."""
+    if isinstance(value, dict):
+        return {k: measurements(v) for k, v in value.items() if k not in HOST_FACTS}
+    if isinstance(value, list):
+        return [measurements(v) for v in value]
+    return value
+
+
+def contains(kept: object, new: object, where: str = "") -> list[str]:
+    """Where `new` lacks or changes a value of `kept` (new keys are fine)."""
+    if isinstance(kept, dict) and isinstance(new, dict):
+        out = []
+        for key, value in kept.items():
+            if key not in new:
+                out.append(f"{where}.{key}: missing")
+            else:
+                out += contains(value, new[key], f"{where}.{key}")
+        return out
+    if isinstance(kept, list) and isinstance(new, list) and len(kept) == len(new):
+        return [
+            d
+            for i, (a, b) in enumerate(zip(kept, new, strict=True))
+            for d in contains(a, b, f"{where}[{i}]")
+        ]
+    return [] if kept == new else [f"{where}: {str(kept)[:80]} / {str(new)[:80]}"]
+
+
+def replay(run: Path, logs: Path) -> Callable[[Boot, pool.Context], ExecResult]:
+    """A stand-in for booting (units.boot): each boot "prints" what the
+    boot of the same label printed in `run` (its kept console logs) and its
+    instruments "write" that boot's kept files, into a log directory under
+    `logs` as run_exec would."""
+    with tarfile.open(run / "raw.tar.xz") as tar:
+        kept = {
+            m.name.removeprefix("raw/"): f.read()
+            for m in tar.getmembers()
+            if (f := tar.extractfile(m)) is not None
+        }
+
+    def boot(unit: Boot, ctx: pool.Context) -> ExecResult:
+        assert not ctx.cancel.is_set()
+        logs.mkdir(parents=True, exist_ok=True)
+        log_dir = Path(tempfile.mkdtemp(prefix=f"{unit.label}-", dir=logs))
+        console = kept[f"{unit.label}.console.log"]
+        (log_dir / "console.log").write_bytes(console)
+        (log_dir / "secure.log").write_bytes(kept.get(f"{unit.label}.secure.log", b""))
+        for name in unit.keep:
+            (log_dir / name).write_bytes(kept[f"{unit.label}.{name}"])
+        others = {}
+        for name, _ in unit.options.partition_scripts:
+            log = log_dir / f"console-{name}.log"
+            log.write_bytes(kept[f"{unit.label}.{name}.console.log"])
+            status, lines = script_output(log.read_text().splitlines())
+            others[name] = PartitionResult(1 if status is None else status, lines, log)
+        out = read_console_log(console)
+        return ExecResult(
+            status=1 if out.status is None else out.status,
+            output="\n".join(out.lines),
+            console_log=log_dir / "console.log",
+            secure_log=log_dir / "secure.log",
+            qemu_status=0,
+            boot_s=0.0,
+            poweroff_s=0.0,
+            reboots=out.reboots,
+            lines=out.lines,
+            partitions=others,
+        )
+
+    return boot
+
+
+# The kept runs whose every boot's console is in their raw archive.
+REMADE = ("lhp", "capacity", "linux-rt", "rpc", "domains")
+
+
+@pytest.mark.parametrize("name", REMADE)
+def test_a_kept_run_is_remade_from_its_raw_data(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every value of a kept run's summary comes back when its boots are
+    replayed, two at a time: the summary is made from the raw data alone,
+    and the pool hands each boot's data to its unit."""
+    kept = (RESULTS / name / "latest").resolve()
+    summary = json.loads((kept / "summary.json").read_text())
+    here = scenario.load(name, exp.get(name).schema, quick=summary["quick"])
+    overrides = {k: v for k, v in summary["scenario"].items() if here.values.get(k) != v}
+    monkeypatch.setattr(units, "boot", replay(kept, tmp_path / "logs"))
+    out = exp.run(name, summary["quick"], overrides, out_root=tmp_path / "r", jobs=2)
+    remade = json.loads((out / "summary.json").read_text())
+    assert contains(measurements(summary), measurements(remade)) == []
+
+
+LHP_QUICK: dict[str, object] = {"patch_runs": 15}  # the kept run's boots ran 15
+
+
+def _files(run: Path) -> dict[str, bytes]:
+    """A finished run's files, its raw archive's entries by name (the
+    units' records, which hold host facts, left out)."""
+    out = {p.name: p.read_bytes() for p in run.iterdir() if p.name not in ("raw.tar.xz",)}
+    with tarfile.open(run / "raw.tar.xz") as tar:
+        for m in tar.getmembers():
+            f = tar.extractfile(m)
+            if f is not None and not m.name.endswith(f".{units.RECORD}"):
+                out[m.name] = f.read()
+    return out
+
+
+@pytest.fixture
+def lhp_replayed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """lhp's boots replayed from its kept run; returns where runs go."""
+    kept = (RESULTS / "lhp" / "latest").resolve()
+    monkeypatch.setattr(units, "boot", replay(kept, tmp_path / "logs"))
+    return tmp_path / "r"
+
+
+def test_lhp_quick_in_shards_merged_is_the_serial_run(lhp_replayed: Path) -> None:
+    out = lhp_replayed
+    serial = exp.run("lhp", True, LHP_QUICK, out_root=out, jobs=1)
+    parallel = exp.run("lhp", True, LHP_QUICK, out_root=out, jobs=3)
+    parts = [
+        exp.run("lhp", True, LHP_QUICK, out_root=out, jobs=1, shard=Shard(i, 2)) for i in (1, 2)
+    ]
+    assert all(p.name.endswith(".partial") for p in parts), "a shard is no run"
+    assert not (parts[0] / "summary.json").exists()
+    merged = exp.merge("lhp", parts, out_root=out)
+    want = json.loads((serial / "summary.json").read_text())
+    assert len(want["period_sweep"]) == 9 and want["bench"] and want["overhead"]
+    for run in (parallel, merged):
+        got = json.loads((run / "summary.json").read_text())
+        assert measurements(got) == measurements(want)
+        files = _files(run)
+        for name, data in _files(serial).items():
+            if name == "report.md":
+                # Its first line names the run.
+                assert data.decode().splitlines()[3:] == files[name].decode().splitlines()[3:]
+            elif name != "summary.json":
+                assert files[name] == data, name
+        assert sorted(files) == sorted(_files(serial))
+    got = json.loads((merged / "summary.json").read_text())
+    assert [s["shard"] for s in got["provenance"]["shards"]] == ["1/2", "2/2"]
+    assert (out / "lhp" / "latest").resolve() == merged
+
+
+def test_shards_split_the_sorted_units_round_robin() -> None:
+    s = scenario.load("lhp", exp.get("lhp").schema, quick=True)
+    boots = exp.get("lhp").units(s)
+    labels = sorted(b.label for b in boots)
+    parts = [Shard(i, 3).select(boots) for i in (1, 2, 3)]
+    assert [b.label for b in parts[1]] == sorted(labels[1::3], key=[b.label for b in boots].index)
+    assert sorted(b.label for p in parts for b in p) == labels, "each unit in exactly one"
+    assert Shard.parse("2/3") == Shard(2, 3) and Shard(2, 3).tag == "shard2of3"
+    with pytest.raises(TandemError, match="--array=1-N"):
+        Shard.parse("0/3")
+    with pytest.raises(TandemError, match="expected I/N"):
+        Shard.parse("1-3")
+
+
+def _shards(out: Path, count: int = 2) -> list[Path]:
+    return [
+        exp.run("lhp", True, LHP_QUICK, out_root=out, jobs=1, shard=Shard(i, count))
+        for i in range(1, count + 1)
+    ]
+
+
+def _edit_plan(shard: Path, change: Callable[[dict[str, object]], None]) -> None:
+    path = shard / shards.PLAN
+    plan = json.loads(path.read_text())
+    change(plan)
+    path.write_text(json.dumps(plan))
+
+
+def test_merge_refuses_a_missing_or_duplicate_unit(lhp_replayed: Path) -> None:
+    one, two = _shards(lhp_replayed)
+    before = sorted((lhp_replayed / "lhp").iterdir())
+    with pytest.raises(TandemError, match="missing \\(no shard measured them\\): e1-alone-rep2, "):
+        exp.merge("lhp", [one], out_root=lhp_replayed)
+    copy = lhp_replayed / "copy-of-one"
+    shutil.copytree(one, copy)
+    with pytest.raises(TandemError, match="e1-10000us-migrate-rep1 measured more than once: in"):
+        exp.merge("lhp", [one, two, copy], out_root=lhp_replayed)
+    record = next((two / "raw").glob(f"*.{units.RECORD}"))
+    record.unlink()
+    label = record.name.removesuffix(f".{units.RECORD}")
+    with pytest.raises(TandemError, match=f"missing \\(no shard measured them\\): {label}$"):
+        exp.merge("lhp", [one, two], out_root=lhp_replayed)
+    assert sorted((lhp_replayed / "lhp").iterdir()) == before, "a refused merge leaves nothing"
+
+
+def test_merge_refuses_shards_of_another_commit_scenario_or_unfinished(
+    lhp_replayed: Path,
+) -> None:
+    one, two = _shards(lhp_replayed)
+
+    def commit(plan: dict[str, object]) -> None:
+        stamp = plan["provenance"]
+        assert isinstance(stamp, dict)
+        stamp["commit"] = "0123abc"
+
+    _edit_plan(two, commit)
+    with pytest.raises(
+        TandemError, match=r"differ in:\n  provenance\.commit: '[0-9a-f]+' / '0123abc'"
+    ):
+        exp.merge("lhp", [one, two], out_root=lhp_replayed)
+
+    def host(plan: dict[str, object]) -> None:
+        stamp = plan["provenance"]
+        assert isinstance(stamp, dict)
+        stamp["commit"] = json.loads((one / shards.PLAN).read_text())["provenance"]["commit"]
+        stamp["host"] = {"name": "node17", "jobs": 64}
+
+    _edit_plan(two, host)
+    assert exp.merge("lhp", [one, two], out_root=lhp_replayed).is_dir(), "hosts may differ"
+
+    def reps(plan: dict[str, object]) -> None:
+        values = plan["scenario"]
+        assert isinstance(values, dict)
+        values["sweep_reps"] = 3
+
+    _edit_plan(two, reps)
+    with pytest.raises(TandemError, match=r"scenario\.sweep_reps: 2 / 3"):
+        exp.merge("lhp", [one, two], out_root=lhp_replayed)
+    _edit_plan(two, lambda plan: plan.update(host_seconds=None))
+    with pytest.raises(TandemError, match="shard 2/2 did not finish"):
+        exp.merge("lhp", [one, two], out_root=lhp_replayed)
+    with pytest.raises(TandemError, match="a shard of 'lhp', not of 'rpc'"):
+        exp.merge("rpc", [one], out_root=lhp_replayed)
+    with pytest.raises(TandemError, match="not a shard"):
+        exp.merge("lhp", [lhp_replayed], out_root=lhp_replayed)
+
+
+def test_host_timing_refuses_boots_side_by_side(tmp_path: Path) -> None:
+    with pytest.raises(TandemError, match="--jobs 2: ctxsw's boots in host timing"):
+        exp.run("ctxsw", True, {}, out_root=tmp_path, jobs=2)
+    assert not (tmp_path / "ctxsw").exists(), "refused before anything is written"
+
+
+@pytest.mark.qemu
+def test_rpc_boots_side_by_side_measure_what_one_at_a_time_do(tmp_path: Path) -> None:
+    """`./tandem exp run rpc --quick --jobs 2` and `--jobs 1`: the same
+    summary but for the host's facts (two repetitions, so that two boots
+    really run at once, each at its own phase)."""
+    overrides: dict[str, object] = {"reps": 2, "sizes": [1, 10000]}
+    one = exp.run("rpc", True, overrides, out_root=tmp_path, jobs=1)
+    two = exp.run("rpc", True, overrides, out_root=tmp_path, jobs=2)
+    a, b = (json.loads((d / "summary.json").read_text()) for d in (one, two))
+    assert a["provenance"]["host"]["jobs"] == 1 and b["provenance"]["host"]["jobs"] == 2
+    assert measurements(a) == measurements(b)
+    assert (
+        a["models"][0] != a["models"][1] or a["rows"][0]["runs_ms"][0] != a["rows"][0]["runs_ms"][1]
+    ), "the two repetitions start at different phases"
