@@ -184,12 +184,15 @@ impl Lifecycle {
     /// and marked the instance stopping), and to start it again afterwards
     /// if `restart`.
     pub(crate) fn request_stop(&self, index: usize, cores: u64, restart: bool) {
-        self.restart[index].store(restart, Ordering::Relaxed);
         for (core, stop) in self.stop.iter().enumerate() {
             if cores >> core & 1 != 0 {
                 stop.store(true, Ordering::Release);
             }
         }
+        // After the flags: the boot core, which reads this first, must find
+        // them set, or it would restart Linux while its cores still run it
+        // (found by tests/lifecycle.rs with the two stores the other way).
+        self.restart[index].store(restart, Ordering::Release);
     }
 
     /// Whether Linux must stop on `core`.
