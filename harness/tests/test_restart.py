@@ -92,6 +92,21 @@ def test_restart_bench_splits_each_restart_into_stop_and_boot(tmp_path: Path) ->
         restart_bench.restarts(clock, 3, [])
 
 
+def test_monitor_gaps_pair_requests_and_restarts_in_time_order() -> None:
+    # The monitor writes its lines out later, each core's ring in turn: the
+    # boot core's restart can come before another core's request.
+    log = "\n".join(
+        [
+            "[     3.000000] monitor/0: Linux restarts (generation 2); the RTOS ran on (core 0)",
+            "[     2.990000] monitor/2: Linux asked to restart (core 2): stopping it on cores 0xf",
+            "[     5.000000] rtos/0: 5 s | core0: 5000 jobs, 0 missed",
+            "[     6.020000] monitor/1: Linux asked to restart (core 1): stopping it on cores 0xf",
+            "[     6.050000] monitor/0: Linux restarts (generation 3); the RTOS ran on (core 0)",
+        ]
+    )
+    assert [round(g, 3) for g in restart_bench.monitor_gaps_ms(log)] == [10.0, 30.0]
+
+
 def test_flash_holds_the_firmware_config_and_linux_images(tmp_path: Path) -> None:
     board = load_board()
     images = (

@@ -69,17 +69,21 @@ def script(count: int, load_s: float) -> str:
 
 def monitor_gaps_ms(secure_log: str) -> list[float]:
     """Counter time from each restart request the monitor saw to its
-    restart of Linux, ms."""
+    restart of Linux, ms. The monitor writes these lines out after the
+    fact, each core's in turn (docs/monitor.md, "The log"), so they are put
+    back in the order of their time stamps first."""
+    marks = sorted(
+        (float(m.group(1)), m.group(2))
+        for m in map(SECURE.match, secure_log.splitlines())
+        if m is not None
+    )
     asked: float | None = None
     out = []
-    for line in secure_log.splitlines():
-        m = SECURE.match(line)
-        if not m:
-            continue
-        if m.group(2) == "Linux asked to restart":
-            asked = float(m.group(1))
+    for at, what in marks:
+        if what == "Linux asked to restart":
+            asked = at
         elif asked is not None:
-            out.append((float(m.group(1)) - asked) * 1000)
+            out.append((at - asked) * 1000)
             asked = None
     return out
 

@@ -545,37 +545,57 @@ mod tests {
 
     #[test]
     fn no_linux_call_waits_for_the_psci_lock_at_el3() {
-        let m = booted();
+        let m = std::sync::Arc::new(booted());
         assert!(matches!(
             smc(&m, PSCI_CPU_ON_64, &[2, 0x4030_0000, 9]),
             Outcome::ReturnAndSignal(..)
         ));
-        // Another core holds the lock, as a storm of calls keeps it.
+        // Another core holds the lock, as a storm of calls keeps it. The
+        // calls are made on another thread (another core): one that waited
+        // for the lock would never answer, and the test says so.
         let held = m.psci.lock();
-        // Changes are issued again later: the caller's core returns to its
-        // world (where the RTOS's interrupts are taken) instead of spinning.
-        for (core, fid, args) in [
-            (0, PSCI_CPU_ON_64, &[1u64, 0x4030_0000, 0][..]),
-            (0, PSCI_CPU_OFF, &[][..]),
-            (1, PSCI_SYSTEM_RESET, &[][..]),
-            (1, PSCI_SYSTEM_OFF, &[][..]),
-            (1, PSCI_SYSTEM_RESET2_64, &[0, 0][..]),
-        ] {
-            assert_eq!(
-                call_from(&m, World::NonSecure, core, fid, args),
-                Outcome::Retry,
-                "{fid:#x}"
-            );
+        let caller = std::sync::Arc::clone(&m);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let m = &*caller;
+            let mut answers = std::vec::Vec::new();
+            // Changes are issued again later: the caller's core returns to
+            // its world (where the RTOS's interrupts are taken) instead of
+            // spinning at EL3.
+            for (core, fid, args) in [
+                (0, PSCI_CPU_ON_64, &[1u64, 0x4030_0000, 0][..]),
+                (0, PSCI_CPU_OFF, &[][..]),
+                (1, PSCI_SYSTEM_RESET, &[][..]),
+                (1, PSCI_SYSTEM_OFF, &[][..]),
+                (1, PSCI_SYSTEM_RESET2_64, &[0, 0][..]),
+                // Queries are answered from the published view.
+                (0, PSCI_AFFINITY_INFO_64, &[2, 0][..]),
+                (0, PSCI_AFFINITY_INFO_64, &[0, 0][..]),
+                (0, PSCI_AFFINITY_INFO_64, &[1, 0][..]),
+                // A CPU_ON of a core on (pending) already changes nothing.
+                (0, PSCI_CPU_ON_64, &[2, 0x4030_0000, 0][..]),
+            ] {
+                answers.push((fid, call_from(m, World::NonSecure, core, fid, args)));
+            }
+            m.set_steal_time(true);
+            answers.push((pv_time::ST, smc_on(m, 0, pv_time::ST, 0)));
+            tx.send(answers).unwrap();
+        });
+        let answers = rx.recv_timeout(std::time::Duration::from_secs(5));
+        let Ok(answers) = answers else {
+            drop(held);
+            panic!("a Linux call waited at EL3 for the PSCI lock another core holds");
+        };
+        for (fid, answer) in &answers[..5] {
+            assert_eq!(*answer, Outcome::Retry, "{fid:#x}");
         }
-        // Queries are answered from the published view, lock or not.
-        assert_eq!(smc(&m, PSCI_AFFINITY_INFO_64, &[2, 0]), Outcome::value(2));
-        assert_eq!(smc(&m, PSCI_AFFINITY_INFO_64, &[0, 0]), Outcome::value(0));
-        assert_eq!(smc(&m, PSCI_AFFINITY_INFO_64, &[1, 0]), Outcome::value(1));
-        m.set_steal_time(true);
-        assert!(matches!(
-            smc_on(&m, 0, pv_time::ST, 0),
-            Outcome::Return([a, 0, 0, 0]) if a != 0
-        ));
+        let values: std::vec::Vec<_> = answers[5..9].iter().map(|(_, a)| *a).collect();
+        assert_eq!(
+            values,
+            [2, 0, 1, ret::ON_PENDING].map(Outcome::value),
+            "AFFINITY_INFO of cores 2, 0, 1; CPU_ON of 2"
+        );
+        assert!(matches!(answers[9].1, Outcome::Return([a, 0, 0, 0]) if a != 0));
         // An idle core's look says it must come back, and keeps the hint.
         assert_eq!(m.take_pending(2), Pending::Busy);
         drop(held);
