@@ -20,8 +20,12 @@
  *   pend_spi         write "INTID CORE": route the SPI INTID to CORE, enable
  *                    and pend it at the distributor, and never take it (an
  *                    interrupt parked on a core Linux does not run on)
+ *   cpu_on_reset     write "MPIDR ENTRY DELAY_US": PSCI CPU_ON of that core
+ *                    at ENTRY, then, DELAY_US later, SYSTEM_RESET: a CPU_ON
+ *                    racing the monitor's restart of this Linux
  */
 
+#include <linux/arm-smccc.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/gfp.h>
@@ -37,8 +41,10 @@
 
 #include "tandem_hostile.h"
 
-/* PSCI CPU_OFF's function ID. */
+/* PSCI function IDs. */
 #define PSCI_CPU_OFF 0x84000002u
+#define PSCI_CPU_ON_64 0xc4000003u
+#define PSCI_SYSTEM_RESET 0x84000009u
 /* Group 0 accesses per stretch with interrupts masked (then a reschedule). */
 #define TRAP_CHUNK 64
 /* QEMU virt's GIC distributor (boards/qemu-virt.toml gicd). */
@@ -181,6 +187,36 @@ static const struct file_operations pend_spi_fops = {
 	.llseek = default_llseek,
 };
 
+static ssize_t cpu_on_reset_write(struct file *file, const char __user *ubuf,
+				  size_t len, loff_t *ppos)
+{
+	unsigned long long mpidr, entry;
+	struct arm_smccc_res res;
+	unsigned int delay_us;
+	char buf[64];
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	if (sscanf(buf, "%llx %llx %u", &mpidr, &entry, &delay_us) != 3 ||
+	    delay_us > 1000000)
+		return -EINVAL;
+	arm_smccc_smc(PSCI_CPU_ON_64, mpidr, entry, 0, 0, 0, 0, 0, &res);
+	pr_info("tandem_hostile: CPU_ON(%#llx, %#llx) = %ld, reset in %u us\n",
+		mpidr, entry, (long)res.a0, delay_us);
+	udelay(delay_us);
+	arm_smccc_smc(PSCI_SYSTEM_RESET, 0, 0, 0, 0, 0, 0, 0, &res);
+	return -EIO;	/* SYSTEM_RESET returned: the monitor refused it */
+}
+
+static const struct file_operations cpu_on_reset_fops = {
+	.owner = THIS_MODULE,
+	.write = cpu_on_reset_write,
+	.llseek = default_llseek,
+};
+
 /* The CPU_OFF entry: x0 = CPU_OFF, smc #0; should it return, stay. */
 static void write_cpu_off_code(u32 *code)
 {
@@ -219,6 +255,7 @@ static int __init tandem_hostile_init(void)
 	debugfs_create_file("cpu_off_entry", 0400, dir, NULL, &cpu_off_entry_fops);
 	debugfs_create_file("trap_group0", 0600, dir, NULL, &trap_group0_fops);
 	debugfs_create_file("pend_spi", 0200, dir, NULL, &pend_spi_fops);
+	debugfs_create_file("cpu_on_reset", 0200, dir, NULL, &cpu_on_reset_fops);
 	pr_info("tandem_hostile: loaded (a test module that attacks the secure side)\n");
 	return 0;
 }
