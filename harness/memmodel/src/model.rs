@@ -18,6 +18,10 @@ pub struct ModelOptions {
     pub bus_history_ns: u64,
     /// At most this many free intervals are remembered.
     pub bus_max_intervals: usize,
+    /// How far a running core's clock can lag another's: the quantum plus
+    /// the stalls of a block. A core whose last call lies further behind is
+    /// taken as halted (it will not contend for the bus meanwhile).
+    pub max_skew_ns: u64,
 }
 
 impl Default for ModelOptions {
@@ -26,6 +30,7 @@ impl Default for ModelOptions {
         Self {
             bus_history_ns: 20_000,
             bus_max_intervals: 1024,
+            max_skew_ns: 4_000,
         }
     }
 }
@@ -125,8 +130,13 @@ pub struct CoreStats {
     pub memory_reads: u64,
     /// Dirty lines written back to DRAM because of this core's misses.
     pub memory_writebacks: u64,
-    /// Time this core's DRAM reads waited for the bus, in ns.
+    /// Time this core's DRAM reads waited for the bus, in ns (both parts below).
     pub bus_wait_ns: u64,
+    /// The part of `bus_wait_ns` spent behind requests already booked.
+    pub bus_booked_wait_ns: u64,
+    /// The part of `bus_wait_ns` charged for cores that were behind in time
+    /// and had been using the bus (see `MemoryModel::unseen_shares`).
+    pub bus_unseen_wait_ns: u64,
     /// Misses served from another core's L1.
     pub coherence_transfers: u64,
     /// Stores that invalidated other cores' copies.
@@ -161,8 +171,33 @@ struct Core {
     main_tlb: SetTlb,
     walk_cache: Option<SetTlb>,
     registers: Registers,
+    presence: BusPresence,
     stats: CoreStats,
 }
+
+/// What the model knows of a core's use of the bus, to price the requests
+/// it has not yet presented (see `MemoryModel::unseen_contention`).
+#[derive(Debug, Clone, Copy, Default)]
+struct BusPresence {
+    /// The core's clock is known to have reached this (its last call's
+    /// time plus the stall returned).
+    known_until: u64,
+    /// Whether it has read DRAM yet.
+    has_requested: bool,
+    /// When it last read DRAM, and how long that read held it at the bus
+    /// (waiting and being served).
+    last_request: u64,
+    last_busy: u64,
+    /// Running average of the share of its time it spends at the bus, in
+    /// 1/1024ths.
+    share: u64,
+    /// Expected service times owed to unseen requests of other cores and
+    /// not yet charged, in 1/1024ths (the fraction carried to the next read).
+    unseen_credit: u64,
+}
+
+/// Fixed-point unit of `BusPresence::share`.
+const SHARE_ONE: u64 = 1024;
 
 impl Core {
     fn clear_micro_tlbs(&mut self) {
@@ -182,6 +217,7 @@ pub struct MemoryModel {
     cores: Vec<Core>,
     l2: Option<Cache>,
     bus: BusQueue,
+    max_skew_ns: u64,
     /// First and end address of all devices: accesses outside skip the search.
     device_span: (u64, u64),
 }
@@ -200,6 +236,7 @@ impl MemoryModel {
                     SetTlb::new(profile.tlb.walk_cache_entries, profile.tlb.walk_cache_ways)
                 }),
                 registers: Registers::new(),
+                presence: BusPresence::default(),
                 stats: CoreStats::default(),
             })
             .collect();
@@ -217,6 +254,7 @@ impl MemoryModel {
             ),
             cores,
             profile,
+            max_skew_ns: options.max_skew_ns,
             device_span,
         }
     }
@@ -289,7 +327,7 @@ impl MemoryModel {
                 stall += self.data_line(core, now + stall, last, store);
             }
         }
-        self.cores[core].stats.stall_ns += stall;
+        self.finish_call(core, now, stall);
         stall
     }
 
@@ -327,7 +365,7 @@ impl MemoryModel {
         for line in first..=last {
             stall += self.instruction_line(core, now + stall, line);
         }
-        self.cores[core].stats.stall_ns += stall;
+        self.finish_call(core, now, stall);
         stall
     }
 
@@ -708,14 +746,88 @@ impl MemoryModel {
         stall
     }
 
+    fn finish_call(&mut self, core: usize, now: u64, stall: u64) {
+        let c = &mut self.cores[core];
+        c.stats.stall_ns += stall;
+        c.presence.known_until = c.presence.known_until.max(now + stall);
+    }
+
     /// A line read from DRAM: its wait for the bus plus the access.
     fn memory_read(&mut self, core: usize, now: u64) -> u64 {
+        let service = self.bus.service_ns();
+        let owed = self.cores[core].presence.unseen_credit + self.unseen_shares(core, now);
+        // Whole service times only, the fraction carried: the wait leaves a
+        // gap a whole request of the cores behind can use.
+        let unseen_wait = owed / SHARE_ONE * service;
+        self.cores[core].presence.unseen_credit = owed % SHARE_ONE;
         let start = self.bus.reserve(now);
-        let wait = start - now;
-        let stats = &mut self.cores[core].stats;
+        let booked_wait = start - now;
+        let at_bus = booked_wait + unseen_wait + service;
+        let c = &mut self.cores[core];
+        let presence = &mut c.presence;
+        if presence.has_requested {
+            // This read's share of the time since the last one, averaged
+            // with weight 1/8 (integers: the same on every host).
+            let since = (now - presence.last_request).max(at_bus);
+            let sample = at_bus * SHARE_ONE / since;
+            presence.share = (presence.share * 7 + sample) / 8;
+        }
+        presence.has_requested = true;
+        presence.last_request = now;
+        presence.last_busy = at_bus;
+        let stats = &mut c.stats;
         stats.memory_reads += 1;
-        stats.bus_wait_ns += wait;
-        wait + self.profile.memory_latency_ns
+        stats.bus_wait_ns += booked_wait + unseen_wait;
+        stats.bus_booked_wait_ns += booked_wait;
+        stats.bus_unseen_wait_ns += unseen_wait;
+        booked_wait + unseen_wait + self.profile.memory_latency_ns
+    }
+
+    /// The service times a DRAM read at `now` owes to cores that are
+    /// behind `now` (their requests up to `now` have not reached the model
+    /// yet) and have been using the bus: the sum of each such core's recent
+    /// share of time at the bus, in 1/1024ths of a service time.
+    ///
+    /// Why: the bus books requests in the order the model hears of them.
+    /// Per-core timing runs one core for up to a quantum before the others
+    /// catch up, so without this the core that runs first would find the
+    /// bus free for its whole turn, and the cores behind would queue after
+    /// all of it: on a saturated bus the first core would see no contention
+    /// and the others all of it, where round-robin arbitration shares it.
+    /// Waiting the expected service times of the unseen requests before
+    /// booking the core's own service leaves the gap their requests fill
+    /// when they arrive. A core in time order has nobody behind it and
+    /// pays exactly the booked wait.
+    fn unseen_shares(&self, core: usize, now: u64) -> u64 {
+        let mut shares = 0;
+        for (index, other) in self.cores.iter().enumerate() {
+            let presence = &other.presence;
+            if index == core
+                || !presence.has_requested
+                || presence.known_until >= now
+                || now - presence.known_until > self.max_skew_ns
+            {
+                continue;
+            }
+            // A core that has run on without reading DRAM since its last
+            // read is not streaming: its share decays with that time.
+            let quiet_for = presence.known_until.saturating_sub(presence.last_request);
+            let recent = if quiet_for > presence.last_busy {
+                presence
+                    .share
+                    .min(presence.last_busy * SHARE_ONE / quiet_for)
+            } else {
+                presence.share
+            };
+            // At the bus over half its time, a core saturates it: under
+            // round-robin arbitration it has a request waiting at every turn.
+            shares += if recent >= SHARE_ONE / 2 {
+                SHARE_ONE
+            } else {
+                recent
+            };
+        }
+        shares
     }
 
     /// A dirty line written to DRAM: it occupies the bus, but the core does
