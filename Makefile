@@ -34,10 +34,14 @@ MODULE      := $(BUILD)/driver/tandem.ko
 HOSTILE     := $(BUILD)/hostile/tandem_hostile.ko
 TOOLS       := $(BUILD)/tools/tandem-smc $(BUILD)/tools/tandem-top $(BUILD)/tools/tandem-lat \
                $(BUILD)/tools/tandem-trace $(BUILD)/tools/tandem-spin $(BUILD)/tools/tandem-rpc \
-               $(BUILD)/tools/tandem-probe
+               $(BUILD)/tools/tandem-probe $(BUILD)/tools/tandem-membench $(BUILD)/tools/threadtest
 INITRAMFS   := $(BUILD)/rootfs/initramfs.cpio
 # QEMU plugin counting each vCPU's own instructions (harness/pathcount).
 PATHCOUNT   := $(BUILD)/qemu/libtandem_pathcount.so
+# QEMU plugin running the memory model (harness/memplugin, harness/memmodel),
+# and its profiles' values and hashes for the harness (tandem-memprofile).
+MEMPLUGIN   := $(BUILD)/qemu/libtandem_memplugin.so
+MEMPROFILE  := $(BUILD)/qemu/tandem-memprofile
 # Tandem's QEMU: Debian's source and qemu/patches, built into a cache
 # outside the clone (scripts/build-qemu.sh); build/qemu/install links there.
 QEMU        := $(BUILD)/qemu/install/bin/qemu-system-aarch64
@@ -61,7 +65,8 @@ setup:
 build: setup
 	@$(MAKE) --no-print-directory artifacts
 
-artifacts: $(QEMU) $(FIRMWARE) $(IMAGE) $(MODULE) $(HOSTILE) $(TOOLS) $(INITRAMFS) $(PATHCOUNT)
+artifacts: $(QEMU) $(FIRMWARE) $(IMAGE) $(MODULE) $(HOSTILE) $(TOOLS) $(INITRAMFS) $(PATHCOUNT) \
+	$(MEMPLUGIN) $(MEMPROFILE)
 
 run: build
 	./tandem run
@@ -108,6 +113,14 @@ $(PATHCOUNT): FORCE
 	@mkdir -p $(@D)
 	@if ! cmp -s target/release/libtandem_pathcount.so $@; then \
 		cp target/release/libtandem_pathcount.so $@; fi
+
+# One cargo build makes both; each is copied only when it changed.
+$(MEMPLUGIN) $(MEMPROFILE) &: FORCE
+	@cargo build -q --release -p tandem-memplugin
+	@mkdir -p $(@D)
+	@for f in libtandem_memplugin.so tandem-memprofile; do \
+		if ! cmp -s target/release/$$f $(BUILD)/qemu/$$f; then cp target/release/$$f $(BUILD)/qemu/$$f; fi; \
+	done
 
 # The harness's view of the ABI is committed (its host tests need no build);
 # `cargo test` says when it is stale, and this refreshes it.
@@ -179,6 +192,15 @@ $(BUILD)/tools/%: linux/tools/%.c $(ABI_HEADER) $(wildcard linux/driver/*_uapi.h
 	@mkdir -p $(@D)
 	@$(CROSS)gcc -static -O2 -Wall -Wextra -Werror -I$(BUILD)/include -Ilinux/driver -o $@ $<
 	@echo "  TOOL    $@"
+
+# Linux's own kselftest of CLOCK_MONOTONIC across CPUs (threads taking a
+# mutex and reading the clock into one list), from Debian's kernel source:
+# the QEMU test of causal per-core clocks (qemu/patches/0007).
+SELFTESTS   := $(KSRC)/tools/testing/selftests
+$(BUILD)/tools/threadtest: $(BUILD)/.ksrc-stamp
+	@mkdir -p $(@D)
+	@$(CROSS)gcc -static -O2 -pthread -I$(SELFTESTS) -o $@ $(SELFTESTS)/timers/threadtest.c
+	@echo "  TOOL    $@ (kselftest timers/threadtest)"
 
 $(INITRAMFS): $(wildcard rootfs/*) $(MODULE) $(HOSTILE) $(TOOLS)
 	@rootfs/build.sh $(BUILD)/rootfs $(BUILD)/tools $(MODULE) $(HOSTILE)

@@ -278,6 +278,16 @@ impl Profile {
         Self::from_toml_str(&text)
     }
 
+    /// A profile as `--memmodel` names it: a path to a TOML file (with a
+    /// `/` or ending in `.toml`), else one of [`BUILTIN_PROFILES`].
+    pub fn named(spec: &str) -> Result<Self, ProfileError> {
+        if spec.contains('/') || spec.ends_with(".toml") {
+            Self::load(Path::new(spec))
+        } else {
+            Self::builtin(spec)
+        }
+    }
+
     /// One of [`BUILTIN_PROFILES`], by name.
     pub fn builtin(name: &str) -> Result<Self, ProfileError> {
         let (_, text) = BUILTIN_PROFILES

@@ -161,3 +161,29 @@ fn bad_profiles_are_refused_with_the_key_named() {
         Err(ProfileError::Syntax(_))
     ));
 }
+
+#[test]
+fn a_profile_is_named_by_its_builtin_name_or_its_file() {
+    assert_eq!(
+        Profile::named("a53").unwrap(),
+        Profile::builtin("a53").unwrap()
+    );
+    let path = std::env::temp_dir().join(format!("tandem-memmodel-{}.toml", std::process::id()));
+    std::fs::write(
+        &path,
+        a53_text().replacen("hit_cycles = 13", "hit_cycles = 14", 1),
+    )
+    .unwrap();
+    let from_file = Profile::named(path.to_str().unwrap()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(from_file.l2.unwrap().hit_ns, 14);
+    assert_ne!(from_file.hash(), Profile::builtin("a53").unwrap().hash());
+    assert!(matches!(
+        Profile::named("a57"),
+        Err(ProfileError::UnknownBuiltin(_))
+    ));
+    assert!(matches!(
+        Profile::named("/nonexistent/p.toml"),
+        Err(ProfileError::Io(_))
+    ));
+}

@@ -1,0 +1,113 @@
+//! JSON text of a profile and of the model's counters (no serde_json: a few fixed shapes), shared by the plugin and `tandem-memprofile`.
+
+use tandem_memmodel::CoreStats;
+
+/// The model's parameters, as the harness's reports and provenance read them.
+pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
+    let cache = |g: Option<tandem_memmodel::profile::CacheGeometry>| match g {
+        None => "null".to_owned(),
+        Some(g) => format!(
+            "{{\"size_bytes\": {}, \"ways\": {}, \"sets\": {}, \"line_bytes\": {}, \"hit_ns\": {}}}",
+            g.size_bytes, g.ways, g.sets, g.line_bytes, g.hit_ns
+        ),
+    };
+    let t = &profile.tlb;
+    format!(
+        concat!(
+            "{{\"name\": {}, \"hash\": {}, \"description\": {}, ",
+            "\"core_clock_mhz\": {}, \"memory_clock_mhz\": {}, ",
+            "\"l1d\": {}, \"l1i\": {}, \"l2\": {}, ",
+            "\"memory_latency_ns\": {}, \"bus_service_ns\": {}, ",
+            "\"coherence_transfer_ns\": {}, \"coherence_upgrade_ns\": {}, ",
+            "\"tlb\": {{\"micro_data_entries\": {}, \"micro_instruction_entries\": {}, ",
+            "\"main_entries\": {}, \"main_ways\": {}, \"main_hit_ns\": {}, ",
+            "\"walk_cache_entries\": {}, \"walk_level_ns\": {}, \"walk_levels_charged\": {}}}, ",
+            "\"mmio_default_ns\": {}}}"
+        ),
+        json_string(&profile.name),
+        json_string(&profile.hash()),
+        json_string(&profile.description),
+        profile.core_clock_mhz,
+        profile.memory_clock_mhz,
+        cache(Some(profile.l1d)),
+        cache(Some(profile.l1i)),
+        cache(profile.l2),
+        profile.memory_latency_ns,
+        profile.bus_service_ns,
+        profile.coherence_transfer_ns,
+        profile.coherence_upgrade_ns,
+        t.micro_data_entries,
+        t.micro_instruction_entries,
+        t.main_entries,
+        t.main_ways,
+        t.main_hit_ns,
+        t.walk_cache_entries,
+        t.walk_level_ns,
+        t.walk_levels_charged,
+        profile.mmio_default_ns,
+    )
+}
+
+/// One core's counters as a JSON object.
+pub fn core_stats_json(s: &CoreStats) -> String {
+    let fields: [(&str, u64); 25] = [
+        ("loads", s.loads),
+        ("stores", s.stores),
+        ("blocks", s.blocks),
+        ("device_accesses", s.device_accesses),
+        ("l1d_hits", s.l1d_hits),
+        ("l1d_misses", s.l1d_misses),
+        ("l1i_hits", s.l1i_hits),
+        ("l1i_misses", s.l1i_misses),
+        ("l2_hits", s.l2_hits),
+        ("l2_misses", s.l2_misses),
+        ("memory_reads", s.memory_reads),
+        ("memory_writebacks", s.memory_writebacks),
+        ("bus_wait_ns", s.bus_wait_ns),
+        ("bus_booked_wait_ns", s.bus_booked_wait_ns),
+        ("bus_unseen_wait_ns", s.bus_unseen_wait_ns),
+        ("coherence_transfers", s.coherence_transfers),
+        ("coherence_upgrades", s.coherence_upgrades),
+        ("micro_tlb_misses", s.micro_tlb_misses),
+        ("main_tlb_misses", s.main_tlb_misses),
+        ("walk_cache_hits", s.walk_cache_hits),
+        ("walk_reads", s.walk_reads),
+        ("translation_stall_ns", s.translation_stall_ns),
+        ("tlbi_received", s.tlbi_received),
+        ("stall_ns", s.stall_ns),
+        (
+            "translation_stall_share_permille",
+            permille(s.translation_stall_ns, s.stall_ns),
+        ),
+    ];
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("\"{k}\": {v}"))
+        .collect();
+    format!("{{{}}}", body.join(", "))
+}
+
+fn permille(part: u64, whole: u64) -> u64 {
+    if whole == 0 {
+        0
+    } else {
+        (u128::from(part) * 1000 / u128::from(whole)) as u64
+    }
+}
+
+/// `text` as a JSON string.
+pub fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}

@@ -1,0 +1,589 @@
+//! The plugin proper: QEMU's translation and execution callbacks, the memory model behind one lock, the stalls charged back.
+
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::fs::File;
+use std::io::Write;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use qemu_plugin::install::{Args, Info};
+use qemu_plugin::plugin::{HasCallbacks, Register};
+use qemu_plugin::sys::{
+    qemu_plugin_cb_flags, qemu_plugin_get_hwaddr, qemu_plugin_hwaddr_is_io,
+    qemu_plugin_hwaddr_phys_addr, qemu_plugin_insn, qemu_plugin_insn_data, qemu_plugin_insn_haddr,
+    qemu_plugin_insn_size, qemu_plugin_insn_vaddr, qemu_plugin_mem_is_store, qemu_plugin_mem_rw,
+    qemu_plugin_mem_size_shift, qemu_plugin_meminfo_t, qemu_plugin_register_vcpu_insn_exec_cb,
+    qemu_plugin_register_vcpu_mem_cb, qemu_plugin_register_vcpu_tb_exec_cb,
+    qemu_plugin_register_vcpu_tb_trans_cb, qemu_plugin_tb, qemu_plugin_tb_get_insn,
+    qemu_plugin_tb_n_insns, qemu_plugin_tb_vaddr,
+};
+use qemu_plugin::{
+    PluginId, RegisterDescriptor, qemu_plugin_get_registers, qemu_plugin_register_atexit_cb,
+    register,
+};
+use tandem_memmodel::{
+    AccessKind, BlockFetch, DataAccess, ExceptionLevel, MemoryModel, ModelOptions, Profile,
+    RareInstruction, classify,
+};
+
+use crate::{
+    Config, Mode, core_stats_json, exception_level, json_string, parse_args, profile_json,
+};
+
+unsafe extern "C" {
+    /// glibc's symbol lookup; with `RTLD_DEFAULT` it searches the process
+    /// (QEMU exports its plugin API with `--dynamic-list`).
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+}
+
+/// glibc's `RTLD_DEFAULT`: the global scope.
+const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
+
+/// Tandem's QEMU patch 0006 entry points, found in QEMU at install (a
+/// QEMU without them fails the install with a message, not a missing
+/// symbol at load).
+#[derive(Clone, Copy)]
+struct Tandem {
+    stall_ns: unsafe extern "C" fn(u64) -> bool,
+    clock_ns: unsafe extern "C" fn() -> i64,
+    mem_mmu_idx: unsafe extern "C" fn(qemu_plugin_meminfo_t) -> c_uint,
+    fetch_mmu_idx: unsafe extern "C" fn() -> c_int,
+}
+
+fn lookup(name: &CStr) -> Result<*mut c_void, String> {
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only reads
+    // the process's symbol tables.
+    let found = unsafe { dlsym(RTLD_DEFAULT, name.as_ptr()) };
+    if found.is_null() {
+        Err(format!(
+            "QEMU has no {} (needs Tandem's QEMU with qemu/patches/0006; run make build)",
+            name.to_string_lossy()
+        ))
+    } else {
+        Ok(found)
+    }
+}
+
+impl Tandem {
+    fn find() -> Result<Self, String> {
+        let stall = lookup(c"qemu_plugin_tandem_stall_ns")?;
+        let clock = lookup(c"qemu_plugin_tandem_clock_ns")?;
+        let mem = lookup(c"qemu_plugin_tandem_mem_mmu_idx")?;
+        let fetch = lookup(c"qemu_plugin_tandem_fetch_mmu_idx")?;
+        // SAFETY: each symbol is the function patch 0006 declares in
+        // include/qemu/qemu-plugin.h with exactly this C signature.
+        unsafe {
+            Ok(Self {
+                stall_ns: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(u64) -> bool>(
+                    stall,
+                ),
+                clock_ns: std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> i64>(clock),
+                mem_mmu_idx: std::mem::transmute::<
+                    *mut c_void,
+                    unsafe extern "C" fn(qemu_plugin_meminfo_t) -> c_uint,
+                >(mem),
+                fetch_mmu_idx: std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> c_int>(
+                    fetch,
+                ),
+            })
+        }
+    }
+}
+
+/// One block as translated: what its execution fetches.
+struct Block {
+    virtual_address: u64,
+    /// The host address of its first instruction (QEMU 10.0's plugin API
+    /// gives no physical address for code): guest RAM is mapped 2 MiB
+    /// aligned, so its low bits, which choose the cache set, are the
+    /// physical address's, and each guest line has one host address.
+    host_address: u64,
+    bytes: u32,
+    instructions: u64,
+    el: ExceptionLevel,
+}
+
+/// A rare instruction found at translation.
+struct Rare {
+    instruction: RareInstruction,
+    /// Its index in its block (the clock at it).
+    index: u64,
+}
+
+/// Where each vCPU is in the block it runs.
+#[derive(Clone, Copy, Default)]
+struct CoreClock {
+    /// The clock at the block's first instruction.
+    block_start: u64,
+    /// Stalls charged since then.
+    charged: u64,
+}
+
+/// The shell's own counters (the model keeps the rest).
+#[derive(Default)]
+struct Counters {
+    blocks: u64,
+    accesses: u64,
+    /// Accesses QEMU made with a stage 2 or physical MMU index (skipped).
+    other_accesses: u64,
+    rare_events: u64,
+    stalls: u64,
+    stall_ns: u64,
+    /// Per vCPU (probe=vcpu): blocks, and blocks whose callback's index
+    /// was not the core VMPIDR_EL2 names.
+    probe_blocks: Vec<u64>,
+    probe_mismatched: Vec<u64>,
+    probe_unreadable: u64,
+}
+
+struct Inner {
+    model: Option<MemoryModel>,
+    clocks: Vec<CoreClock>,
+    counters: Counters,
+    /// X0..X30's descriptors, looked up at the first rare instruction
+    /// (registers can be listed only where a vCPU runs).
+    x_registers: Option<Vec<RegisterDescriptor<'static>>>,
+    affinity: Option<RegisterDescriptor<'static>>,
+    error: Option<String>,
+}
+
+struct Shell {
+    config: Config,
+    tandem: Option<Tandem>,
+    cores: usize,
+    inner: Mutex<Inner>,
+}
+
+static SHELL: OnceLock<Shell> = OnceLock::new();
+
+fn shell() -> &'static Shell {
+    SHELL.get().expect("callbacks run only after install")
+}
+
+impl Shell {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The vCPU's clock (patch 0006); stops QEMU outside per-core timing.
+    fn clock(&self, tandem: &Tandem) -> u64 {
+        // SAFETY: called from a vCPU callback, as the entry point requires.
+        let clock = unsafe { (tandem.clock_ns)() };
+        if clock < 0 {
+            die("needs per-core timing (-icount shift=0,sleep=off,quantum=N): no vCPU clock");
+        }
+        clock as u64
+    }
+
+    /// Charges `stall` to the running vCPU.
+    fn charge(&self, tandem: &Tandem, inner: &mut Inner, core: usize, stall: u64) {
+        if stall == 0 {
+            return;
+        }
+        inner.clocks[core].charged += stall;
+        inner.counters.stalls += 1;
+        inner.counters.stall_ns += stall;
+        // SAFETY: called from a vCPU callback, as the entry point requires.
+        if !unsafe { (tandem.stall_ns)(stall) } {
+            die("QEMU refused a stall: not in per-core timing");
+        }
+    }
+}
+
+/// Ends QEMU from a callback: the model cannot go on, and a run that went
+/// on without it would look like one with it.
+fn die(why: &str) -> ! {
+    eprintln!("tandem-memplugin: {why}");
+    std::process::exit(1)
+}
+
+fn read_u64(register: &RegisterDescriptor<'static>) -> Option<u64> {
+    let value = register.read().ok()?;
+    let mut bytes = [0u8; 8];
+    bytes.get_mut(..value.len())?.copy_from_slice(&value);
+    Some(u64::from_le_bytes(bytes))
+}
+
+// --- execution callbacks -----------------------------------------------------
+
+/// A block starts: its fetch through the L1 instruction cache.
+unsafe extern "C" fn on_block(vcpu: c_uint, userdata: *mut c_void) {
+    // SAFETY: userdata is the leaked `Block` registered with this callback.
+    let block = unsafe { &*(userdata as *const Block) };
+    let shell = shell();
+    let Some(tandem) = &shell.tandem else { return };
+    let core = vcpu as usize;
+    // QEMU counts a block's instructions as it starts.
+    let start = shell.clock(tandem).saturating_sub(block.instructions);
+    let mut inner = shell.lock();
+    let inner = &mut *inner;
+    inner.counters.blocks += 1;
+    inner.clocks[core] = CoreClock {
+        block_start: start,
+        charged: 0,
+    };
+    let Some(model) = inner.model.as_mut() else {
+        return;
+    };
+    let stall = model.instruction_fetch(
+        core,
+        start,
+        &BlockFetch {
+            virtual_address: block.virtual_address,
+            physical_address: block.host_address,
+            bytes: block.bytes,
+            el: block.el,
+        },
+    );
+    shell.charge(tandem, inner, core, stall);
+}
+
+/// A load or store of instruction number `userdata` of its block.
+unsafe extern "C" fn on_access(
+    vcpu: c_uint,
+    info: qemu_plugin_meminfo_t,
+    vaddr: u64,
+    userdata: *mut c_void,
+) {
+    let index = userdata as u64;
+    let shell = shell();
+    let Some(tandem) = &shell.tandem else { return };
+    let core = vcpu as usize;
+    // SAFETY: info and vaddr are this callback's arguments; the hwaddr
+    // QEMU returns lives until the callback returns.
+    let (physical_address, io, size, store, mmu_idx) = unsafe {
+        let hwaddr = qemu_plugin_get_hwaddr(info, vaddr);
+        let (physical, io) = if hwaddr.is_null() {
+            (vaddr, false)
+        } else {
+            (
+                qemu_plugin_hwaddr_phys_addr(hwaddr),
+                qemu_plugin_hwaddr_is_io(hwaddr),
+            )
+        };
+        (
+            physical,
+            io,
+            1u32 << qemu_plugin_mem_size_shift(info),
+            qemu_plugin_mem_is_store(info),
+            (tandem.mem_mmu_idx)(info),
+        )
+    };
+    let mut inner = shell.lock();
+    let inner = &mut *inner;
+    inner.counters.accesses += 1;
+    let Some(el) = exception_level(mmu_idx) else {
+        inner.counters.other_accesses += 1;
+        return;
+    };
+    let clock = inner.clocks[core];
+    let Some(model) = inner.model.as_mut() else {
+        return;
+    };
+    let stall = model.data_access(
+        core,
+        clock.block_start + index + clock.charged,
+        &DataAccess {
+            virtual_address: vaddr,
+            physical_address,
+            size,
+            kind: if store {
+                AccessKind::Store
+            } else {
+                AccessKind::Load
+            },
+            el,
+            io,
+        },
+    );
+    shell.charge(tandem, inner, core, stall);
+}
+
+/// A write of a translation register or a TLBI: read its `Xt`, tell the model.
+unsafe extern "C" fn on_rare(vcpu: c_uint, userdata: *mut c_void) {
+    // SAFETY: userdata is the leaked `Rare` registered with this callback.
+    let rare = unsafe { &*(userdata as *const Rare) };
+    let shell = shell();
+    let Some(tandem) = &shell.tandem else { return };
+    let core = vcpu as usize;
+    let mut inner = shell.lock();
+    let inner = &mut *inner;
+    let value = match rare.instruction.source_register() {
+        None => 0,
+        Some(n) => {
+            if inner.x_registers.is_none() {
+                let found = qemu_plugin_get_registers().unwrap_or_default();
+                let mut x = Vec::with_capacity(31);
+                for i in 0..31 {
+                    let name = format!("x{i}");
+                    match found.iter().find(|r| r.name == name) {
+                        Some(r) => x.push(r.clone()),
+                        None => die(&format!("QEMU offers no register {name} to read")),
+                    }
+                }
+                inner.x_registers = Some(x);
+            }
+            let registers = inner.x_registers.as_ref().expect("just filled");
+            read_u64(&registers[usize::from(n)])
+                .unwrap_or_else(|| die(&format!("cannot read x{n}")))
+        }
+    };
+    inner.counters.rare_events += 1;
+    let Some(model) = inner.model.as_mut() else {
+        return;
+    };
+    let _ = rare.index; // the event takes no time argument
+    let stall = model.system_event(core, &rare.instruction.event(value));
+    shell.charge(tandem, inner, core, stall);
+}
+
+/// probe=vcpu: which core really runs this block (VMPIDR_EL2's Aff0).
+unsafe extern "C" fn on_probe_block(vcpu: c_uint, _userdata: *mut c_void) {
+    let shell = shell();
+    let mut inner = shell.lock();
+    let inner = &mut *inner;
+    if inner.affinity.is_none() {
+        inner.affinity = qemu_plugin_get_registers()
+            .ok()
+            .and_then(|all| all.into_iter().find(|r| r.name == "VMPIDR_EL2"));
+    }
+    let core = inner
+        .affinity
+        .as_ref()
+        .and_then(read_u64)
+        .filter(|value| value & (1 << 31) != 0)
+        .map(|value| (value & 0xff) as usize);
+    let vcpu = vcpu as usize;
+    let counters = &mut inner.counters;
+    match core {
+        Some(core) if vcpu < counters.probe_blocks.len() => {
+            counters.probe_blocks[vcpu] += 1;
+            if core != vcpu {
+                counters.probe_mismatched[vcpu] += 1;
+            }
+        }
+        _ => counters.probe_unreadable += 1,
+    }
+}
+
+// --- translation ---------------------------------------------------------------
+
+unsafe extern "C" fn on_translate(_id: PluginId, tb: *mut qemu_plugin_tb) {
+    let shell = shell();
+    if shell.tandem.is_none() {
+        // SAFETY: tb is the block being translated, valid in this callback.
+        unsafe {
+            qemu_plugin_register_vcpu_tb_exec_cb(
+                tb,
+                Some(on_probe_block),
+                qemu_plugin_cb_flags::QEMU_PLUGIN_CB_R_REGS,
+                std::ptr::null_mut(),
+            );
+        }
+        return;
+    }
+    let tandem = shell.tandem.expect("checked");
+    // SAFETY: tb and its instructions are valid during this callback; the
+    // userdata pointers handed to QEMU are leaked and so outlive the block.
+    unsafe {
+        let n = qemu_plugin_tb_n_insns(tb);
+        let mut bytes = 0u32;
+        let mut host_address = 0u64;
+        for i in 0..n {
+            let insn: *mut qemu_plugin_insn = qemu_plugin_tb_get_insn(tb, i);
+            let size = qemu_plugin_insn_size(insn);
+            bytes += size as u32;
+            if i == 0 {
+                host_address = qemu_plugin_insn_haddr(insn) as u64;
+                if host_address == 0 {
+                    host_address = qemu_plugin_insn_vaddr(insn);
+                }
+            }
+            // Every instruction's data accesses, with its index in the block.
+            qemu_plugin_register_vcpu_mem_cb(
+                insn,
+                Some(on_access),
+                qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+                qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
+                i as *mut c_void,
+            );
+            if size == 4 {
+                let mut word = [0u8; 4];
+                if qemu_plugin_insn_data(insn, word.as_mut_ptr().cast(), 4) == 4
+                    && let Some(instruction) = classify(u32::from_le_bytes(word))
+                {
+                    let rare = Box::leak(Box::new(Rare {
+                        instruction,
+                        index: i as u64,
+                    }));
+                    qemu_plugin_register_vcpu_insn_exec_cb(
+                        insn,
+                        Some(on_rare),
+                        qemu_plugin_cb_flags::QEMU_PLUGIN_CB_R_REGS,
+                        (rare as *mut Rare).cast(),
+                    );
+                }
+            }
+        }
+        let el =
+            exception_level((tandem.fetch_mmu_idx)().max(0) as u32).unwrap_or(ExceptionLevel::El3);
+        let block = Box::leak(Box::new(Block {
+            virtual_address: qemu_plugin_tb_vaddr(tb),
+            host_address,
+            bytes,
+            instructions: n as u64,
+            el,
+        }));
+        qemu_plugin_register_vcpu_tb_exec_cb(
+            tb,
+            Some(on_block),
+            qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
+            (block as *mut Block).cast(),
+        );
+    }
+}
+
+// --- install and exit ----------------------------------------------------------
+
+fn report(shell: &Shell) -> Result<(), String> {
+    let inner = shell.lock();
+    let mut text = String::from("{\n");
+    match &shell.config.mode {
+        Mode::VcpuProbe => {
+            let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+            let c = &inner.counters;
+            text += "  \"probe\": \"vcpu\",\n";
+            text += &format!("  \"blocks\": [{}],\n", list(&c.probe_blocks));
+            text += &format!("  \"mismatched\": [{}],\n", list(&c.probe_mismatched));
+            text += &format!("  \"unreadable\": {}\n", c.probe_unreadable);
+        }
+        Mode::Model { quantum_ns, .. } => {
+            let model = inner.model.as_ref().expect("model mode has a model");
+            let c = &inner.counters;
+            text += &format!("  \"profile\": {},\n", profile_json(model.profile()));
+            text += &format!("  \"quantum_ns\": {quantum_ns},\n");
+            let cores: Vec<String> = (0..model.cores())
+                .map(|i| format!("    {}", core_stats_json(model.core_stats(i))))
+                .collect();
+            text += &format!("  \"cores\": [\n{}\n  ],\n", cores.join(",\n"));
+            let bus = model.bus_stats();
+            text += &format!(
+                "  \"bus\": {{\"requests\": {}, \"wait_ns\": {}, \"before_history\": {}}},\n",
+                bus.requests, bus.wait_ns, bus.before_history
+            );
+            text += &format!(
+                concat!(
+                    "  \"shell\": {{\"blocks\": {}, \"accesses\": {}, \"other_accesses\": {}, ",
+                    "\"rare_events\": {}, \"stalls\": {}, \"stall_ns\": {}}}\n"
+                ),
+                c.blocks, c.accesses, c.other_accesses, c.rare_events, c.stalls, c.stall_ns
+            );
+        }
+    }
+    if let Some(error) = &inner.error {
+        text = text.trim_end().trim_end_matches('}').to_owned();
+        text += &format!(",\n  \"error\": {}\n", json_string(error));
+    }
+    text += "}\n";
+    let out = &shell.config.out;
+    File::create(out)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| format!("{}: {e}", out.display()))
+}
+
+#[derive(Default)]
+struct MemPlugin;
+
+impl HasCallbacks for MemPlugin {}
+
+impl Register for MemPlugin {
+    /// Registers only what the shell uses (the crate's default would add a
+    /// callback for every event, each taking a global lock).
+    fn register_default(
+        &mut self,
+        id: PluginId,
+        args: &Args,
+        info: &Info,
+    ) -> qemu_plugin::Result<()> {
+        let fail = |message: String| {
+            eprintln!("tandem-memplugin: {message}");
+            qemu_plugin::Error::PluginInstanceSetError
+        };
+        let Some(system) = &info.system else {
+            return Err(fail("needs system emulation".into()));
+        };
+        let cores = usize::try_from(system.max_vcpus)
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| fail(format!("bad vCPU count {}", system.max_vcpus)))?;
+        let config = parse_args(&args.raw).map_err(fail)?;
+        let (tandem, model) = match &config.mode {
+            Mode::VcpuProbe => (None, None),
+            Mode::Model {
+                profile,
+                quantum_ns,
+            } => {
+                let tandem = Tandem::find().map_err(fail)?;
+                let profile = Profile::named(profile).map_err(|e| fail(e.to_string()))?;
+                let options = ModelOptions {
+                    // The cores run up to a quantum (plus a block's
+                    // stalls) apart.
+                    max_skew_ns: 4 * quantum_ns,
+                    bus_history_ns: (20 * quantum_ns).max(20_000),
+                    ..ModelOptions::default()
+                };
+                (
+                    Some(tandem),
+                    Some(MemoryModel::new(profile, cores, options)),
+                )
+            }
+        };
+        // Created now, so a bad path fails the boot at once.
+        File::create(&config.out)
+            .map_err(|e| fail(format!("cannot create {}: {e}", config.out.display())))?;
+        if config.check {
+            let what = match &model {
+                Some(model) => format!(
+                    "Tandem's entry points found, profile {} ({})",
+                    model.profile().name,
+                    model.profile().hash()
+                ),
+                None => "loaded".to_owned(),
+            };
+            eprintln!("tandem-memplugin: check: {what}");
+            std::process::exit(0);
+        }
+        let installed = Shell {
+            config,
+            tandem,
+            cores,
+            inner: Mutex::new(Inner {
+                model,
+                clocks: vec![CoreClock::default(); cores],
+                counters: Counters {
+                    probe_blocks: vec![0; cores],
+                    probe_mismatched: vec![0; cores],
+                    ..Counters::default()
+                },
+                x_registers: None,
+                affinity: None,
+                error: None,
+            }),
+        };
+        if SHELL.set(installed).is_err() {
+            return Err(fail("installed twice".into()));
+        }
+        // SAFETY: registering a plain extern "C" callback for this plugin's id.
+        unsafe { qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate)) };
+        qemu_plugin_register_atexit_cb(id, |_| {
+            let shell = shell();
+            debug_assert!(shell.cores > 0);
+            if let Err(e) = report(shell) {
+                eprintln!("tandem-memplugin: {e}");
+            }
+        })
+    }
+}
+
+register!(MemPlugin);
