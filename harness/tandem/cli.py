@@ -17,7 +17,10 @@ from tandem.platform import apps, capacity
 from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, choose_timing, run_exec, run_interactive
 from tandem.platform.configs import LINUX_OFF, Workload, available
+from tandem.platform.memmodel import BUILTIN as MEMORY_PROFILES
 from tandem.platform.timing import (
+    CAUSAL_MODES,
+    DEFAULT_CAUSAL,
     DEFAULT_QUANTUM_NS,
     MODES,
     PERCORE,
@@ -63,6 +66,23 @@ def _boot_options(
         metavar="NS",
         help="percore timing: how far one core's clock may run ahead of another's "
         f"(default {DEFAULT_QUANTUM_NS})",
+    )
+    parser.add_argument(
+        "--memmodel",
+        default=None,
+        metavar="PROFILE",
+        help="percore timing: charge each memory access's stall from Tandem's memory model "
+        f"(caches, shared bus, TLBs) into its core's clock; PROFILE: {', '.join(MEMORY_PROFILES)} "
+        "or a profile TOML (default: no model; docs/harness.md)"
+        + ("; with --timing auto it selects percore" if auto else ""),
+    )
+    parser.add_argument(
+        "--causal",
+        default=DEFAULT_CAUSAL,
+        choices=CAUSAL_MODES,
+        help="percore timing: no core reads an earlier counter value than another read before "
+        "it; max: it reads that value; stall: its clock moves on to it; off: the counter may "
+        f"go backwards between cores (default {DEFAULT_CAUSAL}; docs/harness.md)",
     )
     parser.add_argument(
         "--smp",
@@ -179,7 +199,7 @@ def _shard(text: str) -> Shard:
 def _options(args: argparse.Namespace) -> BootOptions:
     return BootOptions(
         config=args.config,
-        timing=Timing.parse(args.timing, args.quantum_ns),
+        timing=Timing.parse(args.timing, args.quantum_ns, args.memmodel, args.causal),
         smp=args.smp,
         extra_bootargs=args.bootargs,
         capacity=args.capacity,
@@ -278,6 +298,31 @@ def parser() -> argparse.ArgumentParser:
         default=50_000,
         help="overlap: loop iterations timed (2 instructions each; default 50000)",
     )
+    mem = bsub.add_parser(
+        "memory",
+        help="the memory model against its own profiles: pointer-chase plateaus, bus "
+        "contention, TLB reach, ctxsw's ASID/flush gap",
+        description="Guest microbenchmarks (tandem-membench) in per-core timing with each "
+        "profile and without a model, and ctxsw's asid and flush with a53 and without; "
+        "checks each against the profile. Writes results/memory/<run-id>/.",
+    )
+    _boot_options(mem, timing=PERCORE)
+    mem.add_argument(
+        "--profiles",
+        default="a53,arm11-003",
+        metavar="LIST",
+        help="memory profiles to check, e.g. a53 (default a53,arm11-003)",
+    )
+    mem.add_argument(
+        "--loads", type=int, default=300_000, help="chase loads per size (default 300000)"
+    )
+    mem.add_argument(
+        "--tlb-loads", type=int, default=200_000, help="loads per TLB sweep point (default 200000)"
+    )
+    mem.add_argument(
+        "--switches", type=int, default=20_000, help="ctxsw hand-offs per boot (default 20000)"
+    )
+    _jobs_option(mem)
     rs = bsub.add_parser(
         "restart",
         help="restart Linux again and again under load while the RTOS runs on",
@@ -448,7 +493,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminated)
     try:
         if args.command in ("run", "exec"):
-            timing, why = choose_timing(args.timing, args.smp, os.cpu_count() or 1)
+            if args.timing == "auto" and args.memmodel is not None:
+                timing, why = PERCORE, "auto: the memory model needs per-core timing"
+            else:
+                timing, why = choose_timing(args.timing, args.smp, os.cpu_count() or 1)
             if args.command == "run" or args.timing == "auto":
                 print(f"tandem: {timing} timing ({why})", file=sys.stderr)
             args.timing = timing
@@ -495,6 +543,23 @@ def main(argv: list[str] | None = None) -> int:
                 list(args.quanta),
                 args.rounds,
                 args.iterations,
+                "./tandem " + " ".join(sys.argv[1:] if argv is None else argv),
+                jobs=args.jobs,
+            )
+            print((out / "report.md").read_text(), end="")
+            print(f"results: {out}")
+            return 0
+        if args.command == "bench" and args.bench == "memory":
+            from tandem.instruments import memory
+
+            if min(args.loads, args.tlb_loads, args.switches) < 1:
+                raise TandemError("--loads, --tlb-loads and --switches must be at least 1")
+            out = memory.run(
+                _options(args),
+                [p for p in args.profiles.split(",") if p],
+                args.loads,
+                args.tlb_loads,
+                args.switches,
                 "./tandem " + " ".join(sys.argv[1:] if argv is None else argv),
                 jobs=args.jobs,
             )

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.platform import qemu_command
+from tandem.platform import memmodel, qemu_command
 from tandem.platform.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, QEMU_INSTALL, ROOT
 
 KERNEL_RELEASE = BUILD / "linux" / "include" / "config" / "kernel.release"
@@ -61,10 +61,21 @@ def _digest(path: Path) -> str:
 
 
 def timing_keys(scenario: Mapping[str, object]) -> dict[str, object]:
-    """The scenario's timing modes and quantum, whatever the keys are named."""
+    """The scenario's timing modes and quantum, whatever the keys are named,
+    and its memory model and counter rule where it has them."""
     return {
-        k: v for k, v in scenario.items() if k.endswith(("timing", "timings")) or k == "quantum_ns"
+        k: v
+        for k, v in scenario.items()
+        if k.endswith(("timing", "timings")) or k in ("quantum_ns", "memmodel", "causal")
     }
+
+
+def memory_model(scenario: Mapping[str, object]) -> dict[str, object] | None:
+    """The memory profile a run used, its name and hash (None: no model)."""
+    spec = scenario.get("memmodel")
+    if not isinstance(spec, str) or spec in ("", "none"):
+        return None
+    return memmodel.provenance(spec)
 
 
 def changed_paths() -> list[str] | None:
@@ -108,6 +119,7 @@ def collect(scenario: Mapping[str, object], jobs: int = 1) -> dict[str, object]:
         "initramfs_sha256": _digest(INITRAMFS),
         "firmware_sha256": _digest(FIRMWARE),
         "timing": timing_keys(scenario),
+        "memmodel": memory_model(scenario),
         "host": {
             "name": platform.node(),
             "cpus": os.cpu_count(),

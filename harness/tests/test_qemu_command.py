@@ -13,7 +13,7 @@ from tandem.errors import TandemError
 from tandem.platform import qemu_command
 from tandem.platform.board import load_board
 from tandem.platform.paths import ROOT
-from tandem.platform.timing import Timing, modes_words
+from tandem.platform.timing import DEFAULT_CAUSAL, Timing, modes_words
 
 BOARD = load_board()
 
@@ -79,10 +79,10 @@ def test_timing_gives_qemu_its_clock_options_and_says_itself_in_words() -> None:
         "-accel",
         "tcg,thread=single",
         "-icount",
-        "shift=0,sleep=off,quantum=250",
+        f"shift=0,sleep=off,quantum=250,causal={DEFAULT_CAUSAL}",
     ]
-    assert percore.words() == "percore timing (Q = 250 ns)"
-    assert percore.label() == "percore timing, Q = 250 ns"
+    assert percore.words() == f"percore timing (Q = 250 ns, causal counter: {DEFAULT_CAUSAL})"
+    assert percore.label() == f"percore timing, Q = 250 ns, causal counter: {DEFAULT_CAUSAL}"
     assert percore.deterministic and Timing("virtual").deterministic
     assert not Timing("host").deterministic
     assert Timing("host", 250).words() == "host timing", "a quantum only in per-core timing"
@@ -97,7 +97,8 @@ def test_a_report_reads_the_timing_its_run_recorded() -> None:
         "scenario": {"quantum_ns": 500},
         "provenance": {"timing": {"timing": "percore", "sweep_timing": "host", "quantum_ns": 500}},
     }
-    assert Timing.of_summary(summary) == Timing("percore", 500)
+    # A run from before the counter's rule ran with the counter free.
+    assert Timing.of_summary(summary) == Timing("percore", 500, causal="off")
     assert Timing.of_summary(summary, "sweep_timing").words() == "virtual timing"
     assert modes_words(summary) == "host, percore (Q = 500 ns)"
     with pytest.raises(TandemError, match="without a timing mode under 'patch_timing'"):

@@ -18,14 +18,24 @@ from tandem.errors import TandemError
 from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import Latency
 from tandem.platform.boot import BootOptions
-from tandem.platform.timing import Timing
+from tandem.platform.timing import PERCORE, Timing
 from tandem.results import PARTIAL, write_atomic
 
 
 def boot_options(s: Scenario, timing: str, **options: Any) -> BootOptions:  # noqa: ANN401
     """BootOptions for one of the scenario's boots: `timing`, one of its
-    timing modes, with its quantum."""
-    return BootOptions(timing=Timing(timing, s.integer("quantum_ns")), **options)
+    timing modes, with its quantum, and in per-core timing its counter's
+    rule and memory model."""
+    percore = timing == PERCORE
+    return BootOptions(
+        timing=Timing.parse(
+            timing,
+            s.integer("quantum_ns"),
+            s.text("memmodel") if percore else None,
+            s.text("causal"),
+        ),
+        **options,
+    )
 
 
 def rep_phase_us(rep: int) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.platform.paths import EXPERIMENTS
-from tandem.platform.timing import MAX_QUANTUM_NS, MODES
+from tandem.platform.timing import CAUSAL_MODES, DEFAULT_CAUSAL, MAX_QUANTUM_NS, MODES
 
 # Holds overrides for `--quick`, checked against the same schema.
 QUICK_TABLE = "quick"
@@ -56,6 +56,26 @@ COMMON: dict[str, Key] = {
         maximum=MAX_QUANTUM_NS,
     ),
     "reps": Key(int, "repetitions of every boot", minimum=1, maximum=100),
+}
+
+# Keys every experiment may have, with their value when a file has none.
+OPTIONAL: dict[str, tuple[Key, Value]] = {
+    "memmodel": (
+        Key(
+            str,
+            "per-core timing's memory model: a profile (a53, arm11-003 or a TOML path), "
+            "or none (docs/harness.md)",
+        ),
+        "none",
+    ),
+    "causal": (
+        Key(
+            str,
+            "per-core timing's counter: max or stall (causal between cores), or off",
+            choices=CAUSAL_MODES,
+        ),
+        DEFAULT_CAUSAL,
+    ),
 }
 
 
@@ -107,6 +127,7 @@ def _check_table(
     schema: Mapping[str, Key],
     prefix: str,
     required: bool,
+    optional: frozenset[str] = frozenset(),
 ) -> dict[str, Value]:
     unknown = sorted(set(table) - set(schema))
     if unknown:
@@ -114,7 +135,7 @@ def _check_table(
             f"{source}: unknown key {prefix}{unknown[0]}; known keys: {', '.join(sorted(schema))}"
         )
     if required:
-        missing = sorted(set(schema) - set(table))
+        missing = sorted(set(schema) - set(table) - optional)
         if missing:
             raise TandemError(
                 f"{source}: missing key {prefix}{missing[0]} "
@@ -195,11 +216,13 @@ def load(
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise TandemError(f"{path}: not valid TOML: {e}") from None
-    full = {**COMMON, **schema}
+    full = {**COMMON, **{k: key for k, (key, _) in OPTIONAL.items()}, **schema}
     quick_table = data.pop(QUICK_TABLE, {})
     if not isinstance(quick_table, dict):
         raise TandemError(f"{path}: {QUICK_TABLE} must be a table of overrides")
-    values = _check_table(str(path), data, full, "", required=True)
+    values = _check_table(str(path), data, full, "", required=True, optional=frozenset(OPTIONAL))
+    for k, (_, default) in OPTIONAL.items():
+        values.setdefault(k, default)
     if values["experiment"] != name:
         raise TandemError(
             f"{path}: experiment = {values['experiment']!r} must be the file's name, {name!r}"

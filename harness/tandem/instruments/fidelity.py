@@ -13,7 +13,13 @@ c. flag hand-off: CPU a stores a counter stamp that CPU b spins on
    (`tandem-probe handoff`);
 d. determinism: the first per-core cell is booted twice; every sample of
    both runs must agree;
-e. cost: host wall time of the boot and of `hackbench -g 4 -l 100`.
+e. cost: host wall time of the boot and of `hackbench -g 4 -l 100` (and
+   hackbench's own time, in guest time).
+
+Per-core cells use the options' counter rule (`--causal`) and memory model
+(`--memmodel`); the first quantum is also booted with the counter free
+(`causal=off`, what the rule costs) and, with a model, without the model
+(what the model costs, side by side in one run).
 
 Results: results/fidelity/<run-id>/ (summary.json, samples.csv, report.md,
 fidelity.png).
@@ -33,8 +39,9 @@ from tandem import pool
 from tandem.errors import TandemError
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.configs import load_config
+from tandem.platform.memmodel import provenance as memmodel_provenance
 from tandem.platform.paths import RESULTS
-from tandem.platform.timing import Timing
+from tandem.platform.timing import CAUSAL_OFF, DEFAULT_CAUSAL, Timing
 from tandem.results import PartialRun, write_atomic
 
 PROBES = ("overlap", "handoff", "notify_idle", "notify_busy")
@@ -60,22 +67,38 @@ kill $hog; wait $hog || true
 {cost}echo {mark} end
 """
 COST = """echo {mark} hackbench
-{hackbench} > /dev/null
+{hackbench} | grep '^Time:'
 """
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One boot: a timing mode (and quantum, for per-core timing)."""
+    """One boot: a timing mode (and for per-core timing its quantum,
+    counter rule and memory model)."""
 
     timing: str
     quantum_ns: int | None
     rep: int = 1
+    causal: str = DEFAULT_CAUSAL
+    memmodel: str | None = None
 
     @property
     def label(self) -> str:
         q = f"-q{self.quantum_ns}" if self.quantum_ns else ""
-        return f"{self.timing}{q}-rep{self.rep}"
+        more = ""
+        if self.timing == "percore" and self.causal != DEFAULT_CAUSAL:
+            more += f"-causal-{self.causal}"
+        if self.memmodel is not None:
+            more += f"-mem-{Path(self.memmodel).stem}"
+        return f"{self.timing}{q}{more}-rep{self.rep}"
+
+    def timing_of(self) -> Timing:
+        """The boot's Timing."""
+        return Timing.parse(self.timing, self.quantum_ns, self.memmodel, self.causal)
+
+    def words(self) -> str:
+        """As progress lines name the cell."""
+        return self.timing_of().words()
 
 
 @dataclass
@@ -90,6 +113,8 @@ class Samples:
     server_first: int = 0
     boot_s: float = 0.0
     hackbench_s: float = 0.0
+    # hackbench's own "Time:" (guest time, s); None if it printed none.
+    hackbench_guest_s: float | None = None
     # Hand-off rounds a core was interrupted in (the RTOS's turn, an IRQ,
     # QEMU running another vCPU): their times, not among the samples.
     handoff_interrupted: list[int] = field(default_factory=list)
@@ -146,6 +171,8 @@ def parse(lines: list[str], where: str) -> Samples:
                     out.server_first += 1
                 else:
                     out.probes[probe].append(int(f[5]))
+            elif f[0] == "Time:" and probe == "hackbench" and len(f) == 2:
+                out.hackbench_guest_s = float(f[1])
             elif f[0] == "error":
                 raise TandemError(f"{where}: a probe failed: {line}")
         except ValueError as e:
@@ -225,8 +252,11 @@ def cell_summary(cell: Cell, s: Samples) -> dict[str, object]:
         "timing": cell.timing,
         "quantum_ns": cell.quantum_ns,
         "rep": cell.rep,
+        "causal": cell.causal if cell.timing == "percore" else None,
+        "memmodel": cell.memmodel,
         "boot_s": s.boot_s,
         "hackbench_s": s.hackbench_s,
+        "hackbench_guest_s": s.hackbench_guest_s,
         "overlap_insns": s.overlap_insns,
         "notify_server_first": s.server_first,
     }
@@ -241,13 +271,20 @@ def cell_summary(cell: Cell, s: Samples) -> dict[str, object]:
     return row
 
 
+def is_comparison(row: dict[str, object]) -> bool:
+    """A row booted only to compare with (a counter rule or model off)."""
+    return bool(row.get("comparison"))
+
+
 def checks(
     rows: list[dict[str, object]], identical: bool | None, judge_cost: bool = True
 ) -> list[tuple[str, bool]]:
     """The acceptance checks, on the per-core rows: (what, met); the cost
     (e) only if `judge_cost` (the boots ran one at a time)."""
     out: list[tuple[str, bool]] = []
-    percore = [r for r in rows if r["timing"] == "percore" and r["rep"] == 1]
+    percore = [
+        r for r in rows if r["timing"] == "percore" and r["rep"] == 1 and not is_comparison(r)
+    ]
     for r in percore:
         q = int(str(r["quantum_ns"]))
         insns = int(str(r["overlap_insns"]))
@@ -282,15 +319,35 @@ def checks(
     if identical is not None:
         out.append(("(d) two boots with the same inputs give the same samples", identical))
     virtual = [r for r in rows if r["timing"] == "virtual"]
+
+    def cost(r: dict[str, object]) -> float:
+        return float(str(r["boot_s"])) + float(str(r["hackbench_s"]))
+
     q1 = [r for r in percore if r["quantum_ns"] == 1000]
-    if virtual and q1 and judge_cost:
-        v = float(str(virtual[0]["boot_s"])) + float(str(virtual[0]["hackbench_s"]))
-        p = float(str(q1[0]["boot_s"])) + float(str(q1[0]["hackbench_s"]))
+    model_off = [
+        r
+        for r in rows
+        if r.get("comparison") == "model off" and r["quantum_ns"] == 1000 and r["rep"] == 1
+    ]
+    if virtual and judge_cost:
+        # Per-core timing without a model against virtual timing.
+        plain = model_off or [r for r in q1 if not r.get("memmodel")]
+        if plain:
+            v, p = cost(virtual[0]), cost(plain[0])
+            out.append(
+                (
+                    f"(e) Q = 1 µs: boot + hackbench {p:.1f} s of host time against {v:.1f} s "
+                    f"in virtual timing ({p / v:.2f}x), limit 3x",
+                    p <= 3 * v,
+                )
+            )
+    if model_off and q1 and q1[0].get("memmodel") and judge_cost:
+        m, p = cost(q1[0]), cost(model_off[0])
         out.append(
             (
-                f"(e) Q = 1 µs: boot + hackbench {p:.1f} s of host time against {v:.1f} s "
-                f"in virtual timing ({p / v:.2f}x), limit 3x",
-                p <= 3 * v,
+                f"(e) Q = 1 µs: boot + hackbench {m:.1f} s of host time with the memory model "
+                f"{q1[0]['memmodel']} against {p:.1f} s without ({m / p:.2f}x), limit 3x",
+                m <= 3 * p,
             )
         )
     return out
@@ -304,7 +361,7 @@ def plot(rows: list[dict[str, object]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     percore = sorted(
-        (r for r in rows if r["timing"] == "percore" and r["rep"] == 1),
+        (r for r in rows if r["timing"] == "percore" and r["rep"] == 1 and not is_comparison(r)),
         key=lambda r: int(str(r["quantum_ns"])),
     )
     virtual = [r for r in rows if r["timing"] == "virtual"]
@@ -379,6 +436,15 @@ def report(summary: dict[str, object]) -> str:
         "ns | (c) early | boot s | hackbench s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    extended = any(isinstance(r, dict) and "causal" in r for r in rows)
+    if extended:
+        lines[-2:] = [
+            "| timing | Q ns | counter | memory model | (a) overlap error median ns | "
+            "(b) idle min / median / max ns | (b) busy min / median / max ns | "
+            "(b) server first | (c) hand-off min / median / max ns | (c) early | boot s | "
+            "hackbench s | hackbench guest s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
 
     def interrupted(r: dict[str, object]) -> str:
         # Runs from before tandem-probe flagged interrupted rounds lack it.
@@ -395,6 +461,16 @@ def report(summary: dict[str, object]) -> str:
         assert isinstance(r, dict)
         q = r["quantum_ns"] or "-"
         rep = f" (rep {r['rep']})" if r["rep"] != 1 else ""
+        if extended:
+            lines.append(
+                f"| {r['timing']}{rep} | {q} | {r.get('causal') or '-'} | "
+                f"{r.get('memmodel') or '-'} | {r['overlap_median_error_ns']:g} | "
+                f"{mmm(r['notify_idle'])} | {mmm(r['notify_busy'])} | "
+                f"{r['notify_server_first']} | {mmm(r['handoff'])}{interrupted(r)} | "
+                f"{r['handoff_early']} | {r['boot_s']} | {r['hackbench_s']} | "
+                f"{r.get('hackbench_guest_s') or '-'} |"
+            )
+            continue
         lines.append(
             f"| {r['timing']}{rep} | {q} | {r['overlap_median_error_ns']:g} | "
             f"{mmm(r['notify_idle'])} | {mmm(r['notify_busy'])} | "
@@ -410,6 +486,7 @@ def report(summary: dict[str, object]) -> str:
             "one at a time, the host seconds are not, so (e) is not judged "
             "(`--jobs 1` measures it).",
         ]
+    lines += comparison_lines(rows)
     lines += ["", "## Checks", ""]
     for what, met in summary["checks"]:  # type: ignore[attr-defined]
         lines.append(f"- {what}: {'met' if met else 'NOT met'}")
@@ -432,6 +509,58 @@ def report(summary: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def comparison_lines(rows: list[object]) -> list[str]:
+    """What the counter's rule and the memory model change, against the
+    same quantum's boot without them (nothing for a run without either)."""
+    main = [
+        r
+        for r in rows
+        if isinstance(r, dict)
+        and r["timing"] == "percore"
+        and r["rep"] == 1
+        and not is_comparison(r)
+        and "causal" in r
+    ]
+    out: list[str] = []
+    for r in rows:
+        if not isinstance(r, dict) or not is_comparison(r):
+            continue
+        ref = next((m for m in main if m["quantum_ns"] == r["quantum_ns"]), None)
+        if ref is None:
+            continue
+
+        def d(row: dict[str, object], probe: str, key: str) -> str:
+            v = row[probe]
+            assert isinstance(v, dict)
+            return "-" if v[key] is None else f"{v[key]:g}"
+
+        what = r["comparison"]
+        name = (
+            f"the counter rule `{ref['causal']}`"
+            if what == "counter free"
+            else f"the memory model `{ref['memmodel']}`"
+        )
+        guest, guest_ref = r.get("hackbench_guest_s"), ref.get("hackbench_guest_s")
+        host = float(str(ref["boot_s"])) + float(str(ref["hackbench_s"]))
+        host_ref = float(str(r["boot_s"])) + float(str(r["hackbench_s"]))
+        out += [
+            "",
+            f"**What {name} changes** (Q = {r['quantum_ns']} ns, against the same boot "
+            f"{'with the counter free' if what == 'counter free' else 'without the model'}): "
+            f"(a) overlap error median {ref['overlap_median_error_ns']:g} against "
+            f"{r['overlap_median_error_ns']:g} ns; (b) busy median / worst "
+            f"{d(ref, 'notify_busy', 'median_ns')} / {d(ref, 'notify_busy', 'max_ns')} against "
+            f"{d(r, 'notify_busy', 'median_ns')} / {d(r, 'notify_busy', 'max_ns')} ns; "
+            f"(c) hand-off median / worst {d(ref, 'handoff', 'median_ns')} / "
+            f"{d(ref, 'handoff', 'max_ns')} against {d(r, 'handoff', 'median_ns')} / "
+            f"{d(r, 'handoff', 'max_ns')} ns, early {ref['handoff_early']} against "
+            f"{r['handoff_early']}; hackbench's own time {guest_ref} against {guest} s of guest "
+            f"time; host time of boot + hackbench {host:.1f} against {host_ref:.1f} s "
+            f"({host / host_ref:.2f}x).",
+        ]
+    return out
+
+
 def run(
     base: BootOptions,
     quanta: list[int],
@@ -450,28 +579,41 @@ def run(
     one at a time it is recorded but not judged."""
     if not quanta:
         raise TandemError("bench fidelity: give at least one quantum")
+    causal, memmodel = base.timing.causal, base.timing.memmodel
     cells = [Cell("virtual", None)]
-    cells += [Cell("percore", q) for q in quanta]
-    cells.append(Cell("percore", quanta[0], rep=2))
-    jobs = pool.choose_jobs(
-        jobs, [Timing.parse(c.timing, c.quantum_ns) for c in cells], "bench fidelity's"
-    )
+    cells += [Cell("percore", q, causal=causal, memmodel=memmodel) for q in quanta]
+    cells.append(Cell("percore", quanta[0], rep=2, causal=causal, memmodel=memmodel))
+    # What the counter's rule and the model cost: the first quantum without each.
+    comparisons: dict[Cell, str] = {}
+    if memmodel is not None:
+        comparisons[Cell("percore", quanta[0], causal=causal)] = "model off"
+    if causal != CAUSAL_OFF:
+        comparisons[Cell("percore", quanta[0], causal=CAUSAL_OFF)] = "counter free"
+    cells += list(comparisons)
+    jobs = pool.choose_jobs(jobs, [c.timing_of() for c in cells], "bench fidelity's")
     run_dir = PartialRun(out_root / "fidelity")
     raw = run_dir.dir / "raw"
 
     def task(cell: Cell) -> pool.Task[Samples]:
-        options = replace(base, timing=Timing.parse(cell.timing, cell.quantum_ns))
+        options = replace(base, timing=cell.timing_of())
         return pool.Task(
             cell.label,
-            f"{cell.timing} timing" + (f", Q = {cell.quantum_ns} ns" if cell.quantum_ns else ""),
+            cell.words(),
             lambda ctx: boot(options, rounds, iters, raw, cell.label, ctx=ctx),
         )
 
     samples = pool.run("bench fidelity", [task(c) for c in cells], jobs)
     measured = list(zip(cells, samples, strict=True))
-    first = [s for c, s in measured if c.timing == "percore" and c.quantum_ns == quanta[0]]
+    first = [
+        s
+        for c, s in measured
+        if c.timing == "percore" and c.quantum_ns == quanta[0] and c not in comparisons
+    ]
     identical = first[0].probes == first[1].probes
     rows = [cell_summary(c, s) for c, s in measured]
+    for (c, _), row in zip(measured, rows, strict=True):
+        if c in comparisons:
+            row["comparison"] = comparisons[c]
     summary: dict[str, object] = {
         "benchmark": "fidelity",
         "run": run_dir.final.name,
@@ -480,6 +622,9 @@ def run(
         "smp": base.smp,
         "rounds": rounds,
         "overlap_iterations": iters,
+        "causal": causal,
+        "memmodel": memmodel or "none",
+        "memmodel_profile": memmodel_provenance(memmodel),
         "rows": rows,
         "deterministic": identical,
         # Boots side by side: the host times (e) are shared between them.
@@ -488,11 +633,22 @@ def run(
     summary["checks"] = checks(rows, identical, judge_cost=jobs == 1)
     with (run_dir.dir / "samples.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["timing", "quantum_ns", "rep", "probe", "round", "ns"])
+        w.writerow(["timing", "quantum_ns", "causal", "memmodel", "rep", "probe", "round", "ns"])
         for cell, s in measured:
             for probe, values in s.probes.items():
                 for i, v in enumerate(values):
-                    w.writerow([cell.timing, cell.quantum_ns or "", cell.rep, probe, i, v])
+                    w.writerow(
+                        [
+                            cell.timing,
+                            cell.quantum_ns or "",
+                            cell.causal if cell.timing == "percore" else "",
+                            cell.memmodel or "",
+                            cell.rep,
+                            probe,
+                            i,
+                            v,
+                        ]
+                    )
     write_atomic(run_dir.dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     plot(rows, run_dir.dir / "fidelity.png")
     write_atomic(run_dir.dir / "report.md", report(summary))

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from tandem.errors import TandemError
-from tandem.platform import capacity, cpio, dtb, flash, qemu_command
+from tandem.platform import capacity, cpio, dtb, flash, memmodel, qemu_command
 from tandem.platform.apps import AppRun, workload_blob
 from tandem.platform.board import Board, load_board
 from tandem.platform.configs import Ctxsw, Partition, PlatformConfig, Workload, load_config
@@ -145,6 +145,8 @@ def _check(options: BootOptions, board: Board) -> None:
     if not 0 <= options.disk_mib <= 65536:
         raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
     missing = missing_artifacts()
+    if options.timing.memmodel is not None and not memmodel.PLUGIN.exists():
+        missing.append(memmodel.PLUGIN)
     if missing:
         names = ", ".join(str(p.relative_to(BUILD.parent)) for p in missing)
         raise TandemError(f"not built yet: {names} (run `make build`)")
@@ -496,6 +498,7 @@ def command_line(
             arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args
         ),
         consoles=None if consoles is None else consoles.serials,
+        run_dir=run_dir,
     )
 
 

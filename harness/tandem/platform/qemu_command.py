@@ -86,6 +86,13 @@ def plugin_probe_argv(library: Path) -> list[str]:
     return [program(), "-machine", "none", "-display", "none", *plugin_args(library, [])]
 
 
+def memplugin_check_argv(library: Path) -> list[str]:
+    """Starts a machine-less QEMU whose memory-model plugin checks its
+    install (patch 0006's entry points, a profile) and ends QEMU."""
+    options = ["profile=a53", "out=/dev/null", "check=on"]
+    return [program(), "-machine", "none", "-display", "none", *plugin_args(library, options)]
+
+
 @dataclass(frozen=True)
 class Load:
     """A file QEMU's generic loader places at a physical address."""
@@ -105,6 +112,7 @@ def boot_argv(
     disk: Path | None = None,
     instruments: tuple[str, ...] = (),
     consoles: tuple[Path | None, Path | None] | None = None,
+    run_dir: Path | None = None,
 ) -> list[str]:
     """A whole boot's command line.
 
@@ -112,9 +120,10 @@ def boot_argv(
     quits); otherwise stdio carries only the console. `instruments` are
     options from `exec_log_args` or `plugin_args`. `consoles` (partitions:
     EL2 on, a second Linux): the first and second Linux's consoles, a file
-    each or None for stdio (exactly one)."""
+    each or None for stdio (exactly one). `run_dir`: where the memory
+    model (if the timing has one) writes its counters."""
     el2 = consoles is not None
-    argv = [program(), *machine_args(board, smp, el2), *timing.qemu_args()]
+    argv = [program(), *machine_args(board, smp, el2), *timing.qemu_args(run_dir)]
     argv += ["-bios", str(firmware)]
     for load in loads:
         argv += ["-device", f"loader,file={load.path},addr={load.address:#x},force-raw=on"]

@@ -3,7 +3,9 @@
 Not just QEMU's version: QEMU builds Tandem's exact machine from the same
 command line a boot uses (so a missing ROM or data file of any device that
 command line names shows up here, at set-up, rather than at the first
-boot), and it loads TCG plugins (tandem-pathcount needs them).
+boot), it loads TCG plugins (tandem-pathcount needs them), and, once built,
+the memory model's plugin finds Tandem's entry points in it (QEMU patch
+0006).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.platform import qemu_command
+from tandem.platform import memmodel, qemu_command
 from tandem.platform.board import load_board
 
 # Plugin API version 4 (tandem-pathcount) came with QEMU 9.2; Tandem is
@@ -87,9 +89,30 @@ def _plugins() -> Check:
     return Check(what, False, "QEMU accepted a plugin that does not exist")
 
 
+MEMPLUGIN_CHECK = "tandem-memplugin: check:"
+
+
+def _memory_model() -> Check:
+    what = "QEMU runs the memory model's plugin (patch 0006's entry points)"
+    if not memmodel.PLUGIN.exists():
+        return Check(what, True, f"skipped: {memmodel.PLUGIN.name} not built yet (make build)")
+    argv = qemu_command.memplugin_check_argv(memmodel.PLUGIN)
+    try:
+        done = qemu_command.run(argv, "QEMU")
+    except TandemError as e:
+        return Check(what, False, str(e))
+    said = done.stderr.decode(errors="replace")
+    if MEMPLUGIN_CHECK not in said:
+        return Check(what, False, f"the plugin did not answer: {said.strip()[:200]!r}")
+    return Check(what, True, said.split(MEMPLUGIN_CHECK, 1)[1].strip())
+
+
 def check_qemu() -> list[Check]:
     """Every check, in order; later ones are skipped once QEMU is missing."""
     version = _version()
     if not version.ok:
         return [version]
-    return [version, _machine(), _plugins()]
+    checks = [version, _machine(), _plugins()]
+    if checks[-1].ok:
+        checks.append(_memory_model())
+    return checks

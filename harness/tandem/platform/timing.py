@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from tandem.errors import TandemError
+from tandem.platform import memmodel as memory_model
 
 HOST = "host"
 VIRTUAL = "virtual"
@@ -32,6 +34,14 @@ DETERMINISTIC_MODES = (VIRTUAL, PERCORE)
 # Per-core timing's default quantum (docs/harness.md, results/fidelity/).
 DEFAULT_QUANTUM_NS = 1000
 MAX_QUANTUM_NS = 1_000_000
+# Per-core timing's generic counter (QEMU patch 0007, docs/harness.md):
+# `off` lets a core that is behind read an earlier time than another core
+# read before it (the counter goes backwards between cores); `max` gives it
+# that later time instead (its counter stands still until its clock catches
+# up); `stall` moves its clock on to that time, charged as a stall.
+CAUSAL_OFF = "off"
+CAUSAL_MODES = (CAUSAL_OFF, "max", "stall")
+DEFAULT_CAUSAL = "max"
 
 # What QEMU does and does not model in each mode, for every report.
 CAVEATS = {
@@ -73,6 +83,13 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+def check_causal(causal: str) -> str:
+    """`causal` if it is a rule for per-core timing's counter."""
+    if causal not in CAUSAL_MODES:
+        raise TandemError(f"causal must be one of {', '.join(CAUSAL_MODES)}, got '{causal}'")
+    return causal
+
+
 def check_quantum(quantum_ns: int) -> int:
     """`quantum_ns` if per-core timing accepts it as a quantum."""
     if not 1 <= quantum_ns <= MAX_QUANTUM_NS:
@@ -84,41 +101,93 @@ def check_quantum(quantum_ns: int) -> int:
 class Timing:
     """A timing mode and its parameters; checked when made.
 
-    `quantum_ns` matters in per-core timing only (the other modes keep it,
-    so that a boot's options can switch modes, but never show it). A memory
-    profile (issue 32: `memmodel: str | None`, QEMU's cache and bus model)
-    belongs here too: a field, its check in __post_init__, its options in
-    `qemu_args` and its words in `words`.
+    `quantum_ns`, `causal` and `memmodel` matter in per-core timing only
+    (the other modes keep the quantum and the counter's rule, so that a
+    boot's options can switch modes, but never show them). `memmodel`: a
+    memory profile (`tandem.platform.memmodel`), QEMU's cache, bus and TLB
+    model charged into each core's clock; None: no model, QEMU as before.
     """
 
     mode: str = HOST
     quantum_ns: int = DEFAULT_QUANTUM_NS
+    memmodel: str | None = None
+    causal: str = DEFAULT_CAUSAL
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
         check_quantum(self.quantum_ns)
+        check_causal(self.causal)
+        if self.memmodel is not None:
+            memory_model.check_profile(self.memmodel)
+            if self.mode != PERCORE:
+                raise TandemError(
+                    f"--memmodel needs per-core timing (its stalls go into each core's own "
+                    f"clock), not {self.mode}"
+                )
 
     @classmethod
-    def parse(cls, mode: str, quantum_ns: int | None = None) -> Timing:
-        """A Timing from a command line's or scenario's words."""
-        return cls(mode, DEFAULT_QUANTUM_NS if quantum_ns is None else quantum_ns)
+    def parse(
+        cls,
+        mode: str,
+        quantum_ns: int | None = None,
+        memmodel: str | None = None,
+        causal: str | None = None,
+    ) -> Timing:
+        """A Timing from a command line's or scenario's words (`memmodel`
+        "none" or empty: no model)."""
+        return cls(
+            mode,
+            DEFAULT_QUANTUM_NS if quantum_ns is None else quantum_ns,
+            None if memmodel in (None, "", "none") else memmodel,
+            DEFAULT_CAUSAL if causal is None else causal,
+        )
 
     @classmethod
     def of_summary(cls, summary: Mapping[str, object], key: str = "timing") -> Timing:
         """The timing a run recorded under `key` (a summary's `timing`,
-        `sweep_timing`, ...), with the quantum its scenario or summary gives."""
+        `sweep_timing`, ...), with the quantum, memory profile and counter
+        rule its scenario or summary gives. A run that recorded no memory
+        profile had none, and one that recorded no counter rule ran before
+        there was one (`off`)."""
         mode = summary.get(key)
         if not isinstance(mode, str):
             raise TandemError(f"summary without a timing mode under '{key}'")
         scenario = summary.get("scenario")
-        quantum = scenario.get("quantum_ns") if isinstance(scenario, Mapping) else None
+
+        def recorded(name: str) -> object:
+            value = scenario.get(name) if isinstance(scenario, Mapping) else None
+            return summary.get(name) if value is None else value
+
+        quantum = recorded("quantum_ns")
         if quantum is None:
-            quantum = summary.get("quantum_ns")
-        if quantum is None:
-            return cls(mode)
+            quantum = DEFAULT_QUANTUM_NS
         if not isinstance(quantum, int) or isinstance(quantum, bool):
             raise TandemError(f"summary's quantum_ns {quantum!r} is not a whole number")
-        return cls(mode, quantum)
+        memmodel = recorded("memmodel")
+        causal = recorded("causal")
+        if memmodel is not None and not isinstance(memmodel, str):
+            raise TandemError(f"summary's memmodel {memmodel!r} is not a profile")
+        if causal is not None and not isinstance(causal, str):
+            raise TandemError(f"summary's causal {causal!r} is not a counter rule")
+        if mode != PERCORE:
+            memmodel = None
+        return cls(
+            mode,
+            quantum,
+            None if memmodel in (None, "", "none") else memmodel,
+            CAUSAL_OFF if causal is None else causal,
+        )
+
+    @classmethod
+    def of_run(cls, summary: Mapping[str, object], mode: str) -> Timing:
+        """Timing `mode` as the run of `summary` ran it (an experiment that
+        boots several modes records the per-core parameters once)."""
+        return cls.of_summary({**summary, "__mode": mode}, "__mode")
+
+    def recorded(self) -> dict[str, object]:
+        """What a summary records beside the mode and quantum, for
+        `of_summary` to read back: the memory profile and the counter rule."""
+        return {"memmodel": self.memmodel or "none", "causal": self.causal}
 
     @property
     def deterministic(self) -> bool:
@@ -134,37 +203,87 @@ class Timing:
         """The quantum, where the mode has one (a summary's `quantum_ns`)."""
         return self.quantum_ns if self.percore else None
 
-    def qemu_args(self) -> list[str]:
+    def qemu_args(self, run_dir: Path | None = None) -> list[str]:
         """How QEMU runs the vCPUs (docs/harness.md): one host thread per
         vCPU (host), or one thread with one clock (virtual) or a clock per
         vCPU, the lowest running next for at most the quantum (percore,
-        Tandem's QEMU patches, qemu/patches/)."""
+        Tandem's QEMU patches, qemu/patches/), its counter causal unless
+        `off` (patch 0007), with the memory model's plugin if a profile is
+        set (its counters into `run_dir`, or nowhere without one)."""
         if self.mode == VIRTUAL:
             return ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off"]
         if self.mode == PERCORE:
-            return [
-                "-accel",
-                "tcg,thread=single",
-                "-icount",
-                f"shift=0,sleep=off,quantum={self.quantum_ns}",
-            ]
+            icount = f"shift=0,sleep=off,quantum={self.quantum_ns}"
+            if self.causal != CAUSAL_OFF:
+                icount += f",causal={self.causal}"
+            args = ["-accel", "tcg,thread=single", "-icount", icount]
+            if self.memmodel is not None:
+                out = (run_dir / memory_model.STATS_FILE) if run_dir else Path("/dev/null")
+                args += memory_model.plugin_args(self.memmodel, self.quantum_ns, out)
+            return args
         return ["-accel", "tcg,thread=multi"]
+
+    def _extras(self) -> list[str]:
+        """What per-core timing has beyond the quantum, in words (nothing
+        for a run before the counter's rule and without a model)."""
+        extras = []
+        if self.causal != CAUSAL_OFF:
+            extras.append(f"causal counter: {self.causal}")
+        if self.memmodel is not None:
+            extras.append(f"memory model {self.memmodel}")
+        return extras
 
     def words(self) -> str:
         """As reports say it in a sentence: "percore timing (Q = 1000 ns)"."""
         if self.percore:
-            return f"{self.mode} timing (Q = {self.quantum_ns} ns)"
+            extras = "".join(", " + e for e in self._extras())
+            return f"{self.mode} timing (Q = {self.quantum_ns} ns{extras})"
         return f"{self.mode} timing"
 
     def label(self) -> str:
         """As plot titles and lists say it: "percore timing, Q = 1000 ns"."""
         if self.percore:
-            return f"{self.mode} timing, Q = {self.quantum_ns} ns"
+            extras = "".join(", " + e for e in self._extras())
+            return f"{self.mode} timing, Q = {self.quantum_ns} ns{extras}"
         return f"{self.mode} timing"
 
     def caveats(self) -> str:
         """What QEMU does and does not model in this mode, for a report."""
-        return CAVEATS[self.mode]
+        if not self.percore:
+            return CAVEATS[self.mode]
+        text = CAVEATS[self.mode]
+        if self.memmodel is not None:
+            text = text.replace(PERCORE_NO_MEMORY, PERCORE_MEMORY.format(profile=self.memmodel))
+        if self.causal != CAUSAL_OFF:
+            text += " " + CAUSAL_CAVEATS[self.causal]
+        return text
+
+
+# The sentence of the per-core caveat a memory model replaces.
+PERCORE_NO_MEMORY = (
+    "QEMU models no caches, no TLB cost, no memory bus and no GIC latency: a "
+    "memory load costs no more than any other instruction, and loaded cores do not "
+    "slow each other down."
+)
+PERCORE_MEMORY = (
+    "Tandem's memory model (profile `{profile}`, harness/memmodel) adds each access's "
+    "stall to its core's clock: per-core L1 caches, a shared L2 where the profile has one, "
+    "one shared bus to DRAM with a service time per line (loaded cores slow each other "
+    "down), ASID-tagged TLBs with page walks through the caches, and fixed device costs; "
+    "no write buffers, prefetching, hit-under-miss or GIC latency (docs/harness.md)."
+)
+CAUSAL_CAVEATS = {
+    "max": (
+        "The generic counter is causal (`max`): no core reads an earlier time than "
+        "another read before it; a core behind reads that later time instead, so an "
+        "interval it times meanwhile can read up to about Q short."
+    ),
+    "stall": (
+        "The generic counter is causal (`stall`): a core behind that reads the counter "
+        "is moved on to the latest time another core read, the jump charged as a stall."
+    ),
+}
+assert PERCORE_NO_MEMORY in CAVEATS[PERCORE]
 
 
 def modes_words(summary: Mapping[str, object]) -> str:

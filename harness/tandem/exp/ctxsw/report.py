@@ -151,7 +151,7 @@ def report(run_dir: Path, command: str) -> str:
         "physically tagged, so neither mode touches them), the walk's memory traffic, "
         "and TLB capacity.",
         "",
-        *[Timing(t).caveats() + "\n" for t in TIMING_MODES if t in measured],
+        *[Timing.of_run(summary, t).caveats() + "\n" for t in TIMING_MODES if t in measured],
         "",
         "Files: `summary.json`, `summary.csv`, `per_switch.png`, `raw/` (every boot's "
         "script and console log).",

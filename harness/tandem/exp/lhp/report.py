@@ -79,12 +79,17 @@ BENCH_LIMITS = {
 }
 
 
-def qemu_limits(sweep_timing: str, timing: str) -> list[str]:
-    """The section's paragraphs: each timing mode's caveats once, then what
-    it means for E1/E3 and for E2."""
-    out = [Timing(sweep_timing).caveats(), "", SWEEP_LIMITS.get(sweep_timing, ""), ""]
+def qemu_limits(summary: dict[str, object], sweep_timing: str, timing: str) -> list[str]:
+    """The section's paragraphs: each timing mode's caveats once (as the
+    run of `summary` ran it), then what it means for E1/E3 and for E2."""
+    out = [
+        Timing.of_run(summary, sweep_timing).caveats(),
+        "",
+        SWEEP_LIMITS.get(sweep_timing, ""),
+        "",
+    ]
     if timing != sweep_timing:
-        out += [Timing(timing).caveats(), ""]
+        out += [Timing.of_run(summary, timing).caveats(), ""]
     if sweep_timing == "virtual":
         out += [VIRTUAL_HANDOFF, ""]
     return [*out, *BENCH_LIMITS.get(timing, ()), ""]
@@ -431,7 +436,7 @@ def report(run_dir: Path, command: str) -> str:
         "",
         "## What QEMU can and cannot show here",
         "",
-        *qemu_limits(sweep_timing, timing),
+        *qemu_limits(summary, sweep_timing, timing),
         "Files: `summary.json`, `summary.csv`, `dispatch_histograms.csv`, "
         "`path_histograms.csv` (E3's per-core counts), `raw/` (every boot's script and "
         "console log, and E3's plugin hits), `e1_long_spin_waits.png`, `e2_bench.png`, "

@@ -1,0 +1,160 @@
+"""The memory model in a boot and per-core timing's causal counter: the
+timing's options and words on the host; in QEMU, Linux's own kselftest of
+CLOCK_MONOTONIC across CPUs (threadtest, which per-core timing failed before
+QEMU patch 0007), the plugin's vCPU index (QEMU patch 0006's fix) and the
+pointer-chase plateaus against the profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tandem.errors import TandemError
+from tandem.exp import scenario
+from tandem.instruments import memory
+from tandem.platform import memmodel, qemu_command
+from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.timing import CAUSAL_OFF, DEFAULT_CAUSAL, Timing
+
+Q = 1000
+
+
+def _options(argv: list[str], name: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == name]
+
+
+def test_a_memory_model_loads_its_plugin_in_per_core_timing_only(tmp_path: Path) -> None:
+    timing = Timing("percore", 500, "arm11-003")
+    argv = timing.qemu_args(tmp_path)
+    assert _options(argv, "-icount") == [f"shift=0,sleep=off,quantum=500,causal={DEFAULT_CAUSAL}"]
+    assert _options(argv, "-plugin") == [
+        f"{memmodel.PLUGIN},profile=arm11-003,quantum_ns=500,out={tmp_path / 'memmodel.json'}"
+    ]
+    assert timing.words() == (
+        f"percore timing (Q = 500 ns, causal counter: {DEFAULT_CAUSAL}, memory model arm11-003)"
+    )
+    assert "profile `arm11-003`" in timing.caveats()
+    assert "QEMU models no caches" not in timing.caveats()
+    with pytest.raises(TandemError, match="needs per-core timing"):
+        Timing("virtual", memmodel="a53")
+    with pytest.raises(TandemError, match="not a built-in profile"):
+        Timing("percore", memmodel="cortex-x9")
+    with pytest.raises(TandemError, match="no such profile file"):
+        Timing("percore", memmodel=str(tmp_path / "missing.toml"))
+    with pytest.raises(TandemError, match="causal must be one of off, max, stall"):
+        Timing("percore", causal="lamport")
+
+
+def test_without_a_model_or_counter_rule_qemu_and_the_words_are_as_before() -> None:
+    plain = Timing("percore", 250, causal=CAUSAL_OFF)
+    assert plain.qemu_args() == [
+        "-accel",
+        "tcg,thread=single",
+        "-icount",
+        "shift=0,sleep=off,quantum=250",
+    ]
+    assert plain.words() == "percore timing (Q = 250 ns)"
+    assert "QEMU models no caches" in plain.caveats()
+    assert Timing.parse("percore", 250, "none", "off") == plain
+
+
+def test_a_summary_gives_back_its_model_and_counter_rule() -> None:
+    old = {"timing": "percore", "scenario": {"quantum_ns": 1000}}
+    assert Timing.of_summary(old) == Timing("percore", 1000, causal=CAUSAL_OFF), (
+        "a run from before the rule had the counter free"
+    )
+    new = {
+        "timing": "percore",
+        "scenario": {"quantum_ns": 1000, "memmodel": "a53", "causal": "stall"},
+    }
+    assert Timing.of_summary(new) == Timing("percore", 1000, "a53", "stall")
+    bench = {"timing": "percore", "quantum_ns": 2000, **Timing("percore", 2000, "a53").recorded()}
+    assert Timing.of_summary(bench) == Timing("percore", 2000, "a53")
+    host = {"timing": "host", "scenario": {"memmodel": "a53"}}
+    assert Timing.of_summary(host).memmodel is None
+
+
+def test_scenarios_take_memmodel_and_causal_without_needing_them(tmp_path: Path) -> None:
+    (tmp_path / "x.toml").write_text(
+        'experiment = "x"\npaper = "0"\ndescription = "d"\ntiming = "percore"\n'
+        "quantum_ns = 1000\nreps = 1\n"
+    )
+    s = scenario.load("x", {}, directory=tmp_path)
+    assert s.values["memmodel"] == "none" and s.values["causal"] == DEFAULT_CAUSAL
+    s = scenario.load("x", {}, overrides={"memmodel": "a53", "causal": "off"}, directory=tmp_path)
+    assert s.values["memmodel"] == "a53" and s.values["causal"] == "off"
+    with pytest.raises(TandemError, match="causal = 'sometimes' is not allowed"):
+        scenario.load("x", {}, overrides={"causal": "sometimes"}, directory=tmp_path)
+
+
+def test_model_counters_are_read_back_and_failures_named(tmp_path: Path) -> None:
+    assert memmodel.read_stats(tmp_path) is None
+    (tmp_path / memmodel.STATS_FILE).write_text(
+        '{"cores": [{"loads": 2, "stall_ns": 5}, {"loads": 3, "stall_ns": 1, '
+        '"translation_stall_share_permille": 200}]}'
+    )
+    stats = memmodel.read_stats(tmp_path)
+    assert stats is not None
+    assert memmodel.totals(stats) == {"loads": 5, "stall_ns": 6}
+    (tmp_path / memmodel.STATS_FILE).write_text('{"error": "no vCPU clock"}')
+    with pytest.raises(TandemError, match="the memory model failed: no vCPU clock"):
+        memmodel.read_stats(tmp_path)
+
+
+# --- QEMU --------------------------------------------------------------------
+
+
+def _threadtest(causal: str, runs: int, seconds: int) -> list[bool]:
+    """`runs` runs of `threadtest -t SECONDS -n 4` in one boot: whether each passed."""
+    options = BootOptions(timing=Timing("percore", Q, causal=causal), smp=4)
+    script = (
+        f"for i in $(seq {runs}); do threadtest -t {seconds} -n 4 >/tmp/t 2>&1 "
+        "&& echo @@run ok || { echo @@run failed; grep -B2 -A2 -- --- /tmp/t | head -8; }; done\n"
+    )
+    result = run_exec(options, script, timeout_s=900)
+    assert result.status == 0, result.console_log
+    verdicts = [line.split()[1] for line in result.lines if line.startswith("@@run")]
+    assert len(verdicts) == runs, result.console_log
+    return [v == "ok" for v in verdicts]
+
+
+@pytest.mark.qemu
+def test_clock_monotonic_never_goes_back_between_cpus() -> None:
+    """Linux's kselftest timers/threadtest: four threads take a mutex and
+    read CLOCK_MONOTONIC into one list. Per-core timing failed it (a core up
+    to a quantum behind saw the previous holder's release before its own
+    clock reached it); the causal counter passes it."""
+    assert _threadtest(DEFAULT_CAUSAL, runs=3, seconds=1) == [True] * 3
+
+
+@pytest.mark.qemu
+def test_threadtest_can_fail_with_the_counter_free() -> None:
+    """The same test with the counter free (QEMU without patch 0007's rule):
+    it finds the counter going backwards, so the test above can fail."""
+    assert not all(_threadtest(CAUSAL_OFF, runs=3, seconds=1))
+
+
+@pytest.mark.qemu
+def test_every_callback_gets_the_vcpu_that_runs_it(tmp_path: Path) -> None:
+    """QEMU 10.0 compiled the translating vCPU's index into blocks the vCPUs
+    share (commit dbf408b6) when the round-robin thread runs them; patch
+    0006 loads it. The plugin's probe compares each block's callback index
+    with the core VMPIDR_EL2 names."""
+    out = tmp_path / "probe.json"
+    args = qemu_command.plugin_args(memmodel.PLUGIN, ["probe=vcpu", f"out={out}"])
+    options = BootOptions(timing=Timing("percore", Q), smp=4, extra_qemu_args=args)
+    result = run_exec(options, "hackbench -g 4 -l 20 >/dev/null\n", timeout_s=600)
+    assert result.status == 0, result.console_log
+    probe = memory.read_probe(out)
+    assert all(b > 10_000 for b in probe["blocks"]), probe
+    assert probe["mismatched"] == [0, 0, 0, 0], probe
+
+
+@pytest.mark.qemu
+def test_pointer_chase_plateaus_match_the_profile() -> None:
+    """A short chase in L1, L2 and DRAM with the a53 profile: each plateau
+    within 10 % of the profile's latency (L1: within 10 % of the L2 step)."""
+    plateaus = memory.quick_plateaus("a53", Q)
+    for level in plateaus:
+        assert level.within_tolerance, plateaus
