@@ -22,6 +22,11 @@ pub struct ModelOptions {
     /// the stalls of a block. A core whose last call lies further behind is
     /// taken as halted (it will not contend for the bus meanwhile).
     pub max_skew_ns: u64,
+    /// Answer a core's repeat of its last access or block fetch, when that
+    /// can only be a hit that changes nothing but counters, without the
+    /// lookups (`MemoryModel::repeat_data`): the same stalls and counters,
+    /// faster. Off only to check exactly that (`tests/fast_paths.rs`).
+    pub fast_paths: bool,
 }
 
 impl Default for ModelOptions {
@@ -31,6 +36,7 @@ impl Default for ModelOptions {
             bus_history_ns: 20_000,
             bus_max_intervals: 1024,
             max_skew_ns: 4_000,
+            fast_paths: true,
         }
     }
 }
@@ -173,6 +179,24 @@ struct Core {
     registers: Registers,
     presence: BusPresence,
     stats: CoreStats,
+    /// The last data access, if repeating it can only hit in the L1 (see
+    /// `MemoryModel::repeat_data`).
+    last_data: Option<LastData>,
+    /// The last block fetch, if repeating it can only hit.
+    last_fetch: Option<BlockFetch>,
+}
+
+/// A data access a core can repeat as a plain L1 hit: the same line,
+/// virtual and physical, at the same exception level, its line still in
+/// the core's L1 as the most recently used of its set, and the micro TLB's
+/// last hit still its page (nothing else touched either since).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LastData {
+    virtual_line: u64,
+    physical_line: u64,
+    el: ExceptionLevel,
+    /// The line is Modified: a store changes nothing either.
+    modified: bool,
 }
 
 /// What the model knows of a core's use of the bus, to price the requests
@@ -203,6 +227,12 @@ impl Core {
     fn clear_micro_tlbs(&mut self) {
         self.micro_data.clear();
         self.micro_instruction.clear();
+        self.forget_repeats();
+    }
+
+    fn forget_repeats(&mut self) {
+        self.last_data = None;
+        self.last_fetch = None;
     }
 }
 
@@ -218,6 +248,7 @@ pub struct MemoryModel {
     l2: Option<Cache>,
     bus: BusQueue,
     max_skew_ns: u64,
+    fast_paths: bool,
     /// First and end address of all devices: accesses outside skip the search.
     device_span: (u64, u64),
 }
@@ -238,6 +269,8 @@ impl MemoryModel {
                 registers: Registers::new(),
                 presence: BusPresence::default(),
                 stats: CoreStats::default(),
+                last_data: None,
+                last_fetch: None,
             })
             .collect();
         let device_span = (
@@ -255,6 +288,7 @@ impl MemoryModel {
             cores,
             profile,
             max_skew_ns: options.max_skew_ns,
+            fast_paths: options.fast_paths,
             device_span,
         }
     }
@@ -307,6 +341,17 @@ impl MemoryModel {
                 stats.loads += 1;
             }
         }
+        let first = access.physical_address >> self.line_shift;
+        let last = (access.physical_address + u64::from(access.size.max(1)) - 1) >> self.line_shift;
+        let repeat = LastData {
+            virtual_line: access.virtual_address >> self.line_shift,
+            physical_line: first,
+            el: access.el,
+            modified: false,
+        };
+        if let Some(stall) = self.repeat_data(core, now, &repeat, store, first == last) {
+            return stall;
+        }
         let mut stall = self.translate(
             core,
             now,
@@ -315,20 +360,71 @@ impl MemoryModel {
             Side::Data,
             tables,
         );
+        let mut repeatable = None;
         if let Some(cost) = self.device_cost(access.physical_address, access.io) {
             self.cores[core].stats.device_accesses += 1;
             stall += cost;
         } else {
-            let first = access.physical_address >> self.line_shift;
-            let last =
-                (access.physical_address + u64::from(access.size.max(1)) - 1) >> self.line_shift;
             stall += self.data_line(core, now + stall, first, store);
             if last != first {
                 stall += self.data_line(core, now + stall, last, store);
+            } else {
+                repeatable = Some(repeat);
             }
         }
+        let c = &mut self.cores[core];
+        // Repeatable only if translated (a fault walks again every time).
+        let translated = match c.registers.regime(access.el) {
+            None => true,
+            Some(regime) => c
+                .micro_data
+                .last_hit_maps(access.virtual_address, regime.space),
+        };
+        c.last_data = repeatable.filter(|_| translated).and_then(|repeat| {
+            let slot = c.l1d.probe(repeat.physical_line)?;
+            Some(LastData {
+                modified: c.l1d.state(slot) == LineState::Modified,
+                ..repeat
+            })
+        });
         self.finish_call(core, now, stall);
         stall
+    }
+
+    /// A core's repeat of its last data access (`access` the same line,
+    /// virtual and physical, at the same level, within one line), answered
+    /// without the lookups, or `None` to take the whole path.
+    ///
+    /// The whole path would find the page in the micro TLB's last-hit entry
+    /// and the line in the L1, both already the most recently used (nothing
+    /// touched either since: every other use of them forgets the repeat),
+    /// so it would change nothing but use stamps, which keep their order,
+    /// and counters: a load in any state, a store to a Modified line (to
+    /// any other it changes the line's state, and may snoop).
+    fn repeat_data(
+        &mut self,
+        core: usize,
+        now: u64,
+        access: &LastData,
+        store: bool,
+        one_line: bool,
+    ) -> Option<u64> {
+        if !self.fast_paths || !one_line {
+            return None;
+        }
+        let c = &mut self.cores[core];
+        let last = c.last_data?;
+        if last.virtual_line != access.virtual_line
+            || last.physical_line != access.physical_line
+            || last.el != access.el
+            || (store && !last.modified)
+        {
+            return None;
+        }
+        c.stats.l1d_hits += 1;
+        let stall = self.profile.l1d.hit_ns;
+        self.finish_call(core, now, stall);
+        Some(stall)
     }
 
     /// The stall of fetching a block's instructions on `core` at `now`.
@@ -346,6 +442,19 @@ impl MemoryModel {
     ) -> u64 {
         self.cores[core].stats.blocks += 1;
         let bytes = u64::from(fetch.bytes.max(1));
+        let first = fetch.physical_address >> self.line_shift;
+        let last = (fetch.physical_address + bytes - 1) >> self.line_shift;
+        if self.fast_paths && self.cores[core].last_fetch.as_ref() == Some(fetch) {
+            // The same block again, nothing fetched in between: its pages
+            // are the I micro TLB's most recent, its lines the L1I's most
+            // recent in their sets; the whole path changes nothing but
+            // stamps (their order kept) and counters.
+            let c = &mut self.cores[core];
+            c.stats.l1i_hits += last - first + 1;
+            let stall = (last - first + 1) * self.profile.l1i.hit_ns;
+            self.finish_call(core, now, stall);
+            return stall;
+        }
         let first_va = fetch.virtual_address;
         let last_va = first_va + bytes - 1;
         let mut stall = self.translate(core, now, first_va, fetch.el, Side::Instruction, tables);
@@ -360,11 +469,19 @@ impl MemoryModel {
                 tables,
             );
         }
-        let first = fetch.physical_address >> self.line_shift;
-        let last = (fetch.physical_address + bytes - 1) >> self.line_shift;
         for line in first..=last {
             stall += self.instruction_line(core, now + stall, line);
         }
+        let c = &mut self.cores[core];
+        // Repeatable only if translated (a fault walks again every time).
+        let translated = match c.registers.regime(fetch.el) {
+            None => true,
+            Some(regime) => {
+                c.micro_instruction.contains(first_va, regime.space)
+                    && c.micro_instruction.last_hit_maps(last_va, regime.space)
+            }
+        };
+        c.last_fetch = translated.then_some(*fetch);
         self.finish_call(core, now, stall);
         stall
     }
@@ -375,6 +492,8 @@ impl MemoryModel {
             SystemEvent::RegisterWrite { register, value } => {
                 let c = &mut self.cores[core];
                 c.registers.write(register, value);
+                // The regimes may have changed: a repeat would translate anew.
+                c.forget_repeats();
                 let context_write = matches!(
                     register,
                     TranslationRegister::Ttbr0El1
@@ -389,6 +508,7 @@ impl MemoryModel {
             }
             SystemEvent::WorldSwitch { secure } => {
                 self.cores[core].registers.set_world(secure);
+                self.cores[core].forget_repeats();
                 0
             }
             SystemEvent::Tlbi { tlbi, operand } => {
@@ -507,6 +627,11 @@ impl MemoryModel {
         };
         if micro.lookup(va, space) {
             return 0;
+        }
+        if side == Side::Instruction {
+            // Its walk may read descriptors through the L1D: a data
+            // access's line is then no longer the most recent of its set.
+            c.last_data = None;
         }
         c.stats.micro_tlb_misses += 1;
         let mut stall = self.profile.tlb.main_hit_ns;
@@ -712,6 +837,8 @@ impl MemoryModel {
             }
             if let Some(slot) = other.l1d.probe(line) {
                 let state = other.l1d.state(slot);
+                // Its copy changes state (or goes): its repeat would not hit alike.
+                other.last_data = None;
                 held = true;
                 dirty |= state.is_dirty();
                 let next = match (store, state) {

@@ -177,6 +177,16 @@ impl MicroTlb {
         true
     }
 
+    /// Whether an entry maps `va` in `space`, without using it.
+    pub fn contains(&self, va: u64, space: Space) -> bool {
+        self.entries.iter().any(|e| e.matches(va, space))
+    }
+
+    /// Whether the entry that hit last (or was inserted last) maps `va`.
+    pub fn last_hit_maps(&self, va: u64, space: Space) -> bool {
+        self.entries[self.last_hit].matches(va, space)
+    }
+
     /// Adds a translation over an empty or the least recently used entry.
     pub fn insert(&mut self, va: u64, space: Space, mapping: Mapping) {
         self.uses += 1;
