@@ -56,6 +56,7 @@ pub const APP: App = App {
         intid: BOARD.sgi.demo,
         owner: Owner::Task(PONG),
         top: None,
+        shared: false,
     }],
     params: params::PARAMS,
     start: Some(start),
