@@ -234,6 +234,7 @@ macro_rules! constant {
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     constant!("RPMSG_TABLE_BYTES", TABLE_BYTES),
+    constant!("RPMSG_VDEV_ENTRY", VDEV_ENTRY),
     constant!("RPMSG_CONTROL_OFFSET", CONTROL_OFFSET),
     constant!("RPMSG_CONTROL_SESSION", CONTROL_SESSION),
     constant!("RPMSG_CONTROL_ACK", CONTROL_ACK),
