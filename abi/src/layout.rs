@@ -180,7 +180,7 @@ pub const fn rpc_data_offset(ch: usize) -> usize {
     rpc_channel_offset(ch) + RPC_CONTROL_SIZE as usize
 }
 
-/// Where RPMsg's part starts (`crate::rpmsg`): the page of its resource
+/// Where RPMsg's part starts (its contents: the rpmsg module): the page of its resource
 /// table and control words, right after the RPC channels.
 pub const RPMSG_OFFSET: usize = rpc_channel_offset(RPC_CHANNELS as usize);
 /// Entries of each of RPMsg's two vrings (a power of two). Linux's

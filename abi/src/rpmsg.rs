@@ -223,7 +223,7 @@ pub const fn core(rpc_cores: u8) -> Option<usize> {
     }
 }
 
-macro_rules! constant {
+macro_rules! rpmsg_constant {
     ($name:literal, $value:expr) => {
         CConstant {
             name: $name,
@@ -233,43 +233,43 @@ macro_rules! constant {
 }
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
-    constant!("RPMSG_TABLE_BYTES", TABLE_BYTES),
-    constant!("RPMSG_VDEV_ENTRY", VDEV_ENTRY),
-    constant!("RPMSG_CONTROL_OFFSET", CONTROL_OFFSET),
-    constant!("RPMSG_CONTROL_SESSION", CONTROL_SESSION),
-    constant!("RPMSG_CONTROL_ACK", CONTROL_ACK),
-    constant!(
+    rpmsg_constant!("RPMSG_TABLE_BYTES", TABLE_BYTES),
+    rpmsg_constant!("RPMSG_VDEV_ENTRY", VDEV_ENTRY),
+    rpmsg_constant!("RPMSG_CONTROL_OFFSET", CONTROL_OFFSET),
+    rpmsg_constant!("RPMSG_CONTROL_SESSION", CONTROL_SESSION),
+    rpmsg_constant!("RPMSG_CONTROL_ACK", CONTROL_ACK),
+    rpmsg_constant!(
         "RPMSG_CONTROL_STATE",
         CONTROL_OFFSET + core::mem::offset_of!(Control, state)
     ),
-    constant!(
+    rpmsg_constant!(
         "RPMSG_CONTROL_FAULT",
         CONTROL_OFFSET + core::mem::offset_of!(Control, fault)
     ),
-    constant!(
+    rpmsg_constant!(
         "RPMSG_CONTROL_REFUSED",
         CONTROL_OFFSET + core::mem::offset_of!(Control, refused)
     ),
-    constant!(
+    rpmsg_constant!(
         "RPMSG_CONTROL_SERVED",
         CONTROL_OFFSET + core::mem::offset_of!(Control, served)
     ),
-    constant!(
+    rpmsg_constant!(
         "RPMSG_CONTROL_DROPPED",
         CONTROL_OFFSET + core::mem::offset_of!(Control, dropped)
     ),
-    constant!(
+    rpmsg_constant!(
         "RPMSG_CONTROL_SESSIONS",
         CONTROL_OFFSET + core::mem::offset_of!(Control, sessions)
     ),
-    constant!("RPMSG_NOTIFY_CONTROL", NOTIFY_CONTROL),
-    constant!("RPMSG_STATE_IDLE", STATE_IDLE),
-    constant!("RPMSG_STATE_READY", STATE_READY),
-    constant!("RPMSG_STATE_RUNNING", STATE_RUNNING),
-    constant!("RPMSG_STATE_REFUSED", STATE_REFUSED),
-    constant!("RPMSG_HEADER_BYTES", HEADER_BYTES),
-    constant!("RPMSG_MAX_PAYLOAD", MAX_PAYLOAD),
-    constant!("RPMSG_SERVICE_ADDR_BASE", SERVICE_ADDR_BASE),
+    rpmsg_constant!("RPMSG_NOTIFY_CONTROL", NOTIFY_CONTROL),
+    rpmsg_constant!("RPMSG_STATE_IDLE", STATE_IDLE),
+    rpmsg_constant!("RPMSG_STATE_READY", STATE_READY),
+    rpmsg_constant!("RPMSG_STATE_RUNNING", STATE_RUNNING),
+    rpmsg_constant!("RPMSG_STATE_REFUSED", STATE_REFUSED),
+    rpmsg_constant!("RPMSG_HEADER_BYTES", HEADER_BYTES),
+    rpmsg_constant!("RPMSG_MAX_PAYLOAD", MAX_PAYLOAD),
+    rpmsg_constant!("RPMSG_SERVICE_ADDR_BASE", SERVICE_ADDR_BASE),
 ];
 
 #[cfg(test)]

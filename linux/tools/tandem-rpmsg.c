@@ -49,7 +49,7 @@
 #define REGION_BASE_FILE "/sys/bus/platform/devices/tandem/region_base"
 #define ANSWER_MS 2000
 
-static int usage(void)
+static int print_usage(void)
 {
 	fprintf(stderr,
 		"usage: tandem-rpmsg echo [-s SERVICE] [-n N] [-l LEN]\n"
@@ -104,7 +104,7 @@ static int service_addr(const char *service, uint32_t *addr)
 }
 
 /* An endpoint device bound to dst: its open file, or -1. */
-static int endpoint(uint32_t dst, char *dev, size_t devlen)
+static int open_endpoint(uint32_t dst, char *dev, size_t devlen)
 {
 	struct rpmsg_endpoint_info info;
 	char path[512], buf[64];
@@ -235,7 +235,7 @@ static int open_service(const char *service, char *dev, size_t devlen, uint32_t 
 {
 	if (service_addr(service, addr))
 		return -1;
-	return endpoint(*addr, dev, devlen);
+	return open_endpoint(*addr, dev, devlen);
 }
 
 static int cmd_echo(int argc, char **argv)
@@ -248,7 +248,7 @@ static int cmd_echo(int argc, char **argv)
 	int fd;
 
 	if (parse(argc, argv, &o))
-		return usage();
+		return print_usage();
 	fd = open_service(o.service, dev, sizeof(dev), &addr);
 	if (fd < 0)
 		return 1;
@@ -284,7 +284,7 @@ static int cmd_call(int argc, char **argv)
 	int fd;
 
 	if (parse(argc, argv, &o) || optind != argc - 1)
-		return usage();
+		return print_usage();
 	if (strlen(argv[optind]) > TANDEM_RPMSG_MAX_PAYLOAD) {
 		fprintf(stderr, "tandem-rpmsg: at most %d bytes\n", TANDEM_RPMSG_MAX_PAYLOAD);
 		return 2;
@@ -355,7 +355,7 @@ static int cmd_bench(int argc, char **argv)
 	int fd, rpc, ret = 0;
 
 	if (parse(argc, argv, &o) || optind == argc)
-		return usage();
+		return print_usage();
 	rpc = tandem_rpc_open();
 	if (rpc < 0) {
 		fprintf(stderr, "tandem-rpmsg: %s: %s\n", TANDEM_RPC_DEVICE, strerror(errno));
@@ -382,7 +382,7 @@ static int cmd_bench(int argc, char **argv)
 }
 
 /* Rings the RTOS through the driver's raw SMC file. */
-static int ring(unsigned int what)
+static int ring_rtos(unsigned int what)
 {
 	char cmd[64];
 	int fd = open(SMC_FILE, O_RDWR);
@@ -394,7 +394,7 @@ static int ring(unsigned int what)
 	}
 	n = snprintf(cmd, sizeof(cmd), "%#x %u", TANDEM_SMC_RPMSG_NOTIFY, what);
 	if (write(fd, cmd, n) != n) {
-		fprintf(stderr, "tandem-rpmsg: ring: %s\n", strerror(errno));
+		fprintf(stderr, "tandem-rpmsg: RPMSG_NOTIFY: %s\n", strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -408,29 +408,47 @@ static int ring(unsigned int what)
 #define USED (((AVAIL + 2 * (3 + NUM)) + TANDEM_RPMSG_VRING_ALIGN - 1) & \
 	      ~(TANDEM_RPMSG_VRING_ALIGN - 1))
 
-struct desc {
-	uint64_t addr;
-	uint32_t len;
-	uint16_t flags, next;
-};
+/* A field of the mapped ring, stored or loaded whole (Linux's side reads it). */
+#define PUT(map, off, type, v) __atomic_store_n((type *)((map) + (off)), (v), __ATOMIC_RELAXED)
+#define GET(map, off, type) __atomic_load_n((type *)((map) + (off)), __ATOMIC_RELAXED)
 
 static int cmd_hostile(int argc, char **argv)
 {
-	volatile uint16_t *idx, *ring_entry;
-	volatile struct desc *d;
+	/* The last descriptor (one Linux fills last), as a well-formed buffer. */
+	const unsigned int d = 16 * (NUM - 1);
+	uint64_t base, addr;
+	uint16_t at, head = NUM - 1, flags = 0, next = 0;
 	const char *what;
-	uint64_t base, pool;
 	char buf[64];
-	uint16_t at;
 	uint8_t *map;
 	int mem;
 
 	if (argc != 3)
-		return usage();
+		return print_usage();
 	what = argv[2];
 	if (read_line(REGION_BASE_FILE, buf, sizeof(buf)))
 		return 1;
 	base = strtoull(buf, NULL, 0);
+	addr = base + TANDEM_RPMSG_POOL_OFFSET + TANDEM_RPMSG_POOL_BYTES - TANDEM_RPMSG_BUFFER_SIZE;
+	if (!strcmp(what, "index")) {
+		/* set below: past the ring */
+	} else if (!strcmp(what, "head")) {
+		head = 0xffff;
+	} else if (!strcmp(what, "outside")) {
+		addr = 0x0e100000;	/* the RTOS's own RAM */
+	} else if (!strcmp(what, "loop")) {
+		flags = 1;	/* NEXT, to itself */
+		next = NUM - 1;
+	} else if (!strcmp(what, "next")) {
+		flags = 1;
+		next = 0xffff;
+	} else if (!strcmp(what, "indirect")) {
+		flags = 4;
+	} else if (!strcmp(what, "write")) {
+		flags = 2;	/* the device would write Linux's send buffer */
+	} else {
+		return print_usage();
+	}
 	mem = open("/dev/mem", O_RDWR | O_SYNC);
 	if (mem < 0) {
 		fprintf(stderr, "tandem-rpmsg: /dev/mem: %s\n", strerror(errno));
@@ -442,42 +460,21 @@ static int cmd_hostile(int argc, char **argv)
 		fprintf(stderr, "tandem-rpmsg: mmap: %s\n", strerror(errno));
 		return 1;
 	}
-	pool = base + TANDEM_RPMSG_POOL_OFFSET;
-	idx = (volatile uint16_t *)(map + AVAIL + 2);
-	at = *idx;
-	ring_entry = (volatile uint16_t *)(map + AVAIL + 4 + 2 * (at % NUM));
-	/* The last descriptor: one Linux fills last. */
-	d = (volatile struct desc *)map + (NUM - 1);
-	d->addr = pool + TANDEM_RPMSG_POOL_BYTES - TANDEM_RPMSG_BUFFER_SIZE;
-	d->len = 16;
-	d->flags = 0;
-	d->next = 0;
-	*ring_entry = NUM - 1;
-	if (!strcmp(what, "index")) {
-		at += NUM + 44;	/* past the ring */
-	} else if (!strcmp(what, "head")) {
-		*ring_entry = 0xffff;
-	} else if (!strcmp(what, "outside")) {
-		d->addr = 0x0e100000;	/* the RTOS's own RAM */
-	} else if (!strcmp(what, "loop")) {
-		d->flags = 1;	/* NEXT, to itself */
-		d->next = NUM - 1;
-	} else if (!strcmp(what, "next")) {
-		d->flags = 1;
-		d->next = 0xffff;
-	} else if (!strcmp(what, "indirect")) {
-		d->flags = 4;
-	} else if (!strcmp(what, "write")) {
-		d->flags = 2;	/* the device would write Linux's send buffer */
-	} else {
-		return usage();
-	}
+	at = GET(map, AVAIL + 2, uint16_t);
+	PUT(map, d, uint64_t, addr);
+	PUT(map, d + 8, uint32_t, 16);
+	PUT(map, d + 12, uint16_t, flags);
+	PUT(map, d + 14, uint16_t, next);
+	PUT(map, AVAIL + 4 + 2 * (at % NUM), uint16_t, head);
+	if (!strcmp(what, "index"))
+		at += NUM + 44;
+	/* The entry before the index that publishes it, as a driver does. */
 	__sync_synchronize();
-	*idx = at + 1;
+	PUT(map, AVAIL + 2, uint16_t, (uint16_t)(at + 1));
 	__sync_synchronize();
 	munmap(map, TANDEM_RPMSG_VRING_STRIDE);
 	close(mem);
-	if (ring(1))
+	if (ring_rtos(1))
 		return 1;
 	printf("hostile %s: send ring index %u\n", what, (unsigned int)(uint16_t)(at + 1));
 	return 0;
@@ -486,7 +483,7 @@ static int cmd_hostile(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	if (argc < 2)
-		return usage();
+		return print_usage();
 	if (!strcmp(argv[1], "echo"))
 		return cmd_echo(argc, argv);
 	if (!strcmp(argv[1], "call"))
@@ -495,5 +492,5 @@ int main(int argc, char **argv)
 		return cmd_bench(argc, argv);
 	if (!strcmp(argv[1], "hostile"))
 		return cmd_hostile(argc, argv);
-	return usage();
+	return print_usage();
 }
