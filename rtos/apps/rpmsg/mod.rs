@@ -163,13 +163,32 @@ impl Window for Region {
         Self::write(at, value);
     }
     fn read_bytes(&self, at: usize, into: &mut [u8]) {
-        for (i, b) in into.iter_mut().enumerate() {
-            *b = Self::read(at + i);
+        // Whole aligned words where it can (a message's payload starts 16
+        // bytes into its buffer), bytes at the ends.
+        let mut i = 0;
+        while i < into.len() {
+            if (at + i).is_multiple_of(8) && into.len() - i >= 8 {
+                let w: u64 = Self::read(at + i);
+                into[i..i + 8].copy_from_slice(&w.to_le_bytes());
+                i += 8;
+            } else {
+                into[i] = Self::read(at + i);
+                i += 1;
+            }
         }
     }
     fn write_bytes(&mut self, at: usize, from: &[u8]) {
-        for (i, b) in from.iter().enumerate() {
-            Self::write(at + i, *b);
+        let mut i = 0;
+        while i < from.len() {
+            if (at + i).is_multiple_of(8) && from.len() - i >= 8 {
+                let mut w = [0; 8];
+                w.copy_from_slice(&from[i..i + 8]);
+                Self::write(at + i, u64::from_le_bytes(w));
+                i += 8;
+            } else {
+                Self::write(at + i, from[i]);
+                i += 1;
+            }
         }
     }
     fn acquire(&self) {
