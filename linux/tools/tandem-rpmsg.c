@@ -146,9 +146,16 @@ static int open_endpoint(uint32_t dst, char *dev, size_t devlen)
 	return fd;
 }
 
-static void endpoint_close(int fd)
+/*
+ * Removes the endpoint device after a session that worked. After a failure
+ * (the device may be going away with its driver) only closes: in Linux
+ * 6.1, RPMSG_DESTROY_EPT_IOCTL racing the control device's removal destroys
+ * the endpoint device twice (an oops in rpmsg_ctrldev_remove).
+ */
+static void endpoint_close(int fd, int failed)
 {
-	ioctl(fd, RPMSG_DESTROY_EPT_IOCTL);
+	if (!failed)
+		ioctl(fd, RPMSG_DESTROY_EPT_IOCTL);
 	close(fd);
 }
 
@@ -259,13 +266,13 @@ static int cmd_echo(int argc, char **argv)
 			msg[j] = (unsigned char)(i * 31 + j * 7);
 		n = round_trip(fd, msg, o.len, ans, sizeof(ans));
 		if (n < 0) {
-			endpoint_close(fd);
+			endpoint_close(fd, 1);
 			return 1;
 		}
 		if (n != o.len || memcmp(msg, ans, o.len))
 			bad++;
 	}
-	endpoint_close(fd);
+	endpoint_close(fd, 0);
 	if (bad) {
 		printf("error %ld of %ld answers differ\n", bad, o.n);
 		return 1;
@@ -293,7 +300,7 @@ static int cmd_call(int argc, char **argv)
 	if (fd < 0)
 		return 1;
 	n = round_trip(fd, argv[optind], strlen(argv[optind]), ans, sizeof(ans) - 1);
-	endpoint_close(fd);
+	endpoint_close(fd, n < 0);
 	if (n < 0)
 		return 1;
 	ans[n] = 0;
@@ -376,7 +383,7 @@ static int cmd_bench(int argc, char **argv)
 		if (bench_size(fd, rpc, len, o.n))
 			ret = 1;
 	}
-	endpoint_close(fd);
+	endpoint_close(fd, ret);
 	close(rpc);
 	return ret;
 }
