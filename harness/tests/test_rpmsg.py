@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
 
+from tandem.errors import TandemError
+from tandem.instruments import rpmsg as rpmsg_bench
 from tandem.platform import abi_generated as abi
 from tandem.platform import rtos_status
 from tandem.platform.boot import BootOptions, run_exec
@@ -224,3 +227,37 @@ def test_unbinding_under_a_busy_endpoint_fails_its_calls_without_an_oops() -> No
     assert t["after"][0].startswith("ok 3 echoes"), r.lines
     # Attach, detach (the unbind's stop), attach again.
     assert t["session"] == ["3"] and t["oops"] == ["0"], r.lines
+
+
+# --- on the host -------------------------------------------------------------
+
+
+def test_the_bench_reads_its_samples_into_rows_a_report_and_a_plot(tmp_path: Path) -> None:
+    lines = ["rt rpmsg 1 14000", "rt rpmsg 1 15000", "rt rpmsg 1 16000"]
+    lines += ["rt rpc-block 1 6000 5000", "rt rpc-block 1 7000 5500", "noise: not a sample"]
+    samples = rpmsg_bench.parse(lines)
+    assert samples["rpmsg"] == {1: [14000, 15000, 16000]}
+    assert samples["rpc-block-driver"] == {1: [5000, 5500]}
+    (row,) = rpmsg_bench.rows(samples, (1,))
+    assert row["rpmsg_median_ns"] == 15000 and row["rpc_block_median_ns"] == 6500
+    assert row["rpmsg_max_ns"] == 16000 and row["rpmsg_over_rpc_block"] == round(15000 / 6500, 3)
+    summary: dict[str, object] = {
+        "timing_described": "percore timing (Q = 1000 ns)",
+        "smp": 4,
+        "config": "tandem",
+        "server_core": "3",
+        "calls": 3,
+        "rows": [row],
+        "rtos_missed_total": 0,
+    }
+    text = rpmsg_bench.report(summary)
+    assert "| 1 | 15.00 (16.00) | 6.50 (7.00) | 5.25 (5.50) | 2.308 |" in text, text
+    rpmsg_bench.plot([row], tmp_path / "rpmsg.png")
+    assert (tmp_path / "rpmsg.png").stat().st_size > 0
+    # A size with no samples, or a line the bench never prints, is an error.
+    with pytest.raises(TandemError, match="no rpmsg samples at 64 bytes"):
+        rpmsg_bench.rows(samples, (64,))
+    with pytest.raises(TandemError, match="cannot read"):
+        rpmsg_bench.parse(["rt rpc-block 1 6000"])
+    with pytest.raises(TandemError, match=r"sizes are 1\.\.496"):
+        rpmsg_bench.run(percore(), (0, 497), out_root=tmp_path)
