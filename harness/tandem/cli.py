@@ -17,6 +17,7 @@ from tandem.platform import apps, capacity
 from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, choose_timing, run_exec, run_interactive
 from tandem.platform.configs import LINUX_OFF, Workload, available
+from tandem.platform.dtb import LINUX_IDLE
 from tandem.platform.timing import (
     DEFAULT_QUANTUM_NS,
     MODES,
@@ -114,6 +115,14 @@ def _boot_options(
         "console is here and that runs the commands (default: the first, A)",
     )
     parser.add_argument(
+        "--linux-idle",
+        choices=LINUX_IDLE,
+        default="psci",
+        help="how Linux idles: psci, cpuidle with the board's idle state (the core's standby, "
+        "PSCI CPU_SUSPEND) beside WFI (default); wfi, WFI alone (no idle states in the "
+        "device tree)",
+    )
+    parser.add_argument(
         "--linux-off",
         choices=LINUX_OFF,
         default=None,
@@ -188,6 +197,7 @@ def _options(args: argparse.Namespace) -> BootOptions:
         apps=apps.runs(args.rtos),
         linux_off=args.linux_off,
         partition=args.partition,
+        linux_idle=args.linux_idle,
     )
 
 
@@ -304,6 +314,20 @@ def parser() -> argparse.ArgumentParser:
         description="QEMU's version, that it builds Tandem's exact machine from a boot's "
         "command line (no missing ROM or data file), and that it loads TCG plugins. "
         "Exits 1 with what is missing.",
+    )
+
+    cdt = sub.add_parser(
+        "check-dt",
+        help="validate every generated device tree against the bindings of what Tandem adds "
+        "(dt-validate; make lint runs it)",
+        description="Checks linux/Documentation/devicetree/bindings/firmware/tandem,tandem.yaml "
+        "with dt-doc-validate, then generates each configuration's device trees (Linux idling "
+        "through PSCI and with WFI alone; partitions each theirs; static capacities) and "
+        "validates them with dt-validate against it, Linux's PSCI and idle-state bindings and "
+        "dt-schema's core schemas. Exits 1 with what was found.",
+    )
+    cdt.add_argument(
+        "--keep", type=Path, default=None, metavar="DIR", help="write the trees to DIR"
     )
 
     e = sub.add_parser("exp", help="experiments of the papers (experiments/NAME.toml)")
@@ -512,6 +536,10 @@ def main(argv: list[str] | None = None) -> int:
             return _exp(args)
         if args.command == "check-setup":
             return _check_setup()
+        if args.command == "check-dt":
+            from tandem.platform import dtcheck
+
+            return dtcheck.main(args.keep)
         if args.command == "bench" and args.bench == "boot":
             if args.runs < 1:
                 raise TandemError("--runs must be at least 1")

@@ -96,6 +96,9 @@ class BootOptions:
     # Another Linux image than Tandem's (build/linux/.../Image), e.g. the
     # latency-tracing kernel of `make trace-kernel`; None: Tandem's.
     kernel: Path | None = None
+    # How Linux idles (dtb.LINUX_IDLE): "psci", cpuidle with the board's
+    # idle states through PSCI CPU_SUSPEND beside WFI; "wfi", WFI alone.
+    linux_idle: str = "psci"
 
 
 @dataclass
@@ -142,6 +145,11 @@ def _check(options: BootOptions, board: Board) -> None:
     if not 0 <= options.phase_us <= 10_000_000:
         raise TandemError(f"phase must be 0..10 s, got {options.phase_us} µs")
     capacity.check(options.capacity)
+    if options.linux_idle not in dtb.LINUX_IDLE:
+        raise TandemError(
+            f"Linux idle mode must be one of {', '.join(dtb.LINUX_IDLE)}, "
+            f"got '{options.linux_idle}'"
+        )
     if not 0 <= options.disk_mib <= 65536:
         raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
     missing = missing_artifacts()
@@ -351,6 +359,7 @@ def device_trees(
             initrd_size,
             run_dir / "tandem.dtb",
             capacities,
+            linux_idle=options.linux_idle,
         )
         return [
             (
@@ -372,6 +381,7 @@ def device_trees(
             run_dir / f"tandem-{p.name}.dtb",
             capacities,
             partition=p,
+            linux_idle=options.linux_idle,
         )
         images.append(
             (
