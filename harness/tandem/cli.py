@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from tandem.errors import TandemError
 from tandem.instruments import bench, trace
-from tandem.platform import apps, capacity
+from tandem.platform import apps, capacity, cpio, gdb
 from tandem.platform.board import load_board
 from tandem.platform.boot import BootOptions, choose_timing, run_exec, run_interactive
 from tandem.platform.configs import LINUX_OFF, Workload, available
@@ -132,6 +132,41 @@ def _boot_options(
     )
 
 
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    """What `run` and `exec` take beyond the boot options: files for the
+    guest, and gdb."""
+    parser.add_argument(
+        "--add",
+        type=_added,
+        action="append",
+        default=[],
+        metavar="HOST_PATH[:GUEST_PATH]",
+        help="put a host file or directory into the guest's file system for this boot "
+        f"(appended to the initramfs; default GUEST_PATH {cpio.DEFAULT_DIR}/NAME, where "
+        "exec's commands start; repeatable)",
+    )
+    parser.add_argument(
+        "--gdb",
+        type=int,
+        nargs="?",
+        const=gdb.DEFAULT_PORT,
+        default=None,
+        metavar="PORT",
+        help="QEMU waits for gdb on this localhost port (default "
+        f"{gdb.DEFAULT_PORT}) before the first instruction; `./tandem gdb` then starts "
+        "gdb-multiarch with the monitor's, the RTOS's and Linux's symbols",
+    )
+
+
+def _added(text: str) -> cpio.Added:
+    try:
+        added = cpio.Added.parse(text)
+        added.check()
+    except TandemError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--add: ")) from None
+    return added
+
+
 def _workload(text: str) -> Workload:
     try:
         core, period, work = (int(x) for x in text.split(":"))
@@ -198,6 +233,8 @@ def _options(args: argparse.Namespace) -> BootOptions:
         linux_off=args.linux_off,
         partition=args.partition,
         linux_idle=args.linux_idle,
+        add=tuple(getattr(args, "add", [])),
+        gdb_port=getattr(args, "gdb", None),
     )
 
 
@@ -211,6 +248,7 @@ def parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="boot with the Linux console on this terminal")
     _boot_options(run, timing="auto", auto=True)
+    _run_options(run)
 
     ex = sub.add_parser(
         "exec",
@@ -218,7 +256,13 @@ def parser() -> argparse.ArgumentParser:
         description="Exits with the commands' exit status.",
     )
     _boot_options(ex, timing="auto", auto=True)
-    ex.add_argument("--timeout", type=float, default=600, help="seconds (default 600)")
+    _run_options(ex)
+    ex.add_argument(
+        "--timeout",
+        type=float,
+        default=600,
+        help="seconds (default 600; with --gdb, the time you spend in gdb counts)",
+    )
     ex.add_argument(
         "--kernel",
         type=Path,
@@ -307,6 +351,35 @@ def parser() -> argparse.ArgumentParser:
     )
     _boot_options(tr, timing=PERCORE)
     trace.add_arguments(tr)
+
+    pf = sub.add_parser(
+        "perfetto",
+        help="a Perfetto trace's slices per track (tandem trace's trace.perfetto-trace)",
+        description="Reads the file back with Perfetto's own protobuf classes and prints, per "
+        "track, depth and name, the slices' count and time in µs (the columns of "
+        "perfetto.WORLDS_QUERY). --sql runs a query in trace_processor instead, which needs "
+        "a trace_processor_shell binary in $TANDEM_TRACE_PROCESSOR.",
+    )
+    pf.add_argument("file", type=Path, help="the trace (e.g. results/trace/latest/...)")
+    pf.add_argument("--sql", default=None, help="a trace_processor query")
+
+    g = sub.add_parser(
+        "gdb",
+        help="gdb-multiarch on the boot waiting for it (run --gdb / exec --gdb), with the "
+        "monitor's, the RTOS's and Linux's symbols",
+        description="Runs gdb-multiarch with the gdb script of the newest boot that still runs "
+        "and was started with --gdb (build/logs/<boot>/gdbinit): aarch64, the symbols of "
+        "build/firmware/tandem-monitor.elf, tandem-rtos.elf (and tandem-hyp.elf with "
+        "partitions) and the kernel's vmlinux at their load addresses, connected to QEMU. "
+        "Arguments after -- go to gdb (e.g. -- -batch -ex 'break start_kernel').",
+    )
+    g.add_argument(
+        "--script",
+        type=Path,
+        default=None,
+        help="a boot's gdb script (default: the newest waiting boot's)",
+    )
+    g.add_argument("gdb_args", nargs=argparse.REMAINDER, help="-- GDB ARGUMENTS")
 
     sub.add_parser(
         "check-setup",
@@ -536,6 +609,13 @@ def main(argv: list[str] | None = None) -> int:
             return _exp(args)
         if args.command == "check-setup":
             return _check_setup()
+        if args.command == "perfetto":
+            from tandem.instruments import perfetto
+
+            return perfetto.main(args.file, args.sql)
+        if args.command == "gdb":
+            extra = args.gdb_args[1:] if args.gdb_args[:1] == ["--"] else args.gdb_args
+            return gdb.main(args.script, extra)
         if args.command == "check-dt":
             from tandem.platform import dtcheck
 
