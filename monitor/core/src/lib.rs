@@ -1,7 +1,9 @@
 //! Tandem's EL3 monitor logic, kept free of hardware access so it is unit-tested
 //! on the host: SMC function-ID decoding, the service table dispatched by owner
-//! range, the PSCI per-core state machine, the world-switch state machine of
-//! each core, stolen-time accounting, the small interface a board
+//! range, the PSCI per-core state machine, Linux's stop and restart protocol
+//! (`lifecycle`), the world-switch state machine of each core, stolen-time
+//! accounting, the exception made for a refused access (`inject`), the rings
+//! of log lines kept for later (`logring`), the small interface a board
 //! implements (`platform`), and the monitor's own address space
 //! (`memory_map`). `monitor/firmware` is the thin hardware layer
 //! around it.

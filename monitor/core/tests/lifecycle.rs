@@ -211,7 +211,7 @@ fn cpu_ons_racing_resets_never_leave_an_old_linux_running_and_every_restart_come
     const RESTARTS: u64 = 300;
     let machine = Arc::new(Machine::new());
     let done = Arc::new(AtomicBool::new(false));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     let threads: Vec<_> = (0..CORES)
         .map(|core| {
             let (machine, done) = (Arc::clone(&machine), Arc::clone(&done));
@@ -232,7 +232,7 @@ fn cpu_ons_racing_resets_never_leave_an_old_linux_running_and_every_restart_come
         t.join().expect("no invariant broke on any core");
     }
     let restarts = machine.restarts.load(Ordering::Relaxed);
-    assert!(restarts >= RESTARTS, "only {restarts} restarts in a minute");
+    assert!(restarts >= RESTARTS, "only {restarts} restarts in five minutes");
     // Quiet: no more resets or CPU_OFFs. The last Linux comes up on every
     // core: its CPU_ONs are served.
     machine.quiet.store(true, Ordering::Relaxed);

@@ -1,0 +1,140 @@
+//! Tandem's memory model: the stall each guest memory access, block fetch and TLB-changing instruction costs its core in per-core timing.
+//!
+//! Per-core timing charges every instruction 1 ns whatever it touches. This
+//! crate prices what it touches: a plugin shell in QEMU calls it for every
+//! data access, every executed translation block and every rare
+//! instruction that changes translation, and adds the returned stall to
+//! that vCPU's clock. The crate is pure Rust, runs on the host and is
+//! tested there; it knows nothing of QEMU.
+//!
+//! # What it models
+//!
+//! - **Caches**: per core an L1 data and an L1 instruction cache, and one
+//!   L2 shared by all cores (optional: `arm11-003` has none); set
+//!   associative, true LRU, one line size, physically indexed. The L1 data
+//!   caches are write-back, write-allocate and kept coherent with MOESI: a
+//!   load miss is served by another core's L1 when that core holds the line
+//!   dirty (or clean and the L2 does not have it), a store invalidates the
+//!   other copies. The L2 is filled on every miss and takes L1 write-backs;
+//!   it is neither inclusive nor exclusive (no back-invalidation). The L1
+//!   instruction cache is probed once per executed block for each line the
+//!   block spans, not per instruction.
+//! - **Bus and DRAM**: one resource shared by all cores. A line read from
+//!   DRAM occupies it for the profile's service time; the core stalls for
+//!   its wait for the bus plus the profile's DRAM latency. A dirty line
+//!   written back occupies the bus without stalling anyone. The queue keeps
+//!   a history of free intervals ([`bus`]), so a request that reaches the
+//!   model after later ones (the cores' clocks are up to a quantum apart)
+//!   is still served at its own time when the bus was free then, and never
+//!   before it arrives. Requests of cores that are *behind* (their clocks
+//!   have not reached the request's time, so their requests are not known
+//!   yet) are priced from each such core's recent share of time at the bus:
+//!   a core at the bus over half its time counts as one service time (it
+//!   saturates the bus, and round-robin arbitration serves one request of
+//!   every waiting core per turn), a lighter one as its share of one, the
+//!   fractions carried from read to read so every wait is whole service
+//!   times. Without this the core the round robin runs first in a quantum
+//!   would book the bus for its whole turn and the others would queue
+//!   behind it (`tests/contention.rs` shows both). In time order nobody is
+//!   behind and the queue is exactly first come, first served.
+//! - **Devices**: an access to a profile's device range costs that
+//!   device's fixed stall, with no cache and no bus; an access QEMU calls
+//!   I/O outside every range costs the profile's default.
+//! - **TLBs**: per core a data and an instruction micro TLB (fully
+//!   associative) and a main TLB (set associative), tagged by regime,
+//!   security state, VMID and ASID (global entries match every ASID), and
+//!   an optional walk cache of last-level table addresses. A main TLB miss
+//!   walks the guest's stage 1 tables: each descriptor read is a memory
+//!   access through the caches (from the L1 data cache or the L2, per
+//!   profile), at the address the table base and VA give. With a
+//!   [`TableReader`] the walker reads real descriptors (block sizes, the nG
+//!   bit, faults); without one it derives the deeper tables' addresses from
+//!   the root and the VA ([`translation::synthetic_table`]), with 4 KiB
+//!   granule pages, TTBR1's half global and TTBR0's per ASID.
+//! - **Translation state**: the model follows each core's TTBR0/1_EL1,
+//!   TCR_EL1, SCTLR_ELx, SCR_EL3, HCR_EL2 and VTTBR_EL2 from the writes
+//!   the plugin decodes ([`decode`]); a regime whose SCTLR.M is clear is
+//!   untranslated (no TLB cost). TLBI by all, ASID, VA, and VA-all-ASIDs,
+//!   local or inner shareable (the IS forms reach every core's TLBs), for
+//!   EL1&0, EL2 and EL3.
+//!
+//! All costs come from a [`Profile`], a TOML file whose every value says
+//! where it comes from (`profiles/a53.toml`, `profiles/arm11-003.toml`).
+//!
+//! # What it does not model
+//!
+//! - **Write buffers**: a store that misses stalls like a load (the line is
+//!   fetched before the store completes); a write-back never stalls.
+//! - **Hit-under-miss and memory-level parallelism**: a core has one miss
+//!   outstanding at a time, and stalls for all of it. A streaming core
+//!   therefore loads the bus less than real hardware with several misses in
+//!   flight; contention grows by a whole service time per core only when
+//!   the bus is saturated.
+//! - **Prefetching**: no hardware prefetcher (the A53 has one for strided
+//!   data streams); a sequential stream misses on every line.
+//! - **Coherence traffic on the bus**: snoops and cache-to-cache transfers
+//!   cost the requesting core a fixed stall and occupy nothing shared.
+//!   Instruction caches are not kept coherent with data (as on Arm).
+//! - **Pipelines**: an L1 hit adds the profile's stall (0 in the shipped
+//!   profiles): the 1 ns per instruction stands for an average CPI of 1,
+//!   so a pointer chase through L1 runs faster here than on hardware.
+//! - **Stage 2**: EL1&0 entries carry the VMID, but no stage 2 walk or IPA
+//!   cache is charged (Tandem's partitioning layer maps IPA = PA).
+//! - **Memory attributes**: every non-device access is cacheable (the
+//!   model does not see page attributes); cache maintenance instructions
+//!   (DC, IC) are not decoded; the contiguous bit is ignored.
+//! - **DRAM banks, rows and refresh**: one latency and one service time.
+//!
+//! # Bounds
+//!
+//! - Stalls are returned per access, but QEMU can charge them only as the
+//!   block runs: a timer or interrupt due inside a block can be late by at
+//!   most that block's stalls, and cores can drift apart by the quantum plus
+//!   one block's stalls.
+//! - The bus remembers [`ModelOptions::bus_history_ns`] of free time; a
+//!   request older than that is counted ([`BusStats::before_history`]) and
+//!   served no earlier than the first remembered gap.
+//! - An early request presented after later ones cannot delay them (their
+//!   stalls were already charged); it may wait where, in strict time order,
+//!   a later one would have. The wait owed to cores that are behind is an
+//!   expectation from their recent use of the bus, not their actual
+//!   requests: a core that starts streaming is priced as such by the
+//!   others only after its first reads (and one that stops, after its
+//!   share decays). Under a saturated bus the skewed runs of
+//!   `tests/contention.rs` give each core's DRAM latency within 3 % of the
+//!   same run in time order.
+//! - The answer depends only on the sequence of calls: the same guest run
+//!   gives the same stalls (no hashing of addresses by the host, no time,
+//!   no randomness; replacement is LRU).
+//!
+//! # Driving it from a plugin
+//!
+//! Build a [`MemoryModel`] from a [`Profile`] ([`Profile::builtin`] or
+//! [`Profile::load`]) and the number of vCPUs. Then, on the vCPU's thread
+//! (QEMU's round-robin thread runs every vCPU: one model, no locking
+//! inside):
+//!
+//! - each memory access: [`MemoryModel::data_access`] with a [`DataAccess`];
+//! - each executed block: [`MemoryModel::instruction_fetch`] with a [`BlockFetch`];
+//! - each instruction [`decode::classify`] recognised at translation:
+//!   [`MemoryModel::system_event`] with the event its `Xt` makes;
+//!
+//! each returns the ns to charge to that vCPU. [`Profile::hash`] goes into
+//! the run's provenance; [`MemoryModel::core_stats`] and
+//! [`MemoryModel::bus_stats`] into its report.
+
+pub mod bus;
+pub mod cache;
+pub mod decode;
+pub mod model;
+pub mod profile;
+pub mod tlb;
+pub mod translation;
+
+pub use bus::BusStats;
+pub use decode::{RareInstruction, Tlbi, TlbiOperation, classify};
+pub use model::{
+    AccessKind, BlockFetch, CoreStats, DataAccess, MemoryModel, ModelOptions, SystemEvent,
+};
+pub use profile::{Profile, ProfileError};
+pub use translation::{ExceptionLevel, NoTables, TableReader, TranslationRegister};

@@ -1,0 +1,875 @@
+//! The memory model proper: per-core L1s and TLBs, the shared L2 and bus, and the stall each access, block fetch and rare instruction costs its core.
+
+use crate::bus::{BusQueue, BusStats};
+use crate::cache::{Cache, LineState};
+use crate::decode::{Tlbi, TlbiOperation};
+use crate::profile::{Profile, WalkEntryLevel};
+use crate::tlb::{AsidScope, Invalidation, Mapping, MicroTlb, SetTlb, Space, SpaceId};
+use crate::translation::{
+    ExceptionLevel, Half, NoTables, Registers, TableReader, TranslationRegister, synthetic_table,
+};
+
+/// Settings of the model that are not the hardware's but the simulation's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelOptions {
+    /// How far back (before the latest request) the bus remembers its free
+    /// time, in ns: at least the largest skew between two cores' clocks
+    /// (the quantum plus the stalls one block can charge).
+    pub bus_history_ns: u64,
+    /// At most this many free intervals are remembered.
+    pub bus_max_intervals: usize,
+    /// How far a running core's clock can lag another's: the quantum plus
+    /// the stalls of a block. A core whose last call lies further behind is
+    /// taken as halted (it will not contend for the bus meanwhile).
+    pub max_skew_ns: u64,
+}
+
+impl Default for ModelOptions {
+    /// 20 µs of history: twenty times the default 1 µs quantum.
+    fn default() -> Self {
+        Self {
+            bus_history_ns: 20_000,
+            bus_max_intervals: 1024,
+            max_skew_ns: 4_000,
+        }
+    }
+}
+
+/// A load or a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessKind {
+    /// A read.
+    Load,
+    /// A write.
+    Store,
+}
+
+/// One data access, as a plugin's memory callback sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DataAccess {
+    /// The virtual address (for the TLBs).
+    pub virtual_address: u64,
+    /// The physical address (for the caches and the device ranges).
+    pub physical_address: u64,
+    /// Bytes accessed (an access that crosses a line touches both lines).
+    pub size: u32,
+    /// Load or store.
+    pub kind: AccessKind,
+    /// The exception level the access is made at (its translation regime).
+    pub el: ExceptionLevel,
+    /// QEMU says the address is I/O (`qemu_plugin_hwaddr_is_io`): an
+    /// access in no listed device then costs the profile's default.
+    pub io: bool,
+}
+
+/// One execution of a translation block: its instructions are fetched
+/// through the L1 instruction cache once per execution, not per instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockFetch {
+    /// The block's first virtual address.
+    pub virtual_address: u64,
+    /// Its physical address (or any address whose low bits are the
+    /// physical address's, such as the host address of guest RAM).
+    pub physical_address: u64,
+    /// The block's length in bytes.
+    pub bytes: u32,
+    /// The exception level it runs at.
+    pub el: ExceptionLevel,
+}
+
+/// A rare instruction's effect, as the plugin decodes it (see
+/// [`crate::decode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SystemEvent {
+    /// A translation register was written.
+    RegisterWrite {
+        /// Which.
+        register: TranslationRegister,
+        /// The value written.
+        value: u64,
+    },
+    /// A TLBI, with its operand register's value (0 if none).
+    Tlbi {
+        /// The operation and its scope.
+        tlbi: Tlbi,
+        /// `Xt`: the VA (bits 43:0 = VA\[55:12\]) and ASID (bits 63:48).
+        operand: u64,
+    },
+    /// The core changes world (for a plugin that knows it without seeing
+    /// the SCR_EL3 write): the same as writing SCR_EL3.NS.
+    WorldSwitch {
+        /// The world EL1 and EL0 now run in.
+        secure: bool,
+    },
+}
+
+/// What happened on one core, for reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CoreStats {
+    /// Data loads.
+    pub loads: u64,
+    /// Data stores.
+    pub stores: u64,
+    /// Block fetches.
+    pub blocks: u64,
+    /// Accesses to devices.
+    pub device_accesses: u64,
+    /// L1 data hits (lines).
+    pub l1d_hits: u64,
+    /// L1 data misses (lines).
+    pub l1d_misses: u64,
+    /// L1 instruction hits (lines).
+    pub l1i_hits: u64,
+    /// L1 instruction misses (lines).
+    pub l1i_misses: u64,
+    /// L2 hits from this core.
+    pub l2_hits: u64,
+    /// L2 misses from this core.
+    pub l2_misses: u64,
+    /// Lines read from DRAM.
+    pub memory_reads: u64,
+    /// Dirty lines written back to DRAM because of this core's misses.
+    pub memory_writebacks: u64,
+    /// Time this core's DRAM reads waited for the bus, in ns (both parts below).
+    pub bus_wait_ns: u64,
+    /// The part of `bus_wait_ns` spent behind requests already booked.
+    pub bus_booked_wait_ns: u64,
+    /// The part of `bus_wait_ns` charged for cores that were behind in time
+    /// and had been using the bus (see `MemoryModel::unseen_shares`).
+    pub bus_unseen_wait_ns: u64,
+    /// Misses served from another core's L1.
+    pub coherence_transfers: u64,
+    /// Stores that invalidated other cores' copies.
+    pub coherence_upgrades: u64,
+    /// Micro TLB misses.
+    pub micro_tlb_misses: u64,
+    /// Main TLB misses (walks started).
+    pub main_tlb_misses: u64,
+    /// Walks that found their last-level table in the walk cache.
+    pub walk_cache_hits: u64,
+    /// Descriptor reads charged.
+    pub walk_reads: u64,
+    /// Stall spent translating (TLB lookups and walks), in ns.
+    pub translation_stall_ns: u64,
+    /// TLB invalidations this core received (its own and broadcast ones).
+    pub tlbi_received: u64,
+    /// Every stall charged to this core, in ns.
+    pub stall_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Data,
+    Instruction,
+}
+
+struct Core {
+    l1d: Cache,
+    l1i: Cache,
+    micro_data: MicroTlb,
+    micro_instruction: MicroTlb,
+    main_tlb: SetTlb,
+    walk_cache: Option<SetTlb>,
+    registers: Registers,
+    presence: BusPresence,
+    stats: CoreStats,
+}
+
+/// What the model knows of a core's use of the bus, to price the requests
+/// it has not yet presented (see `MemoryModel::unseen_contention`).
+#[derive(Debug, Clone, Copy, Default)]
+struct BusPresence {
+    /// The core's clock is known to have reached this (its last call's
+    /// time plus the stall returned).
+    known_until: u64,
+    /// Whether it has read DRAM yet.
+    has_requested: bool,
+    /// When it last read DRAM, and how long that read held it at the bus
+    /// (waiting and being served).
+    last_request: u64,
+    last_busy: u64,
+    /// Running average of the share of its time it spends at the bus, in
+    /// 1/1024ths.
+    share: u64,
+    /// Expected service times owed to unseen requests of other cores and
+    /// not yet charged, in 1/1024ths (the fraction carried to the next read).
+    unseen_credit: u64,
+}
+
+/// Fixed-point unit of `BusPresence::share`.
+const SHARE_ONE: u64 = 1024;
+
+impl Core {
+    fn clear_micro_tlbs(&mut self) {
+        self.micro_data.clear();
+        self.micro_instruction.clear();
+    }
+}
+
+/// The whole memory system of a machine of `cores` cores under one profile.
+///
+/// Every method takes the core it runs on and returns the stall in ns to
+/// add to that core's clock. Nothing allocates after construction, nothing
+/// locks, and nothing depends on anything but the sequence of calls.
+pub struct MemoryModel {
+    profile: Profile,
+    line_shift: u32,
+    cores: Vec<Core>,
+    l2: Option<Cache>,
+    bus: BusQueue,
+    max_skew_ns: u64,
+    /// First and end address of all devices: accesses outside skip the search.
+    device_span: (u64, u64),
+}
+
+impl MemoryModel {
+    /// A model with empty caches and TLBs, every core's MMU off.
+    pub fn new(profile: Profile, cores: usize, options: ModelOptions) -> Self {
+        let cores = (0..cores.max(1))
+            .map(|_| Core {
+                l1d: Cache::new(&profile.l1d),
+                l1i: Cache::new(&profile.l1i),
+                micro_data: MicroTlb::new(profile.tlb.micro_data_entries),
+                micro_instruction: MicroTlb::new(profile.tlb.micro_instruction_entries),
+                main_tlb: SetTlb::new(profile.tlb.main_entries, profile.tlb.main_ways),
+                walk_cache: (profile.tlb.walk_cache_entries > 0).then(|| {
+                    SetTlb::new(profile.tlb.walk_cache_entries, profile.tlb.walk_cache_ways)
+                }),
+                registers: Registers::new(),
+                presence: BusPresence::default(),
+                stats: CoreStats::default(),
+            })
+            .collect();
+        let device_span = (
+            profile.devices.first().map_or(u64::MAX, |d| d.base),
+            profile.devices.last().map_or(0, |d| d.base + d.size),
+        );
+        Self {
+            line_shift: profile.l1d.line_bytes.trailing_zeros(),
+            l2: profile.l2.as_ref().map(Cache::new),
+            bus: BusQueue::new(
+                profile.bus_service_ns,
+                options.bus_history_ns,
+                options.bus_max_intervals,
+            ),
+            cores,
+            profile,
+            max_skew_ns: options.max_skew_ns,
+            device_span,
+        }
+    }
+
+    /// The profile the model runs.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// Number of cores.
+    pub fn cores(&self) -> usize {
+        self.cores.len()
+    }
+
+    /// A core's counters.
+    pub fn core_stats(&self, core: usize) -> &CoreStats {
+        &self.cores[core].stats
+    }
+
+    /// The bus's counters.
+    pub fn bus_stats(&self) -> BusStats {
+        self.bus.stats()
+    }
+
+    /// A core's translation registers as the model has followed them.
+    pub fn registers(&self, core: usize) -> &Registers {
+        &self.cores[core].registers
+    }
+
+    /// The stall of a data access made by `core` at `now` (its clock), the
+    /// walk's descriptors derived rather than read.
+    pub fn data_access(&mut self, core: usize, now: u64, access: &DataAccess) -> u64 {
+        self.data_access_with(core, now, access, &mut NoTables)
+    }
+
+    /// As [`Self::data_access`], reading the walk's descriptors with `tables`.
+    pub fn data_access_with<R: TableReader>(
+        &mut self,
+        core: usize,
+        now: u64,
+        access: &DataAccess,
+        tables: &mut R,
+    ) -> u64 {
+        let store = access.kind == AccessKind::Store;
+        {
+            let stats = &mut self.cores[core].stats;
+            if store {
+                stats.stores += 1;
+            } else {
+                stats.loads += 1;
+            }
+        }
+        let mut stall = self.translate(
+            core,
+            now,
+            access.virtual_address,
+            access.el,
+            Side::Data,
+            tables,
+        );
+        if let Some(cost) = self.device_cost(access.physical_address, access.io) {
+            self.cores[core].stats.device_accesses += 1;
+            stall += cost;
+        } else {
+            let first = access.physical_address >> self.line_shift;
+            let last =
+                (access.physical_address + u64::from(access.size.max(1)) - 1) >> self.line_shift;
+            stall += self.data_line(core, now + stall, first, store);
+            if last != first {
+                stall += self.data_line(core, now + stall, last, store);
+            }
+        }
+        self.finish_call(core, now, stall);
+        stall
+    }
+
+    /// The stall of fetching a block's instructions on `core` at `now`.
+    pub fn instruction_fetch(&mut self, core: usize, now: u64, fetch: &BlockFetch) -> u64 {
+        self.instruction_fetch_with(core, now, fetch, &mut NoTables)
+    }
+
+    /// As [`Self::instruction_fetch`], reading the walk's descriptors with `tables`.
+    pub fn instruction_fetch_with<R: TableReader>(
+        &mut self,
+        core: usize,
+        now: u64,
+        fetch: &BlockFetch,
+        tables: &mut R,
+    ) -> u64 {
+        self.cores[core].stats.blocks += 1;
+        let bytes = u64::from(fetch.bytes.max(1));
+        let first_va = fetch.virtual_address;
+        let last_va = first_va + bytes - 1;
+        let mut stall = self.translate(core, now, first_va, fetch.el, Side::Instruction, tables);
+        // A block may run onto the next page (4 KiB, the smallest granule).
+        if last_va >> 12 != first_va >> 12 {
+            stall += self.translate(
+                core,
+                now + stall,
+                last_va,
+                fetch.el,
+                Side::Instruction,
+                tables,
+            );
+        }
+        let first = fetch.physical_address >> self.line_shift;
+        let last = (fetch.physical_address + bytes - 1) >> self.line_shift;
+        for line in first..=last {
+            stall += self.instruction_line(core, now + stall, line);
+        }
+        self.finish_call(core, now, stall);
+        stall
+    }
+
+    /// Applies a rare instruction executed by `core` and returns its stall.
+    pub fn system_event(&mut self, core: usize, event: &SystemEvent) -> u64 {
+        let stall = match *event {
+            SystemEvent::RegisterWrite { register, value } => {
+                let c = &mut self.cores[core];
+                c.registers.write(register, value);
+                let context_write = matches!(
+                    register,
+                    TranslationRegister::Ttbr0El1
+                        | TranslationRegister::Ttbr1El1
+                        | TranslationRegister::TcrEl1
+                        | TranslationRegister::ContextidrEl1
+                );
+                if context_write && self.profile.tlb.flush_micro_on_context_write {
+                    c.clear_micro_tlbs();
+                }
+                0
+            }
+            SystemEvent::WorldSwitch { secure } => {
+                self.cores[core].registers.set_world(secure);
+                0
+            }
+            SystemEvent::Tlbi { tlbi, operand } => {
+                if let Some(what) = self.invalidation(core, tlbi.operation, operand) {
+                    let targets = if tlbi.broadcast {
+                        0..self.cores.len()
+                    } else {
+                        core..core + 1
+                    };
+                    for target in &mut self.cores[targets] {
+                        target.main_tlb.invalidate(&what);
+                        if let Some(walk_cache) = &mut target.walk_cache {
+                            walk_cache.invalidate(&what);
+                        }
+                        // TRM: every main TLB maintenance empties both micro TLBs.
+                        target.clear_micro_tlbs();
+                        target.stats.tlbi_received += 1;
+                    }
+                }
+                if tlbi.broadcast {
+                    self.profile.tlb.tlbi_broadcast_ns
+                } else {
+                    self.profile.tlb.tlbi_local_ns
+                }
+            }
+        };
+        self.cores[core].stats.stall_ns += stall;
+        stall
+    }
+
+    /// What a TLBI issued on `core` removes (`None`: nothing modelled).
+    fn invalidation(
+        &self,
+        core: usize,
+        operation: TlbiOperation,
+        operand: u64,
+    ) -> Option<Invalidation> {
+        use TlbiOperation as T;
+        let registers = &self.cores[core].registers;
+        let current = registers.el10_space().id;
+        let asid = registers.asid_of(operand);
+        // Operand bits 43:0 are VA[55:12]; bit 55 extends to the top.
+        let va = {
+            let va = (operand & ((1 << 44) - 1)) << 12;
+            if va >> 55 & 1 == 1 {
+                va | 0xff00_0000_0000_0000
+            } else {
+                va
+            }
+        };
+        let el10_any_vmid = current & SpaceId::REGIME_AND_SECURITY;
+        let exact = |space_value, asid, va| Invalidation {
+            space_mask: SpaceId::ALL,
+            space_value,
+            asid,
+            va,
+        };
+        let regime = |regime, secure, va| Invalidation {
+            space_mask: SpaceId::REGIME_AND_SECURITY,
+            space_value: SpaceId::compose(regime, secure, 0),
+            asid: AsidScope::Any,
+            va,
+        };
+        Some(match operation {
+            T::VmallE1 | T::VmallS12E1 => exact(current, AsidScope::Any, None),
+            T::VaE1 => exact(current, AsidScope::ThisOrGlobal(asid), Some(va)),
+            T::AsidE1 => exact(current, AsidScope::NonGlobal(asid), None),
+            T::VaaE1 => exact(current, AsidScope::Any, Some(va)),
+            T::AllE1 => Invalidation {
+                space_mask: SpaceId::REGIME_AND_SECURITY,
+                space_value: el10_any_vmid,
+                asid: AsidScope::Any,
+                va: None,
+            },
+            T::Ipas2E1 => return None,
+            T::AllE2 => regime(SpaceId::EL2, false, None),
+            T::VaE2 => regime(SpaceId::EL2, false, Some(va)),
+            T::AllE3 => regime(SpaceId::EL3, true, None),
+            T::VaE3 => regime(SpaceId::EL3, true, Some(va)),
+        })
+    }
+
+    fn device_cost(&self, physical_address: u64, io: bool) -> Option<u64> {
+        let (first, end) = self.device_span;
+        if (first..end).contains(&physical_address) {
+            let devices = &self.profile.devices;
+            let after = devices.partition_point(|d| d.base <= physical_address);
+            if let Some(device) = after.checked_sub(1).map(|i| &devices[i])
+                && physical_address - device.base < device.size
+            {
+                return Some(device.access_ns);
+            }
+        }
+        io.then_some(self.profile.mmio_default_ns)
+    }
+
+    /// The stall of translating `va` on `core`: 0 on a micro TLB hit or
+    /// with the regime's MMU off.
+    fn translate<R: TableReader>(
+        &mut self,
+        core: usize,
+        now: u64,
+        va: u64,
+        el: ExceptionLevel,
+        side: Side,
+        tables: &mut R,
+    ) -> u64 {
+        let c = &mut self.cores[core];
+        let Some(regime) = c.registers.regime(el).copied() else {
+            return 0;
+        };
+        let space = regime.space;
+        let micro = match side {
+            Side::Data => &mut c.micro_data,
+            Side::Instruction => &mut c.micro_instruction,
+        };
+        if micro.lookup(va, space) {
+            return 0;
+        }
+        c.stats.micro_tlb_misses += 1;
+        let mut stall = self.profile.tlb.main_hit_ns;
+        let mapping = match c.main_tlb.lookup(va, space) {
+            Some(mapping) => Some(mapping),
+            None => {
+                c.stats.main_tlb_misses += 1;
+                match regime.half_for(va).copied() {
+                    // Outside both halves: the access faults, nothing to cache.
+                    None => None,
+                    Some(half) => {
+                        let (cost, leaf) = self.walk(core, now + stall, va, &half, space, tables);
+                        stall += cost;
+                        if let Some(leaf) = leaf {
+                            self.cores[core].main_tlb.insert(va, space, leaf);
+                        }
+                        leaf
+                    }
+                }
+            }
+        };
+        let c = &mut self.cores[core];
+        if let Some(mapping) = mapping {
+            match side {
+                Side::Data => c.micro_data.insert(va, space, mapping),
+                Side::Instruction => c.micro_instruction.insert(va, space, mapping),
+            }
+        }
+        c.stats.translation_stall_ns += stall;
+        stall
+    }
+
+    /// Walks `half`'s tables for `va`: the stall of its descriptor reads
+    /// and the translation found (`None`: the walk faults).
+    fn walk<R: TableReader>(
+        &mut self,
+        core: usize,
+        now: u64,
+        va: u64,
+        half: &Half,
+        space: Space,
+        tables: &mut R,
+    ) -> (u64, Option<Mapping>) {
+        let tlb = self.profile.tlb;
+        let start = half.start_level();
+        let charged_from = if tlb.walk_levels_charged == 0 {
+            start
+        } else {
+            start.max(4 - tlb.walk_levels_charged as u8)
+        };
+        let page = Mapping {
+            shift: half.granule_shift,
+            global: half.global_by_default,
+            payload: 0,
+        };
+        // The walk cache holds the last-level table of the span one
+        // level-2 entry maps (2 MiB with 4 KiB pages).
+        let walk_cache_key = Mapping {
+            shift: half.level_shift(2),
+            global: half.global_by_default,
+            payload: 0,
+        };
+        let mut level = start;
+        let mut table = half.table_base;
+        if start < 3
+            && let Some(walk_cache) = &mut self.cores[core].walk_cache
+            && let Some(cached) = walk_cache.lookup(va, space)
+        {
+            table = cached.payload;
+            level = 3;
+            self.cores[core].stats.walk_cache_hits += 1;
+        }
+        let mut derived = false;
+        let mut stall = 0;
+        loop {
+            let descriptor_address = table + half.index(va, level) * 8;
+            if level >= charged_from {
+                stall +=
+                    tlb.walk_level_ns + self.descriptor_read(core, now + stall, descriptor_address);
+                self.cores[core].stats.walk_reads += 1;
+            }
+            let descriptor = if derived {
+                None
+            } else {
+                tables.read_descriptor(descriptor_address)
+            };
+            match descriptor {
+                None if level == 3 => return (stall, Some(page)),
+                None => {
+                    // Unreadable: the rest of this walk is derived.
+                    derived = true;
+                    table = synthetic_table(half, half.table_base, level + 1, va);
+                }
+                Some(descriptor) => {
+                    let valid = descriptor & 1 == 1;
+                    let table_or_page = descriptor & 2 == 2;
+                    let global = descriptor >> 11 & 1 == 0;
+                    if !valid || (level == 3 && !table_or_page) || (level == 0 && !table_or_page) {
+                        return (stall, None);
+                    }
+                    if level == 3 || !table_or_page {
+                        let shift = half.level_shift(level);
+                        return (
+                            stall,
+                            Some(Mapping {
+                                shift,
+                                global,
+                                payload: 0,
+                            }),
+                        );
+                    }
+                    table = descriptor & 0x0000_ffff_ffff_f000 & !((1 << half.granule_shift) - 1);
+                }
+            }
+            level += 1;
+            if level == 3
+                && let Some(walk_cache) = &mut self.cores[core].walk_cache
+            {
+                walk_cache.insert(
+                    va,
+                    space,
+                    Mapping {
+                        payload: table,
+                        ..walk_cache_key
+                    },
+                );
+            }
+        }
+    }
+
+    /// The stall of one descriptor read of a walk.
+    fn descriptor_read(&mut self, core: usize, now: u64, physical_address: u64) -> u64 {
+        let line = physical_address >> self.line_shift;
+        match self.profile.tlb.walk_enters {
+            WalkEntryLevel::L1Data => self.data_line(core, now, line, false),
+            WalkEntryLevel::L2 => self.beyond_l1(core, now, line),
+        }
+    }
+
+    /// The stall of a data access to one line by `core` at `now`.
+    fn data_line(&mut self, core: usize, now: u64, line: u64, store: bool) -> u64 {
+        let hit_ns = self.profile.l1d.hit_ns;
+        let c = &mut self.cores[core];
+        if let Some(slot) = c.l1d.lookup(line) {
+            c.stats.l1d_hits += 1;
+            if !store {
+                return hit_ns;
+            }
+            return match c.l1d.state(slot) {
+                LineState::Shared | LineState::Owned => {
+                    c.l1d.set_state(slot, LineState::Modified);
+                    c.stats.coherence_upgrades += 1;
+                    self.snoop(core, line, true);
+                    hit_ns + self.profile.coherence_upgrade_ns
+                }
+                _ => {
+                    c.l1d.set_state(slot, LineState::Modified);
+                    hit_ns
+                }
+            };
+        }
+        c.stats.l1d_misses += 1;
+        let (held_elsewhere, dirty_elsewhere) = self.snoop(core, line, store);
+        let stall = if dirty_elsewhere {
+            // The owner's L1 supplies the line (and, for a store, hands its
+            // dirty copy over: no write-back).
+            self.cores[core].stats.coherence_transfers += 1;
+            self.profile.coherence_transfer_ns
+        } else if held_elsewhere && !self.l2_has(line) {
+            self.cores[core].stats.coherence_transfers += 1;
+            self.profile.coherence_transfer_ns
+        } else {
+            self.beyond_l1(core, now, line)
+        };
+        let state = if store {
+            LineState::Modified
+        } else if held_elsewhere {
+            LineState::Shared
+        } else {
+            LineState::Exclusive
+        };
+        let (_, victim) = self.cores[core].l1d.insert(line, state);
+        if let Some(victim) = victim
+            && victim.dirty
+        {
+            self.write_back_from_l1(core, now, victim.line);
+        }
+        stall
+    }
+
+    fn l2_has(&self, line: u64) -> bool {
+        self.l2.as_ref().is_some_and(|l2| l2.probe(line).is_some())
+    }
+
+    /// Looks for `line` in the other cores' L1 data caches, downgrading
+    /// their copies (a load) or invalidating them (a store); returns
+    /// whether any had it and whether one had it dirty.
+    fn snoop(&mut self, core: usize, line: u64, store: bool) -> (bool, bool) {
+        let (mut held, mut dirty) = (false, false);
+        for (index, other) in self.cores.iter_mut().enumerate() {
+            if index == core {
+                continue;
+            }
+            if let Some(slot) = other.l1d.probe(line) {
+                let state = other.l1d.state(slot);
+                held = true;
+                dirty |= state.is_dirty();
+                let next = match (store, state) {
+                    (true, _) => LineState::Invalid,
+                    (false, LineState::Modified) => LineState::Owned,
+                    (false, LineState::Exclusive) => LineState::Shared,
+                    (false, kept) => kept,
+                };
+                other.l1d.set_state(slot, next);
+            }
+        }
+        (held, dirty)
+    }
+
+    /// The stall of reading `line` past the L1s: from the L2, or from DRAM
+    /// (filling the L2).
+    fn beyond_l1(&mut self, core: usize, now: u64, line: u64) -> u64 {
+        if let Some(l2) = &mut self.l2 {
+            if l2.lookup(line).is_some() {
+                self.cores[core].stats.l2_hits += 1;
+                return self.profile.l2.map_or(0, |g| g.hit_ns);
+            }
+            self.cores[core].stats.l2_misses += 1;
+        }
+        let stall = self.memory_read(core, now);
+        if let Some(l2) = &mut self.l2 {
+            let (_, victim) = l2.insert(line, LineState::Shared);
+            if victim.is_some_and(|v| v.dirty) {
+                self.memory_write(core, now);
+            }
+        }
+        stall
+    }
+
+    fn finish_call(&mut self, core: usize, now: u64, stall: u64) {
+        let c = &mut self.cores[core];
+        c.stats.stall_ns += stall;
+        c.presence.known_until = c.presence.known_until.max(now + stall);
+    }
+
+    /// A line read from DRAM: its wait for the bus plus the access.
+    fn memory_read(&mut self, core: usize, now: u64) -> u64 {
+        let service = self.bus.service_ns();
+        let owed = self.cores[core].presence.unseen_credit + self.unseen_shares(core, now);
+        // Whole service times only, the fraction carried: the wait leaves a
+        // gap a whole request of the cores behind can use.
+        let unseen_wait = owed / SHARE_ONE * service;
+        self.cores[core].presence.unseen_credit = owed % SHARE_ONE;
+        let start = self.bus.reserve(now);
+        let booked_wait = start - now;
+        let at_bus = booked_wait + unseen_wait + service;
+        let c = &mut self.cores[core];
+        let presence = &mut c.presence;
+        if presence.has_requested {
+            // This read's share of the time since the last one, averaged
+            // with weight 1/8 (integers: the same on every host).
+            let since = (now - presence.last_request).max(at_bus);
+            let sample = at_bus * SHARE_ONE / since;
+            presence.share = (presence.share * 7 + sample) / 8;
+        }
+        presence.has_requested = true;
+        presence.last_request = now;
+        presence.last_busy = at_bus;
+        let stats = &mut c.stats;
+        stats.memory_reads += 1;
+        stats.bus_wait_ns += booked_wait + unseen_wait;
+        stats.bus_booked_wait_ns += booked_wait;
+        stats.bus_unseen_wait_ns += unseen_wait;
+        booked_wait + unseen_wait + self.profile.memory_latency_ns
+    }
+
+    /// The service times a DRAM read at `now` owes to cores that are
+    /// behind `now` (their requests up to `now` have not reached the model
+    /// yet) and have been using the bus: the sum of each such core's recent
+    /// share of time at the bus, in 1/1024ths of a service time.
+    ///
+    /// Why: the bus books requests in the order the model hears of them.
+    /// Per-core timing runs one core for up to a quantum before the others
+    /// catch up, so without this the core that runs first would find the
+    /// bus free for its whole turn, and the cores behind would queue after
+    /// all of it: on a saturated bus the first core would see no contention
+    /// and the others all of it, where round-robin arbitration shares it.
+    /// Waiting the expected service times of the unseen requests before
+    /// booking the core's own service leaves the gap their requests fill
+    /// when they arrive. A core in time order has nobody behind it and
+    /// pays exactly the booked wait.
+    fn unseen_shares(&self, core: usize, now: u64) -> u64 {
+        let mut shares = 0;
+        for (index, other) in self.cores.iter().enumerate() {
+            let presence = &other.presence;
+            if index == core
+                || !presence.has_requested
+                || presence.known_until >= now
+                || now - presence.known_until > self.max_skew_ns
+            {
+                continue;
+            }
+            // A core that has run on without reading DRAM since its last
+            // read is not streaming: its share decays with that time.
+            let quiet_for = presence.known_until.saturating_sub(presence.last_request);
+            let recent = if quiet_for > presence.last_busy {
+                presence
+                    .share
+                    .min(presence.last_busy * SHARE_ONE / quiet_for)
+            } else {
+                presence.share
+            };
+            // At the bus over half its time, a core saturates it: under
+            // round-robin arbitration it has a request waiting at every turn.
+            shares += if recent >= SHARE_ONE / 2 {
+                SHARE_ONE
+            } else {
+                recent
+            };
+        }
+        shares
+    }
+
+    /// A dirty line written to DRAM: it occupies the bus, but the core does
+    /// not wait for it (the write-back leaves through the eviction buffer).
+    fn memory_write(&mut self, core: usize, now: u64) {
+        self.bus.reserve(now);
+        self.cores[core].stats.memory_writebacks += 1;
+    }
+
+    /// A dirty line leaving `core`'s L1: into the L2 if there is one, else
+    /// to DRAM.
+    fn write_back_from_l1(&mut self, core: usize, now: u64, line: u64) {
+        let Some(l2) = &mut self.l2 else {
+            self.memory_write(core, now);
+            return;
+        };
+        let evicted_dirty = match l2.lookup(line) {
+            Some(slot) => {
+                l2.set_state(slot, LineState::Modified);
+                false
+            }
+            None => l2
+                .insert(line, LineState::Modified)
+                .1
+                .is_some_and(|v| v.dirty),
+        };
+        if evicted_dirty {
+            self.memory_write(core, now);
+        }
+    }
+
+    /// The stall of fetching one instruction line on `core`.
+    fn instruction_line(&mut self, core: usize, now: u64, line: u64) -> u64 {
+        let c = &mut self.cores[core];
+        if c.l1i.lookup(line).is_some() {
+            c.stats.l1i_hits += 1;
+            return self.profile.l1i.hit_ns;
+        }
+        c.stats.l1i_misses += 1;
+        let stall = self.beyond_l1(core, now, line);
+        // Instruction lines are clean: a victim needs no write-back.
+        self.cores[core].l1i.insert(line, LineState::Shared);
+        stall
+    }
+}

@@ -1,0 +1,392 @@
+//! TLB structures tagged with translation regime, security state, VMID and ASID: a fully associative micro TLB and a set-associative main TLB (also used as the walk cache).
+//!
+//! An entry maps one page or block (`va >> shift`) in one address space.
+//! It matches an access when the space's regime, security state and VMID
+//! are the entry's, and the entry is global or has the access's ASID, as on
+//! Armv8. Replacement is LRU in both structures (the A53's TRM does not say
+//! which policy it uses).
+
+/// The address space an access translates in: `id` packs the regime, the
+/// security state and the VMID (see [`SpaceId`]); `asid` is the current
+/// ASID (0 in regimes without ASIDs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Space {
+    /// Regime, security state and VMID.
+    pub id: u32,
+    /// The current ASID.
+    pub asid: u16,
+}
+
+/// Builds and reads [`Space::id`] values.
+pub struct SpaceId;
+
+impl SpaceId {
+    /// The EL1&0 regime.
+    pub const EL10: u32 = 0;
+    /// The EL2 regime.
+    pub const EL2: u32 = 1;
+    /// The EL3 regime.
+    pub const EL3: u32 = 2;
+    /// Mask of the regime field.
+    pub const REGIME_MASK: u32 = 0b11;
+    /// The secure-state bit.
+    pub const SECURE: u32 = 1 << 2;
+    /// Mask of regime and security state (every VMID).
+    pub const REGIME_AND_SECURITY: u32 = Self::REGIME_MASK | Self::SECURE;
+    /// Mask of the whole id.
+    pub const ALL: u32 = u32::MAX;
+
+    /// The id of `regime` in the given security state with `vmid`.
+    pub fn compose(regime: u32, secure: bool, vmid: u16) -> u32 {
+        regime | if secure { Self::SECURE } else { 0 } | (u32::from(vmid) << 16)
+    }
+}
+
+/// Which ASIDs an invalidation reaches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsidScope {
+    /// Every entry, global or not.
+    Any,
+    /// Non-global entries of this ASID only (TLBI ASIDE1).
+    NonGlobal(u16),
+    /// Entries of this ASID and global entries (TLBI VAE1).
+    ThisOrGlobal(u16),
+}
+
+/// What a TLB invalidation removes: entries whose space id masked by
+/// `space_mask` equals `space_value`, of the ASIDs in `asid`, covering
+/// `va` if given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Invalidation {
+    /// Bits of the space id that must match.
+    pub space_mask: u32,
+    /// Their value.
+    pub space_value: u32,
+    /// The ASIDs reached.
+    pub asid: AsidScope,
+    /// Only entries mapping this virtual address, if given.
+    pub va: Option<u64>,
+}
+
+/// A translation found: the page or block size and whether it is global.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapping {
+    /// log2 of the page or block size.
+    pub shift: u8,
+    /// Global (matches every ASID).
+    pub global: bool,
+    /// What the structure keeps beside the translation: the walk cache
+    /// keeps the last-level table's address; the TLBs keep 0.
+    pub payload: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// `va >> shift`; meaningless when `shift == 0` (an empty entry).
+    page: u64,
+    shift: u8,
+    global: bool,
+    asid: u16,
+    space: u32,
+    payload: u64,
+    last_used: u64,
+}
+
+const EMPTY: Entry = Entry {
+    page: 0,
+    shift: 0,
+    global: false,
+    asid: 0,
+    space: 0,
+    payload: 0,
+    last_used: 0,
+};
+
+impl Entry {
+    fn matches(&self, va: u64, space: Space) -> bool {
+        self.shift != 0
+            && self.space == space.id
+            && (self.global || self.asid == space.asid)
+            && va >> self.shift == self.page
+    }
+
+    fn invalidated_by(&self, what: &Invalidation) -> bool {
+        self.shift != 0
+            && self.space & what.space_mask == what.space_value
+            && match what.asid {
+                AsidScope::Any => true,
+                AsidScope::NonGlobal(asid) => !self.global && self.asid == asid,
+                AsidScope::ThisOrGlobal(asid) => self.global || self.asid == asid,
+            }
+            && what.va.is_none_or(|va| va >> self.shift == self.page)
+    }
+
+    fn mapping(&self) -> Mapping {
+        Mapping {
+            shift: self.shift,
+            global: self.global,
+            payload: self.payload,
+        }
+    }
+
+    fn new(va: u64, space: Space, mapping: Mapping, last_used: u64) -> Self {
+        Self {
+            page: va >> mapping.shift,
+            shift: mapping.shift,
+            global: mapping.global,
+            asid: if mapping.global { 0 } else { space.asid },
+            space: space.id,
+            payload: mapping.payload,
+            last_used,
+        }
+    }
+}
+
+/// A small fully associative TLB (the micro TLBs).
+#[derive(Debug, Clone)]
+pub struct MicroTlb {
+    entries: Box<[Entry]>,
+    /// The entry that hit last: checked first, as most accesses stay on a page.
+    last_hit: usize,
+    uses: u64,
+}
+
+impl MicroTlb {
+    /// An empty TLB of `entries` entries (at least 1).
+    pub fn new(entries: usize) -> Self {
+        Self {
+            entries: vec![EMPTY; entries.max(1)].into_boxed_slice(),
+            last_hit: 0,
+            uses: 0,
+        }
+    }
+
+    /// Whether an entry maps `va` in `space` (made the most recently used).
+    pub fn lookup(&mut self, va: u64, space: Space) -> bool {
+        let index = if self.entries[self.last_hit].matches(va, space) {
+            self.last_hit
+        } else {
+            match self.entries.iter().position(|e| e.matches(va, space)) {
+                Some(index) => index,
+                None => return false,
+            }
+        };
+        self.uses += 1;
+        self.entries[index].last_used = self.uses;
+        self.last_hit = index;
+        true
+    }
+
+    /// Adds a translation over an empty or the least recently used entry.
+    pub fn insert(&mut self, va: u64, space: Space, mapping: Mapping) {
+        self.uses += 1;
+        let index = lru_or_empty(&self.entries);
+        self.entries[index] = Entry::new(va, space, mapping, self.uses);
+        self.last_hit = index;
+    }
+
+    /// Empties it.
+    pub fn clear(&mut self) {
+        self.entries.fill(EMPTY);
+    }
+
+    /// Entries in use.
+    pub fn occupancy(&self) -> usize {
+        self.entries.iter().filter(|e| e.shift != 0).count()
+    }
+}
+
+/// An empty entry if there is one (the first), else the least recently used.
+fn lru_or_empty(entries: &[Entry]) -> usize {
+    entries
+        .iter()
+        .position(|e| e.shift == 0)
+        .unwrap_or_else(|| {
+            entries
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(index, _)| index)
+                .expect("at least one entry")
+        })
+}
+
+/// A set-associative TLB (the main TLB, and the walk cache) holding
+/// entries of several page sizes: a lookup tries each size present, the
+/// set chosen by that size's page number.
+#[derive(Debug, Clone)]
+pub struct SetTlb {
+    ways: usize,
+    set_mask: u64,
+    entries: Box<[Entry]>,
+    /// Bit `s` set: some entry may have shift `s`.
+    shifts_present: u64,
+    uses: u64,
+}
+
+impl SetTlb {
+    /// An empty TLB of `entries` entries in `ways` ways; `entries / ways`
+    /// must be a power of two (the profile checks it).
+    pub fn new(entries: usize, ways: usize) -> Self {
+        let ways = ways.max(1);
+        let sets = (entries / ways).max(1);
+        debug_assert!(sets.is_power_of_two());
+        Self {
+            ways,
+            set_mask: sets as u64 - 1,
+            entries: vec![EMPTY; sets * ways].into_boxed_slice(),
+            shifts_present: 0,
+            uses: 0,
+        }
+    }
+
+    fn set(&self, va: u64, shift: u8) -> std::ops::Range<usize> {
+        let first = ((va >> shift) & self.set_mask) as usize * self.ways;
+        first..first + self.ways
+    }
+
+    /// The mapping of `va` in `space`, if an entry has it (made the most
+    /// recently used).
+    pub fn lookup(&mut self, va: u64, space: Space) -> Option<Mapping> {
+        let mut shifts = self.shifts_present;
+        while shifts != 0 {
+            let shift = shifts.trailing_zeros() as u8;
+            shifts &= shifts - 1;
+            for index in self.set(va, shift) {
+                if self.entries[index].shift == shift && self.entries[index].matches(va, space) {
+                    self.uses += 1;
+                    self.entries[index].last_used = self.uses;
+                    return Some(self.entries[index].mapping());
+                }
+            }
+        }
+        None
+    }
+
+    /// Adds a translation over an empty or the least recently used way of its set.
+    pub fn insert(&mut self, va: u64, space: Space, mapping: Mapping) {
+        debug_assert!((1..64).contains(&mapping.shift));
+        self.uses += 1;
+        let range = self.set(va, mapping.shift);
+        let index = range.start + lru_or_empty(&self.entries[range]);
+        self.entries[index] = Entry::new(va, space, mapping, self.uses);
+        self.shifts_present |= 1 << mapping.shift;
+    }
+
+    /// Removes what `what` names; returns how many entries went.
+    pub fn invalidate(&mut self, what: &Invalidation) -> usize {
+        let mut removed = 0;
+        for entry in self.entries.iter_mut() {
+            if entry.invalidated_by(what) {
+                *entry = EMPTY;
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    /// Entries in use.
+    pub fn occupancy(&self) -> usize {
+        self.entries.iter().filter(|e| e.shift != 0).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE: Mapping = Mapping {
+        shift: 12,
+        global: false,
+        payload: 0,
+    };
+
+    fn space(asid: u16) -> Space {
+        Space {
+            id: SpaceId::compose(SpaceId::EL10, false, 0),
+            asid,
+        }
+    }
+
+    #[test]
+    fn an_entry_matches_its_asid_or_any_when_global() {
+        let mut tlb = SetTlb::new(16, 4);
+        tlb.insert(0x1000, space(1), PAGE);
+        tlb.insert(
+            0xffff_0000_0000_2000,
+            space(1),
+            Mapping {
+                global: true,
+                ..PAGE
+            },
+        );
+        assert!(tlb.lookup(0x1fff, space(1)).is_some());
+        assert!(tlb.lookup(0x1000, space(2)).is_none());
+        assert!(tlb.lookup(0xffff_0000_0000_2008, space(7)).is_some());
+        // Another security state is another space.
+        let secure = Space {
+            id: SpaceId::compose(SpaceId::EL10, true, 0),
+            asid: 1,
+        };
+        assert!(tlb.lookup(0x1000, secure).is_none());
+    }
+
+    #[test]
+    fn blocks_and_pages_live_side_by_side() {
+        let mut tlb = SetTlb::new(16, 4);
+        tlb.insert(
+            0x4020_0000,
+            space(1),
+            Mapping {
+                shift: 21,
+                global: true,
+                payload: 0,
+            },
+        );
+        tlb.insert(0x1000, space(1), PAGE);
+        assert_eq!(tlb.lookup(0x403f_fff8, space(3)).map(|m| m.shift), Some(21));
+        assert_eq!(tlb.lookup(0x1008, space(1)).map(|m| m.shift), Some(12));
+        assert!(tlb.lookup(0x4040_0000, space(1)).is_none());
+    }
+
+    #[test]
+    fn invalidation_by_asid_spares_global_entries_and_by_va_reaches_them() {
+        let mut tlb = SetTlb::new(16, 4);
+        let global = Mapping {
+            global: true,
+            ..PAGE
+        };
+        tlb.insert(0x1000, space(1), PAGE);
+        tlb.insert(0x2000, space(1), global);
+        tlb.insert(0x3000, space(2), PAGE);
+        let all_el10 = SpaceId::compose(SpaceId::EL10, false, 0);
+        let by_asid = Invalidation {
+            space_mask: SpaceId::ALL,
+            space_value: all_el10,
+            asid: AsidScope::NonGlobal(1),
+            va: None,
+        };
+        assert_eq!(tlb.invalidate(&by_asid), 1);
+        assert!(tlb.lookup(0x2000, space(1)).is_some());
+        assert!(tlb.lookup(0x3000, space(2)).is_some());
+        let by_va = Invalidation {
+            asid: AsidScope::ThisOrGlobal(5),
+            va: Some(0x2abc),
+            ..by_asid
+        };
+        assert_eq!(tlb.invalidate(&by_va), 1);
+        assert_eq!(tlb.occupancy(), 1);
+    }
+
+    #[test]
+    fn the_micro_tlb_keeps_its_most_recently_used_entries() {
+        let mut tlb = MicroTlb::new(2);
+        tlb.insert(0x1000, space(1), PAGE);
+        tlb.insert(0x2000, space(1), PAGE);
+        assert!(tlb.lookup(0x1000, space(1)));
+        tlb.insert(0x3000, space(1), PAGE);
+        assert!(tlb.lookup(0x1000, space(1)));
+        assert!(!tlb.lookup(0x2000, space(1)));
+        assert_eq!(tlb.occupancy(), 2);
+    }
+}

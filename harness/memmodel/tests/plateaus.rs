@@ -1,0 +1,130 @@
+//! Pointer-chase latency plateaus: a chase whose working set fits the L1, the L2 or only DRAM stalls each load by exactly the profile's latency for that level.
+
+mod common;
+
+use common::{enable_mmu, load, load_at, model};
+use tandem_memmodel::{BlockFetch, ExceptionLevel, MemoryModel};
+
+/// Instructions of one chase step (`ldr x0, [x0]; subs; b.ne`).
+const STEP_INSTRUCTIONS: u64 = 3;
+
+/// The mean stall per load of a chase over `working_set` bytes from
+/// `base`, one load per line, after one round to warm the caches.
+fn chase(model: &mut MemoryModel, base: u64, working_set: u64, translate_at: Option<u64>) -> f64 {
+    let line = model.profile().l1d.line_bytes;
+    let lines = working_set / line;
+    let mut now = 0;
+    let mut measured = 0;
+    for round in 0..3 {
+        for i in 0..lines {
+            let pa = base + i * line;
+            let access = match translate_at {
+                Some(va_base) => load_at(va_base + i * line, pa),
+                None => load(pa),
+            };
+            let stall = model.data_access(0, now, &access);
+            now += STEP_INSTRUCTIONS + stall;
+            if round > 0 {
+                measured += stall;
+            }
+        }
+    }
+    measured as f64 / (2 * lines) as f64
+}
+
+#[test]
+fn a53_plateaus_are_the_configured_latencies() {
+    let profile = model("a53", 1).profile().clone();
+    let l2 = profile.l2.expect("a53 has an L2");
+    for (working_set, expected, level) in [
+        (16 << 10, profile.l1d.hit_ns, "L1"),
+        (128 << 10, l2.hit_ns, "L2"),
+        (4 << 20, profile.memory_latency_ns, "DRAM"),
+    ] {
+        let mean = chase(&mut model("a53", 1), 0x4000_0000, working_set, None);
+        println!("a53 {level}: {working_set} B -> {mean:.2} ns per load (configured {expected})");
+        assert_eq!(mean, expected as f64, "{level} plateau");
+    }
+    assert_eq!((l2.hit_ns, profile.memory_latency_ns), (13, 100));
+}
+
+#[test]
+fn arm11_has_no_l2_plateau_and_keeps_the_210_to_30_ratio() {
+    let profile = model("arm11-003", 1).profile().clone();
+    assert!(profile.l2.is_none());
+    // 8 bus cycles at 30 MHz against a 210 MHz core: 56 core cycles.
+    assert_eq!(profile.memory_latency_ns, 8 * 210 / 30);
+    for (working_set, expected) in [(16 << 10, 0), (64 << 10, 56), (4 << 20, 56)] {
+        let mean = chase(&mut model("arm11-003", 1), 0x4000_0000, working_set, None);
+        println!("arm11-003: {working_set} B -> {mean:.2} ns per load");
+        assert_eq!(mean, expected as f64);
+    }
+}
+
+#[test]
+fn the_chase_sweep_steps_up_at_the_cache_sizes() {
+    let mut previous = -1.0;
+    let mut table = Vec::new();
+    for kib in [4, 8, 16, 32, 48, 64, 128, 256, 512, 768, 1024, 2048, 4096] {
+        let mean = chase(&mut model("a53", 1), 0x4000_0000, kib << 10, None);
+        table.push((kib, mean));
+        assert!(
+            mean >= previous,
+            "the latency fell from {previous} to {mean} at {kib} KiB"
+        );
+        previous = mean;
+    }
+    println!("a53 chase: {table:?}");
+    // Up to the L1's size all hits; from twice it all L2; beyond the L2 DRAM.
+    let at = |kib| table.iter().find(|(k, _)| *k == kib).unwrap().1;
+    assert_eq!(at(32), 0.0);
+    assert_eq!(at(64), 13.0);
+    assert_eq!(at(512), 13.0);
+    assert_eq!(at(1024), 100.0);
+}
+
+#[test]
+fn with_the_mmu_on_the_plateaus_stay_within_ten_percent() {
+    // One load per line: a 4 KiB page's 64 lines share one micro TLB miss.
+    for (working_set, expected) in [(128u64 << 10, 13.0), (4 << 20, 100.0)] {
+        let mut m = model("a53", 1);
+        enable_mmu(&mut m, 0, 0x4100_0000, 1);
+        let mean = chase(&mut m, 0x4800_0000, working_set, Some(0x10_0000));
+        println!("a53 with MMU: {working_set} B -> {mean:.2} ns per load");
+        assert!(
+            (mean - expected).abs() <= 0.1 * expected,
+            "{mean} not within 10 % of {expected}"
+        );
+    }
+}
+
+#[test]
+fn instruction_fetch_plateaus_per_block() {
+    // A loop over `footprint` bytes of code in 64-byte blocks.
+    let fetch_mean = |footprint: u64| {
+        let mut m = model("a53", 1);
+        let blocks = footprint / 64;
+        let mut stall_sum = 0;
+        let mut now = 0;
+        for round in 0..3 {
+            for i in 0..blocks {
+                let fetch = BlockFetch {
+                    virtual_address: 0x8_0000 + i * 64,
+                    physical_address: 0x4008_0000 + i * 64,
+                    bytes: 64,
+                    el: ExceptionLevel::El1,
+                };
+                let stall = m.instruction_fetch(0, now, &fetch);
+                // The block's 16 instructions run after its fetch.
+                now += stall + 16;
+                if round > 0 {
+                    stall_sum += stall;
+                }
+            }
+        }
+        stall_sum as f64 / (2 * blocks) as f64
+    };
+    assert_eq!(fetch_mean(16 << 10), 0.0);
+    assert_eq!(fetch_mean(128 << 10), 13.0);
+    assert_eq!(fetch_mean(2 << 20), 100.0);
+}
