@@ -232,7 +232,10 @@ fn cpu_ons_racing_resets_never_leave_an_old_linux_running_and_every_restart_come
         t.join().expect("no invariant broke on any core");
     }
     let restarts = machine.restarts.load(Ordering::Relaxed);
-    assert!(restarts >= RESTARTS, "only {restarts} restarts in five minutes");
+    assert!(
+        restarts >= RESTARTS,
+        "only {restarts} restarts in five minutes"
+    );
     // Quiet: no more resets or CPU_OFFs. The last Linux comes up on every
     // core: its CPU_ONs are served.
     machine.quiet.store(true, Ordering::Relaxed);
