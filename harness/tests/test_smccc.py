@@ -43,6 +43,12 @@ def test_linux_reads_tandems_uid_revision_and_call_count() -> None:
     words = r.lines[1].split()
     assert int(words[0]) == abi.SIP_UID_0, r.output
     assert [int(w, 16) for w in words[1:]] == [abi.SIP_UID_1, abi.SIP_UID_2, abi.SIP_UID_3]
+    smc64 = abi.SMC_SIP_CALL_UID | 1 << 30
     assert r.lines[2].split()[0] == str(abi.SMC_NOT_SUPPORTED), "SMC64 form: not defined"
-    revision = r.lines[3].split()
+    # ... and tandem-smc points at the SMC32 form (stderr).
+    assert r.lines[3] == (
+        f"tandem-smc: {smc64:#x} is the SMC64 form of an SMCCC general query; "
+        f"SMCCC defines them as SMC32: {abi.SMC_SIP_CALL_UID:#x} (or tandem-smc uid)"
+    ), r.output
+    revision = r.lines[4].split()
     assert (int(revision[0]), int(revision[1], 0)) == (major, minor), r.output

@@ -2,7 +2,9 @@
 /*
  * tandem-smc: issue raw SMCs through the tandem driver's debugfs file.
  *
- *   tandem-smc call FID [ARG1 .. ARG7]   print x0..x3 of one call
+ *   tandem-smc call FID [ARG1 .. ARG7]   print x0..x3 of one call (and, for
+ *                                        an SMC64 general query, refused, a
+ *                                        hint at its SMC32 form)
  *   tandem-smc uid                       the SiP range's Call UID, Revision
  *                                        and Call Count queries (SMCCC): the
  *                                        firmware's UUID, "(Tandem)" if it
@@ -359,6 +361,20 @@ static void print_usage(void)
  * four bytes of the UUID each, little-endian; it is printed in the usual
  * text form.
  */
+#define SMCCC_FAST_CALL 0x80000000u
+#define SMCCC_SMC64 0x40000000u
+
+/*
+ * A fast call's SMC64 ID with a general query's function number
+ * (0xff00..0xffff): SMCCC defines Call Count, Call UID and Revision as
+ * SMC32 calls only, so the monitor refuses these like any unknown ID.
+ */
+static int smc64_general_query(uint64_t fid)
+{
+	return fid <= UINT32_MAX && (fid & (SMCCC_FAST_CALL | SMCCC_SMC64)) ==
+	       (SMCCC_FAST_CALL | SMCCC_SMC64) && (fid & 0xff00u) == 0xff00u;
+}
+
 static int run_uid(int fd)
 {
 	static const uint32_t tandem[4] = {
@@ -433,6 +449,12 @@ int main(int argc, char **argv)
 			return 2;
 		printf("%" PRId64 " %#" PRIx64 " %#" PRIx64 " %#" PRIx64 "\n",
 		       (int64_t)r[0], r[1], r[2], r[3]);
+		if ((int64_t)r[0] == TANDEM_SMC_NOT_SUPPORTED && smc64_general_query(a[0])) {
+			fflush(stdout);
+			fprintf(stderr,
+				"tandem-smc: %#" PRIx64 " is the SMC64 form of an SMCCC general query; SMCCC defines them as SMC32: %#" PRIx64 " (or tandem-smc uid)\n",
+				a[0], a[0] & ~SMCCC_SMC64);
+		}
 		return 0;
 	}
 	if (!strcmp(argv[1], "fuzz")) {
