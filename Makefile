@@ -34,7 +34,11 @@ MODULE      := $(BUILD)/driver/tandem.ko
 HOSTILE     := $(BUILD)/hostile/tandem_hostile.ko
 TOOLS       := $(BUILD)/tools/tandem-smc $(BUILD)/tools/tandem-top $(BUILD)/tools/tandem-lat \
                $(BUILD)/tools/tandem-trace $(BUILD)/tools/tandem-spin $(BUILD)/tools/tandem-rpc \
-               $(BUILD)/tools/tandem-probe
+               $(BUILD)/tools/tandem-probe $(BUILD)/tools/tandem-rpmsg
+# Linux's own RPMsg client sample (samples/rpmsg, Debian's source
+# unchanged), a third-party client of the RTOS's rpmsg-client-sample
+# service; built as a module like the tandem driver, loaded by a test.
+RPMSG_SAMPLE := $(BUILD)/rpmsg-sample/rpmsg_client_sample.ko
 INITRAMFS   := $(BUILD)/rootfs/initramfs.cpio
 # QEMU plugin counting each vCPU's own instructions (harness/pathcount).
 PATHCOUNT   := $(BUILD)/qemu/libtandem_pathcount.so
@@ -62,7 +66,7 @@ setup:
 build: setup
 	@$(MAKE) --no-print-directory artifacts
 
-artifacts: $(QEMU) $(FIRMWARE) $(IMAGE) $(MODULE) $(HOSTILE) $(TOOLS) $(INITRAMFS) $(PATHCOUNT)
+artifacts: $(QEMU) $(FIRMWARE) $(IMAGE) $(MODULE) $(HOSTILE) $(RPMSG_SAMPLE) $(TOOLS) $(INITRAMFS) $(PATHCOUNT)
 
 run: build
 	./tandem run
@@ -194,6 +198,13 @@ $(HOSTILE): $(wildcard linux/hostile/*) $(IMAGE)
 	@$(KMAKE) -s M=$(@D) modules
 	@echo "  MODULE  $@"
 
+$(RPMSG_SAMPLE): $(IMAGE)
+	@mkdir -p $(@D)
+	@cp $(KSRC)/samples/rpmsg/rpmsg_client_sample.c $(@D)/
+	@echo 'obj-m += rpmsg_client_sample.o' > $(@D)/Kbuild
+	@$(KMAKE) -s M=$(@D) modules
+	@echo "  MODULE  $@"
+
 # Tools see the generated ABI header and the driver's ioctl interface
 # (linux/driver/*_uapi.h) and the RPC user library (linux/tools/*.h).
 $(BUILD)/tools/%: linux/tools/%.c $(ABI_HEADER) $(wildcard linux/driver/*_uapi.h linux/tools/*.h)
@@ -201,8 +212,8 @@ $(BUILD)/tools/%: linux/tools/%.c $(ABI_HEADER) $(wildcard linux/driver/*_uapi.h
 	@$(CROSS)gcc -static -O2 -Wall -Wextra -Werror -I$(BUILD)/include -Ilinux/driver -o $@ $<
 	@echo "  TOOL    $@"
 
-$(INITRAMFS): $(wildcard rootfs/*) $(MODULE) $(HOSTILE) $(TOOLS)
-	@rootfs/build.sh $(BUILD)/rootfs $(BUILD)/tools $(MODULE) $(HOSTILE)
+$(INITRAMFS): $(wildcard rootfs/*) $(MODULE) $(HOSTILE) $(RPMSG_SAMPLE) $(TOOLS)
+	@rootfs/build.sh $(BUILD)/rootfs $(BUILD)/tools $(MODULE) $(HOSTILE) $(RPMSG_SAMPLE)
 
 # --- checks -------------------------------------------------------------------
 
@@ -251,7 +262,7 @@ qemu-test:
 	.venv/bin/pytest -q --durations=10 -m qemu harness/tests
 
 clean:
-	rm -rf $(KOUT) $(BUILD)/linux-trace $(BUILD)/linux-psci $(BUILD)/firmware $(BUILD)/qemu $(BUILD)/driver $(BUILD)/hostile $(BUILD)/tools $(BUILD)/include \
+	rm -rf $(KOUT) $(BUILD)/linux-trace $(BUILD)/linux-psci $(BUILD)/firmware $(BUILD)/qemu $(BUILD)/driver $(BUILD)/hostile $(BUILD)/rpmsg-sample $(BUILD)/tools $(BUILD)/include \
 		$(BUILD)/rootfs/stage $(BUILD)/rootfs/pkgroot $(BUILD)/rootfs/initramfs.cpio $(BUILD)/dtb
 	cargo clean
 

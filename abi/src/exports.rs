@@ -2,7 +2,7 @@
 //! modules that define them (the crate's root only declares: its modules
 //! import it, never the other way round).
 
-use crate::{CConstant, MAX_CORES, image, layout, partition, rpc, shm, smc, workload};
+use crate::{CConstant, MAX_CORES, image, layout, partition, rpc, rpmsg, shm, smc, workload};
 
 const C_CONSTANTS: &[CConstant] = &[CConstant {
     name: "MAX_CORES",
@@ -17,6 +17,7 @@ pub fn c_constants() -> impl Iterator<Item = CConstant> {
         .chain(layout::C_CONSTANTS.iter())
         .chain(shm::C_CONSTANTS.iter())
         .chain(rpc::C_CONSTANTS.iter())
+        .chain(rpmsg::C_CONSTANTS.iter())
         .chain(workload::C_CONSTANTS.iter())
         .chain(image::C_CONSTANTS.iter())
         .chain(partition::C_CONSTANTS.iter())

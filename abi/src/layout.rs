@@ -15,6 +15,8 @@
 //! 0x100000 stolen-time records (Arm PV time, DEN0057A), one page per core
 //! 0x108000 context-switch record (the `ctxsw` workload), up to 0x10FFFF
 //! 0x110000 RPC channels, 0x11000 bytes each (4)
+//! 0x154000 RPMsg: the resource table's page, then vring 0 and vring 1
+//!          (3 pages each), then at 0x160000 the buffer pool (256 KiB)
 //! 0x1FE000 the partitions' mailbox (a page the secure side never touches)
 //! 0x1FF000 the stub Linux's cores start through (the monitor's)
 //! ```
@@ -24,7 +26,8 @@
 //! header read-only; its own cores' parts (every part a core has lies on
 //! pages of that core alone, so one partition's cores share no page with
 //! another's); the context-switch record and the RPC channels only with
-//! Tandem's driver (`partition::FLAG_TANDEM`); the mailbox, the one page
+//! Tandem's driver (`partition::FLAG_TANDEM`), and so is RPMsg's part
+//! (its resource table, vrings and buffers); the mailbox, the one page
 //! partitions share on purpose; never the stub.
 
 use crate::CConstant;
@@ -177,12 +180,51 @@ pub const fn rpc_data_offset(ch: usize) -> usize {
     rpc_channel_offset(ch) + RPC_CONTROL_SIZE as usize
 }
 
+/// Where RPMsg's part starts (its contents: the rpmsg module): the page of its resource
+/// table and control words, right after the RPC channels.
+pub const RPMSG_OFFSET: usize = rpc_channel_offset(RPC_CHANNELS as usize);
+/// Entries of each of RPMsg's two vrings (a power of two). Linux's
+/// virtio-rpmsg makes twice as many buffers (one ring's worth each way),
+/// at most 512 of them.
+pub const RPMSG_VRING_NUM: u32 = 256;
+/// Alignment of a vring's used ring (`fw_rsc_vdev_vring.align`).
+pub const RPMSG_VRING_ALIGN: u32 = PAGE as u32;
+
+/// Bytes of a split vring of `num` entries whose used ring is aligned to
+/// `align` (Linux's `vring_size()`): descriptors (16 B each), the
+/// available ring (flags, index, `num` entries, used event), then aligned
+/// the used ring (flags, index, `num` 8-byte elements, avail event).
+pub const fn vring_bytes(num: usize, align: usize) -> usize {
+    let avail_end = 16 * num + 2 * (3 + num);
+    avail_end.div_ceil(align) * align + 2 * 3 + 8 * num
+}
+
+/// Bytes from one of RPMsg's vrings to the next: a vring in whole pages.
+pub const RPMSG_VRING_STRIDE: usize = pages(vring_bytes(
+    RPMSG_VRING_NUM as usize,
+    RPMSG_VRING_ALIGN as usize,
+));
+
+/// Offset of RPMsg's vring `i` (0: Linux's receive ring, 1: its send
+/// ring), after the resource table's page.
+pub const fn rpmsg_vring_offset(i: usize) -> usize {
+    RPMSG_OFFSET + PAGE + i * RPMSG_VRING_STRIDE
+}
+
+/// Bytes of one RPMsg buffer (Linux 6.1's `MAX_RPMSG_BUF_SIZE`).
+pub const RPMSG_BUFFER_SIZE: u32 = 512;
+/// Where RPMsg's buffer pool starts (Linux's `vdev0buffer` carveout, from
+/// which virtio-rpmsg allocates every buffer of both rings).
+pub const RPMSG_POOL_OFFSET: usize = 0x16_0000;
+/// Bytes of the buffer pool: a buffer per entry of each ring.
+pub const RPMSG_POOL_BYTES: usize = 2 * RPMSG_VRING_NUM as usize * RPMSG_BUFFER_SIZE as usize;
+/// One past RPMsg's part.
+pub const RPMSG_END: usize = RPMSG_POOL_OFFSET + RPMSG_POOL_BYTES;
+
 /// The parts only the partition with Tandem's driver has, as one range
-/// (offset, length): the context-switch record and the RPC channels.
-pub const TANDEM_PARTS: (usize, usize) = (
-    CTXSW_OFFSET,
-    rpc_channel_offset(RPC_CHANNELS as usize) - CTXSW_OFFSET,
-);
+/// (offset, length): the context-switch record, the RPC channels and
+/// RPMsg's part.
+pub const TANDEM_PARTS: (usize, usize) = (CTXSW_OFFSET, RPMSG_END - CTXSW_OFFSET);
 
 /// A page the normal world's partitions may use to talk to each other (the
 /// harness's experiments hand load phases over it): the one page every
@@ -209,6 +251,9 @@ const _: () = assert!(SPIN.end() <= DISPATCH.offset);
 const _: () = assert!(DISPATCH.end() <= STEAL.offset);
 const _: () = assert!(STEAL.end() <= CTXSW_OFFSET);
 const _: () = assert!(CTXSW_OFFSET + PAGE <= RPC_OFFSET);
+const _: () = assert!(rpmsg_vring_offset(2) <= RPMSG_POOL_OFFSET);
+const _: () = assert!(RPMSG_POOL_OFFSET.is_multiple_of(PAGE));
+const _: () = assert!(RPMSG_VRING_NUM.is_power_of_two() && RPMSG_VRING_NUM <= 256);
 const _: () = assert!(TANDEM_PARTS.0 + TANDEM_PARTS.1 <= PARTITION_MAILBOX_OFFSET);
 const _: () = assert!(PARTITION_MAILBOX_OFFSET + PAGE <= LINUX_STUB_OFFSET);
 const _: () = assert!(LINUX_STUB_OFFSET + PAGE == LAYOUT_BYTES);
@@ -295,6 +340,15 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     constant!("RPC_CONTROL_SIZE", RPC_CONTROL_SIZE),
     constant!("RPC_CHANNEL_SIZE", RPC_CHANNEL_SIZE),
     constant!("RPC_RESPONSE", RPC_RESPONSE),
+    constant!("RPMSG_OFFSET", RPMSG_OFFSET),
+    constant!("RPMSG_VRING_NUM", RPMSG_VRING_NUM),
+    constant!("RPMSG_VRING_ALIGN", RPMSG_VRING_ALIGN),
+    constant!("RPMSG_VRING_STRIDE", RPMSG_VRING_STRIDE),
+    constant!("RPMSG_VRING0_OFFSET", rpmsg_vring_offset(0)),
+    constant!("RPMSG_VRING1_OFFSET", rpmsg_vring_offset(1)),
+    constant!("RPMSG_BUFFER_SIZE", RPMSG_BUFFER_SIZE),
+    constant!("RPMSG_POOL_OFFSET", RPMSG_POOL_OFFSET),
+    constant!("RPMSG_POOL_BYTES", RPMSG_POOL_BYTES),
 ];
 
 #[cfg(test)]
@@ -332,7 +386,9 @@ mod tests {
             owner(rpc_data_offset(3) + RPC_MAX_DATA as usize - 1),
             Owner::Tandem
         );
-        assert_eq!(owner(rpc_channel_offset(4)), Owner::Unused);
+        assert_eq!(owner(rpc_channel_offset(4)), Owner::Tandem, "RPMsg's");
+        assert_eq!(owner(RPMSG_END - 1), Owner::Tandem);
+        assert_eq!(owner(RPMSG_END), Owner::Unused);
         assert_eq!(owner(PARTITION_MAILBOX_OFFSET + 8), Owner::Mailbox);
         assert_eq!(owner(LINUX_STUB_OFFSET), Owner::Stub);
         assert_eq!(owner(LAYOUT_BYTES - 1), Owner::Stub);
@@ -340,5 +396,19 @@ mod tests {
         assert_eq!(rpc_channel_offset(0), 0x11_0000);
         assert_eq!(rpc_data_offset(1), 0x12_2000);
         assert_eq!(rpc_response_offset(3), 0x14_3040);
+    }
+
+    #[test]
+    fn rpmsg_lies_after_the_rpc_channels_as_linux_sizes_its_vrings() {
+        // Linux's vring_size(256, 4096): 8192 for the descriptors and the
+        // available ring, aligned, then 6 + 8 * 256 for the used ring.
+        assert_eq!(vring_bytes(256, 4096), 10_246);
+        assert_eq!(RPMSG_OFFSET, 0x15_4000);
+        assert_eq!(RPMSG_VRING_STRIDE, 0x3000);
+        assert_eq!(rpmsg_vring_offset(0), 0x15_5000);
+        assert_eq!(rpmsg_vring_offset(1), 0x15_8000);
+        assert_eq!(RPMSG_POOL_BYTES, 0x4_0000);
+        assert_eq!(RPMSG_END, 0x1A_0000);
+        assert_eq!(TANDEM_PARTS, (0x10_8000, 0x9_8000));
     }
 }

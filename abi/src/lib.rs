@@ -14,6 +14,7 @@ pub mod layout;
 pub mod partition;
 pub mod priority;
 pub mod rpc;
+pub mod rpmsg;
 pub mod shm;
 pub mod smc;
 pub mod workload;

@@ -54,8 +54,14 @@ pub mod sip {
     /// INVALID_PARAMETERS (no such channel) or NOT_SUPPORTED (no RPC server
     /// in this configuration).
     pub const RPC_NOTIFY: u32 = 0xC200_0002;
+    /// Rings RPMsg (`crate::rpmsg`): x1 = what changed, a vring's notify
+    /// ID (0, 1) or `rpmsg::NOTIFY_CONTROL` (the session). The monitor
+    /// raises the RPC SGI on the RPMsg core and returns at once. x0 =
+    /// SUCCESS, INVALID_PARAMETERS (any other x1) or NOT_SUPPORTED (no
+    /// RPC server, so no RPMsg, in this configuration).
+    pub const RPMSG_NOTIFY: u32 = 0xC200_0003;
     /// Highest SiP function number defined so far (for range checks and fuzzing).
-    pub const LAST: u32 = RPC_NOTIFY;
+    pub const LAST: u32 = RPMSG_NOTIFY;
 }
 
 /// SMCCC's general service queries, answered for the SiP range: SMCCC
@@ -143,8 +149,10 @@ pub mod tos {
 /// core's part of the shared region on pages of its own (records a page
 /// apart, trace rings in whole pages, stolen-time records a page apart;
 /// `crate::layout`), so a partition of the normal world maps only its
-/// own; the RPC status `STATUS_DISABLED`.
-pub const ABI_VERSION: u32 = 2 << 16;
+/// own; the RPC status `STATUS_DISABLED`. 2.1: RPMsg's part (resource
+/// table, control words, vrings, buffer pool; `crate::rpmsg`) and
+/// `sip::RPMSG_NOTIFY`.
+pub const ABI_VERSION: u32 = 2 << 16 | 1;
 
 pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
@@ -162,6 +170,10 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
     CConstant {
         name: "SMC_RPC_NOTIFY",
         value: sip::RPC_NOTIFY as i64,
+    },
+    CConstant {
+        name: "SMC_RPMSG_NOTIFY",
+        value: sip::RPMSG_NOTIFY as i64,
     },
     CConstant {
         name: "SMC_PV_TIME_FEATURES",

@@ -12,17 +12,10 @@ from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.timing import Timing
 
 
-def sip_calls() -> list[str]:
-    """The SiP range's function IDs the generated ABI names (fast calls
-    of owner 2): what the Call Count query counts."""
-    return [
-        name
-        for name, value in vars(abi).items()
-        if name.startswith("SMC_")
-        and isinstance(value, int)
-        and value & 0x8000_0000
-        and (value >> 24) & 0x3F == 2
-    ]
+def sip_calls() -> list[int]:
+    """The SiP range's function IDs the dispatch table implements (owner
+    2): what the Call Count query counts."""
+    return [fid for fid in abi.SMC_IMPLEMENTED_IDS if (fid >> 24) & 0x3F == 2]
 
 
 @pytest.mark.qemu

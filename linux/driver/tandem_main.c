@@ -21,7 +21,9 @@
  * Linux alone on the machine); the driver touches nothing else
  * (tandem_mapped()).
  *
- * The RPC client, /dev/tandem-rpc, is in tandem_rpc.c.
+ * The RPC client, /dev/tandem-rpc, is in tandem_rpc.c; RPMsg with the
+ * RTOS (a remoteproc in attach mode for the stock virtio-rpmsg) in
+ * tandem_rproc.c.
  */
 
 #include <linux/arm-smccc.h>
@@ -42,6 +44,7 @@
 
 #include "tandem_abi.h"
 #include "tandem_rpc.h"
+#include "tandem_rproc.h"
 
 struct tandem;
 
@@ -65,6 +68,7 @@ struct tandem {
 	struct tandem_core *cores[TANDEM_SHM_MAX_CORES];
 	bool lockstate_started;
 	struct tandem_rpc *rpc;
+	struct tandem_rproc *rproc;
 };
 
 static u32 shm_read32(struct tandem *t, unsigned int offset)
@@ -625,6 +629,24 @@ static void tandem_rpc_attach(struct tandem *t, struct platform_device *pdev)
 	t->rpc = rpc;
 }
 
+/* RPMsg, if the RTOS publishes its resource table; the rest works without. */
+static void tandem_rproc_start(struct tandem *t, struct platform_device *pdev)
+{
+	struct tandem_rproc *tr;
+	int irq, ret;
+
+	irq = platform_get_irq(pdev, 0);
+	if (irq < 0)
+		return;
+	tr = tandem_rproc_probe(t->dev, t->shm, t->shm_base, t->shm_size, irq);
+	if (IS_ERR(tr))
+		return;
+	ret = devm_device_add_group(t->dev, &tandem_rproc_group);
+	if (ret)
+		dev_warn(t->dev, "RPMsg attributes missing (%d)\n", ret);
+	t->rproc = tr;
+}
+
 static int tandem_probe(struct platform_device *pdev)
 {
 	struct device *dev = &pdev->dev;
@@ -684,6 +706,7 @@ static int tandem_probe(struct platform_device *pdev)
 	debugfs_create_file("region", 0400, t->debugfs, t, &region_fops);
 	tandem_lockstate_attach(t);
 	tandem_rpc_attach(t, pdev);
+	tandem_rproc_start(t, pdev);
 	dev_info(dev, "shared region %pa+%#zx, ABI %#x, boot %u\n", &t->shm_base,
 		 t->shm_size, shm_read32(t, TANDEM_SHM_OFF_ABI_VERSION),
 		 shm_read32(t, TANDEM_SHM_OFF_BOOT_COUNT));
@@ -697,6 +720,8 @@ static int tandem_remove(struct platform_device *pdev)
 	/* Before devm unmaps the region: no CPU writes to it after this. */
 	if (t->lockstate_started)
 		tandem_lockstate_stop();
+	if (t->rproc)
+		tandem_rproc_remove(t->rproc);
 	if (t->rpc)
 		tandem_rpc_remove(t->rpc);
 	debugfs_remove_recursive(t->debugfs);

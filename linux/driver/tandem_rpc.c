@@ -821,7 +821,8 @@ struct tandem_rpc *tandem_rpc_probe(struct device *dev, void *shm,
 		ch->st.seq = rpc_read32(ch, TANDEM_RPC_REQ_SEQ);
 		ch->st.outstanding = !rpc_answered(ch, ch->st.seq);
 	}
-	ret = devm_request_irq(dev, irq, rpc_irq, 0, "tandem-rpc", r);
+	/* Shared with RPMsg's answers (tandem_rproc.c): the same SPI. */
+	ret = devm_request_irq(dev, irq, rpc_irq, IRQF_SHARED, "tandem-rpc", r);
 	if (ret) {
 		dev_err(dev, "RPC: cannot take the doorbell interrupt %d (%d)\n", irq, ret);
 		kfree(r);

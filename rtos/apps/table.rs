@@ -15,6 +15,7 @@ mod demo;
 mod heartbeat;
 mod periodic;
 mod rpc_server;
+mod rpmsg;
 
 use tandem_rtos_firmware::Table;
 
@@ -27,6 +28,7 @@ static APPS: Table = Table {
         rpc_server::APP, // on the RPC cores: paper 002's server side
         ctxsw::APP,      // when selected: paper 004's hand-off at S-EL0
         heartbeat::APP,  // when selected: the example of docs/rtos.md
+        rpmsg::APP,      // on the lowest RPC core: RPMsg with Linux, the services
     ],
 };
 

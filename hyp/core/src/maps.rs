@@ -330,11 +330,7 @@ mod tests {
             assert_eq!(shared_kind(p, layout::PARTITION_MAILBOX_OFFSET), rw);
             assert_eq!(shared_kind(p, layout::LINUX_STUB_OFFSET), None);
             assert_eq!(shared_kind(p, layout::LAYOUT_BYTES - 4), None);
-            assert_eq!(
-                shared_kind(p, layout::rpc_channel_offset(4)),
-                None,
-                "unused"
-            );
+            assert_eq!(shared_kind(p, layout::RPMSG_END), None, "unused");
             assert_eq!(shared_kind(p, 0x3_1000), None, "unused");
         }
         // Read-only in the descriptor's terms: S2AP = 0b01 (read, no write).
@@ -352,6 +348,10 @@ mod tests {
             layout::rpc_channel_offset(0),
             layout::rpc_response_offset(2),
             layout::rpc_data_offset(3),
+            // RPMsg's resource table, vrings and buffers: Tandem's too.
+            layout::RPMSG_OFFSET,
+            layout::rpmsg_vring_offset(1),
+            layout::RPMSG_POOL_OFFSET,
             offset + length - 4,
         ] {
             assert_eq!(shared_kind(&a, at), rw, "{at:#x}");

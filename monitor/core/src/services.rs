@@ -284,6 +284,7 @@ const TANDEM_SIP: &[Function<Monitor>] = &[
         Outcome::Return([0, m.board.shared.base, m.board.shared.size, 0])
     }),
     function(sip::RPC_NOTIFY, rpc_notify),
+    function(sip::RPMSG_NOTIFY, rpmsg_notify),
     function(sip_query::CALL_COUNT, sip_call_count),
     function(sip_query::CALL_UID, |_, _| {
         Outcome::Return(uid_words(TANDEM_UID).map(u64::from))
@@ -485,6 +486,19 @@ fn rpc_notify(m: &Monitor, call: &Args<'_>) -> Outcome {
     }
 }
 
+/// RPMSG_NOTIFY: the RPC doorbell on the RPMsg core (`rpmsg::core`), which
+/// looks at its rings and control words; x1 (what changed) must be a vring
+/// or the control words, the whole of x1 as for RPC_NOTIFY.
+fn rpmsg_notify(m: &Monitor, call: &Args<'_>) -> Outcome {
+    let Some(core) = tandem_abi::rpmsg::core(m.rpc_cores()) else {
+        return Outcome::NOT_SUPPORTED;
+    };
+    if call.arg(1) > u64::from(tandem_abi::rpmsg::NOTIFY_CONTROL) {
+        return Outcome::INVALID_PARAMETERS;
+    }
+    Outcome::ReturnAndSignal([0; 4], Signal::rpc(core))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -652,7 +666,7 @@ mod tests {
             }
         }
         // What Linux can call: PSCI, SMCCC, Tandem's SiP calls and PV time.
-        assert_eq!(SERVICES.implemented(World::NonSecure).count(), 24);
+        assert_eq!(SERVICES.implemented(World::NonSecure).count(), 25);
         assert!(
             SERVICES
                 .implemented(World::NonSecure)
@@ -903,7 +917,7 @@ mod tests {
             .implemented(World::NonSecure)
             .filter(|&id| FunctionId(id).owner() == owner::SIP)
             .count();
-        assert_eq!(sip_ids, 6);
+        assert_eq!(sip_ids, 7);
         assert_eq!(
             smc(&m, sip_query::CALL_COUNT, &[]),
             Outcome::value(sip_ids as i64)
@@ -964,6 +978,36 @@ mod tests {
         assert_eq!(
             call_from(&m, World::Secure, 1, sip::RPC_NOTIFY, &[0]),
             Outcome::NOT_SUPPORTED
+        );
+    }
+
+    #[test]
+    fn rpmsg_notify_rings_the_lowest_rpc_core() {
+        let m = booted();
+        assert_eq!(
+            smc(&m, sip::RPMSG_NOTIFY, &[0]),
+            Outcome::NOT_SUPPORTED,
+            "no RPC server, so no RPMsg"
+        );
+        m.set_rpc_cores(0b1010);
+        for what in [0, 1, 2] {
+            assert_eq!(
+                smc(&m, sip::RPMSG_NOTIFY, &[what]),
+                Outcome::ReturnAndSignal([0; 4], Signal::rpc(1)),
+                "{what}"
+            );
+        }
+        for bad in [3, u64::MAX, 1 << 32] {
+            assert_eq!(
+                smc(&m, sip::RPMSG_NOTIFY, &[bad]),
+                Outcome::INVALID_PARAMETERS,
+                "{bad:#x}"
+            );
+        }
+        assert_eq!(
+            call_from(&m, World::Secure, 1, sip::RPMSG_NOTIFY, &[0]),
+            Outcome::NOT_SUPPORTED,
+            "Linux's service only"
         );
     }
 

@@ -3,7 +3,9 @@
 //! interrupt-to-task path (PING raises an SGI on PONG's core, which notifies
 //! PONG); a cross-core semaphore hand-off (PONG signals, PING waits); and a
 //! status task that prints one line per second and publishes per-core
-//! statistics to the shared region.
+//! statistics to the shared region. It offers Linux that status line as a
+//! message service, `tandem-status` (registered in the table, served over
+//! RPMsg by the `rpmsg` application): any message is answered with it.
 //!
 //! It always runs. With `jobs = 0` in the workload blob (another workload
 //! owns the cores' time, e.g. `periodic`) the jobs' handlers stay stopped;
@@ -17,7 +19,9 @@ use core::fmt::Write;
 use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use tandem_board::BOARD;
 use tandem_rtos_firmware::{hw, log, status, syscall};
-use tandem_rtos_kernel::app::{App, Cyclic, Entry, Interrupt, Me, Owner, Refusal, Start, Task};
+use tandem_rtos_kernel::app::{
+    App, Cyclic, Entry, Interrupt, Me, Owner, Refusal, Service, Start, Task,
+};
 use tandem_rtos_kernel::{CyclicConfig, SemaphoreConfig, TaskConfig};
 
 /// Cores the demo spreads over.
@@ -56,8 +60,13 @@ pub const APP: App = App {
         intid: BOARD.sgi.demo,
         owner: Owner::Task(PONG),
         top: None,
+        shared: false,
     }],
     params: params::PARAMS,
+    services: &[Service {
+        name: "tandem-status",
+        serve: status_service,
+    }],
     start: Some(start),
     ..App::EMPTY
 };
@@ -194,4 +203,16 @@ fn status(_: Me) {
         );
         log!(core, "{}", line.as_str());
     }
+}
+
+/// `tandem-status`: whatever it is sent, the status line as it stands now
+/// (seconds since boot, then per core releases, misses and load; cut to
+/// the reply's size).
+fn status_service(_: u32, _: &[u8], reply: &mut [u8]) -> Option<usize> {
+    let mut line = status::Line::new();
+    status::write(&mut line, hw::now() / BOARD.counter_hz);
+    let text = line.as_str().as_bytes();
+    let n = text.len().min(reply.len());
+    reply[..n].copy_from_slice(&text[..n]);
+    Some(n)
 }

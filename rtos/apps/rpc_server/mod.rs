@@ -53,6 +53,7 @@ pub const APP: App = App {
             count: SERVERS as u8,
         },
         top: Some(interrupt),
+        shared: true,
     }],
     params: params::PARAMS,
     start: Some(start),

@@ -18,8 +18,9 @@ static NESTED: [AtomicU8; MAX_CORES] = [const { AtomicU8::new(0) }; MAX_CORES];
 /// IRQ at S-EL1: RTOS interrupts only. Handles every pending one, then lets
 /// the scheduler pick the frame to resume. The timer and reschedule SGI are
 /// the kernel's; every other interrupt belongs to the application the table
-/// names, and only sets its owner's notification bit (after the
-/// application's top half, if it has one). A top half runs with IRQs open:
+/// names (or the applications, when they share it), and only sets its
+/// owner's notification bit (after the application's top half, if it has
+/// one). A top half runs with IRQs open:
 /// while its interrupt is active the GIC lets only higher priorities in,
 /// the kernel's (`hw::PRIORITY` over `hw::APP_PRIORITY`), which are then
 /// taken at once ([`nested`]) and handled by this handler's pass.
@@ -39,9 +40,15 @@ pub(crate) extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
         if intid.raw_value() >= 1020 {
             break;
         }
-        if let Some(notice) = routes.notice(intid.raw_value(), core) {
+        let owners = routes.notices(intid.raw_value(), core);
+        if owners.is_owned() {
             NESTED[core].store(Nested::TOP_HALF_RUNS.bits(), Ordering::Relaxed);
-            hw::with_interrupts(|| notice.take(core, &mut notify));
+            // Every owner's top half (a shared interrupt has several).
+            hw::with_interrupts(|| {
+                for notice in owners.iter() {
+                    notice.take(core, &mut notify);
+                }
+            });
             let taken =
                 Nested::from_bits(NESTED[core].swap(Nested::NONE.bits(), Ordering::Relaxed));
             timer |= taken.timer();

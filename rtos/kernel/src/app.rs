@@ -178,7 +178,35 @@ pub struct Interrupt {
     /// console's, which is held with interrupts masked); `false`: nobody
     /// needs notifying this time.
     pub top: Option<fn(core: usize) -> bool>,
+    /// Other applications may own it too (at most [`MAX_SHARERS`], each
+    /// saying so, each with a top half): every owner's top half runs when
+    /// it comes, and each looks at its own state, as a shared interrupt
+    /// line's handlers do (the RPC doorbell: the RPC server's channels and
+    /// RPMsg's rings, both rung by Linux through the monitor).
+    pub shared: bool,
 }
+
+/// Most applications that may share one interrupt.
+pub const MAX_SHARERS: usize = 2;
+
+/// A named message service an application offers the normal world
+/// (announced and served over RPMsg by the application that carries it;
+/// the table only lists them, in order).
+#[derive(Clone, Copy, Debug)]
+pub struct Service {
+    /// Its name, as announced (1..=31 printable ASCII characters, unique
+    /// in the table).
+    pub name: &'static str,
+    /// Answers `request` from the sender's address into `reply` (at most
+    /// the carrier's largest payload): how many bytes, or `None` for no
+    /// answer. Runs in the carrier's task: it may block, but briefly.
+    pub serve: fn(src: u32, request: &[u8], reply: &mut [u8]) -> Option<usize>,
+}
+
+/// Most services in a table.
+pub const MAX_SERVICES: usize = 16;
+/// Longest service name (RPMsg's 32 bytes, NUL included).
+pub const SERVICE_NAME_LEN: usize = 31;
 
 /// One parameter an application takes from the workload blob.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,6 +255,8 @@ pub struct App {
     pub interrupts: &'static [Interrupt],
     /// The parameters it takes from the workload blob.
     pub params: &'static [Param],
+    /// The message services it offers the normal world.
+    pub services: &'static [Service],
     /// Runs once at boot, before any task, under the kernel lock.
     pub start: Option<StartFn>,
 }
@@ -242,6 +272,7 @@ impl App {
         dataqueues: &[],
         interrupts: &[],
         params: &[],
+        services: &[],
         start: None,
     };
 }
@@ -309,6 +340,22 @@ pub enum TableError {
         /// The one that claims it again.
         second: &'static str,
     },
+    /// More than [`MAX_SHARERS`] owners of one shared interrupt, or a
+    /// shared claim without a top half.
+    InterruptSharers {
+        /// The INTID.
+        intid: u32,
+        /// The application whose claim is one too many, or has no top half.
+        app: &'static str,
+    },
+    /// A service whose name is empty, longer than [`SERVICE_NAME_LEN`], not
+    /// printable ASCII or another service's, or more than [`MAX_SERVICES`].
+    Service {
+        /// The application.
+        app: &'static str,
+        /// Index of the service in the application.
+        service: usize,
+    },
     /// A parameter whose name is empty, too long, not printable ASCII or
     /// repeated, or whose default is out of its range.
     Param {
@@ -350,7 +397,15 @@ impl fmt::Display for TableError {
                 second,
             } => write!(
                 f,
-                "INTID {intid} is claimed by '{first}' and again by '{second}': an interrupt has one owner"
+                "INTID {intid} is claimed by '{first}' and again by '{second}': an interrupt has one owner unless every claim says it is shared"
+            ),
+            TableError::InterruptSharers { intid, app } => write!(
+                f,
+                "application '{app}': INTID {intid} is shared by more than {MAX_SHARERS} applications, or its claim has no top half"
+            ),
+            TableError::Service { app, service } => write!(
+                f,
+                "application '{app}': service {service} needs a unique name of 1..={SERVICE_NAME_LEN} printable ASCII characters (at most {MAX_SERVICES} services)"
             ),
             TableError::Param { app, param } => write!(
                 f,
@@ -504,16 +559,45 @@ impl Route {
     }
 }
 
-/// The owners of the private interrupts, by INTID ([`Table::routes`]).
+/// The owners of the private interrupts, by INTID ([`Table::routes`]):
+/// one, or up to [`MAX_SHARERS`] for a shared one.
 #[derive(Clone, Copy, Debug)]
-pub struct Routes([Option<Route>; PRIVATE_INTIDS]);
+pub struct Routes([[Option<Route>; MAX_SHARERS]; PRIVATE_INTIDS]);
+
+/// Every owner of one interrupt on one core, in table order.
+#[derive(Clone, Copy, Debug)]
+pub struct Notices([Option<Notice>; MAX_SHARERS]);
+
+impl Notices {
+    /// Whether any application owns it.
+    pub fn is_owned(&self) -> bool {
+        self.0[0].is_some()
+    }
+
+    /// The owners.
+    pub fn iter(&self) -> impl Iterator<Item = Notice> + '_ {
+        self.0.iter().flatten().copied()
+    }
+}
 
 impl Routes {
-    /// Who private interrupt `intid` notifies on `core`, as
+    /// Who private interrupt `intid` notifies first on `core`, as
     /// [`Table::interrupt`] says, in one step; `None` if no application
     /// owns it (or it is not private).
     pub fn notice(&self, intid: u32, core: usize) -> Option<Notice> {
-        Some(self.0.get(intid as usize)?.as_ref()?.notice(core))
+        Some(self.0.get(intid as usize)?[0].as_ref()?.notice(core))
+    }
+
+    /// Every owner of private interrupt `intid` on `core`, as
+    /// [`Table::interrupt_owners`] says, in one step.
+    pub fn notices(&self, intid: u32, core: usize) -> Notices {
+        let mut out = [None; MAX_SHARERS];
+        if let Some(slots) = self.0.get(intid as usize) {
+            for (o, r) in out.iter_mut().zip(slots) {
+                *o = r.as_ref().map(|r| r.notice(core));
+            }
+        }
+        Notices(out)
     }
 }
 
@@ -874,26 +958,54 @@ impl Table {
                 }
                 r += 1;
             }
+            if irq.shared && irq.top.is_none() {
+                return Err(TableError::InterruptSharers {
+                    intid: irq.intid,
+                    app: app.name,
+                });
+            }
             // Every earlier claim: in earlier applications, and earlier
-            // in this one.
+            // in this one. Claims in other applications that all say
+            // shared may stand side by side, up to MAX_SHARERS.
+            let mut claims = 1;
             let mut b = 0;
             while b <= a {
                 let other = &self.apps[b];
                 let end = if b == a { i } else { other.interrupts.len() };
                 let mut j = 0;
                 while j < end {
-                    if other.interrupts[j].intid == irq.intid {
-                        return Err(TableError::InterruptShared {
-                            intid: irq.intid,
-                            first: other.name,
-                            second: app.name,
-                        });
+                    let earlier = &other.interrupts[j];
+                    if earlier.intid == irq.intid {
+                        if b == a || !earlier.shared || !irq.shared {
+                            return Err(TableError::InterruptShared {
+                                intid: irq.intid,
+                                first: other.name,
+                                second: app.name,
+                            });
+                        }
+                        claims += 1;
                     }
                     j += 1;
                 }
                 b += 1;
             }
+            if claims > MAX_SHARERS {
+                return Err(TableError::InterruptSharers {
+                    intid: irq.intid,
+                    app: app.name,
+                });
+            }
             i += 1;
+        }
+        let mut v = 0;
+        while v < app.services.len() {
+            if !self.service_ok(a, v) {
+                return Err(TableError::Service {
+                    app: app.name,
+                    service: v,
+                });
+            }
+            v += 1;
         }
         if app.params.len() > MAX_PARAMS {
             return Err(TableError::Param {
@@ -1040,8 +1152,52 @@ impl Table {
         None
     }
 
-    /// Who interrupt `intid` notifies on `core`; `None` if no application
-    /// owns it.
+    /// Whether service `v` of application `a` has a good name, no earlier
+    /// service has it, and it is within [`MAX_SERVICES`].
+    const fn service_ok(&self, a: usize, v: usize) -> bool {
+        let name = self.apps[a].services[v].name.as_bytes();
+        if name.is_empty() || name.len() > SERVICE_NAME_LEN {
+            return false;
+        }
+        let mut k = 0;
+        while k < name.len() {
+            if !name[k].is_ascii_graphic() {
+                return false;
+            }
+            k += 1;
+        }
+        let mut before = 0;
+        let mut b = 0;
+        while b <= a {
+            let other = self.apps[b].services;
+            let end = if b == a { v } else { other.len() };
+            let mut j = 0;
+            while j < end {
+                if same(other[j].name, self.apps[a].services[v].name) {
+                    return false;
+                }
+                j += 1;
+            }
+            before += end;
+            b += 1;
+        }
+        before < MAX_SERVICES
+    }
+
+    /// Every application's services, in table order: service `i` of
+    /// this list is the table's service `i`.
+    pub fn services(&self) -> impl Iterator<Item = &'static Service> + use<> {
+        let apps: &'static [App] = self.apps;
+        apps.iter().flat_map(|a| a.services.iter())
+    }
+
+    /// The table's service `i`.
+    pub fn service(&self, i: usize) -> Option<&'static Service> {
+        self.services().nth(i)
+    }
+
+    /// Who interrupt `intid` notifies on `core` first (its only owner,
+    /// unless it is shared); `None` if no application owns it.
     pub fn interrupt(&self, intid: u32, core: usize) -> Option<Notice> {
         let mut ids = AppIds::default();
         for app in self.apps {
@@ -1057,7 +1213,7 @@ impl Table {
     /// that looks it up in one step ([`Routes::notice`]). A `const fn`, so
     /// a firmware can lay it out at build time.
     pub const fn routes(&self) -> Routes {
-        let mut routes = [None; PRIVATE_INTIDS];
+        let mut routes = [[None; MAX_SHARERS]; PRIVATE_INTIDS];
         let mut ids = AppIds {
             tasks: 0,
             cyclics: 0,
@@ -1071,8 +1227,15 @@ impl Table {
             let mut i = 0;
             while i < app.interrupts.len() {
                 let irq = &app.interrupts[i];
-                if (irq.intid as usize) < PRIVATE_INTIDS && routes[irq.intid as usize].is_none() {
-                    routes[irq.intid as usize] = Some(Route::new(irq, ids));
+                if (irq.intid as usize) < PRIVATE_INTIDS {
+                    let slots = &mut routes[irq.intid as usize];
+                    let mut k = 0;
+                    while k < MAX_SHARERS && slots[k].is_some() {
+                        k += 1;
+                    }
+                    if k < MAX_SHARERS {
+                        slots[k] = Some(Route::new(irq, ids));
+                    }
                 }
                 i += 1;
             }
@@ -1080,6 +1243,23 @@ impl Table {
             a += 1;
         }
         Routes(routes)
+    }
+
+    /// Every owner of interrupt `intid` on `core`, in table order.
+    pub fn interrupt_owners(&self, intid: u32, core: usize) -> Notices {
+        let mut out = [None; MAX_SHARERS];
+        let mut n = 0;
+        let mut ids = AppIds::default();
+        for app in self.apps {
+            if let Some(irq) = app.interrupts.iter().find(|i| i.intid == intid)
+                && n < MAX_SHARERS
+            {
+                out[n] = Some(Route::new(irq, ids).notice(core));
+                n += 1;
+            }
+            ids = self.next(ids, app);
+        }
+        Notices(out)
     }
 
     /// Every INTID the applications own.

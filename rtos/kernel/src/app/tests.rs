@@ -66,6 +66,7 @@ const FIRST: App = App {
         intid: SGI_A,
         owner: Owner::Task(0),
         top: None,
+        shared: false,
     }],
     params: &[
         Param {
@@ -112,6 +113,7 @@ const SECOND: App = App {
         intid: SGI_B,
         owner: Owner::PerCore { first: 0, count: 3 },
         top: Some(top),
+        shared: false,
     }],
     start: Some(start_second),
     ..App::EMPTY
@@ -375,6 +377,7 @@ fn tables_are_checked_naming_the_application_and_object() {
                 intid: SGI_A,
                 owner: Owner::Task(0),
                 top: None,
+                shared: false,
             }],
             tasks: &[kernel_task("x", 0, 1)],
             ..App::EMPTY
@@ -391,7 +394,7 @@ fn tables_are_checked_naming_the_application_and_object() {
     );
     assert_eq!(
         e.to_string(),
-        "INTID 9 is claimed by 'first' and again by 'other': an interrupt has one owner"
+        "INTID 9 is claimed by 'first' and again by 'other': an interrupt has one owner unless every claim says it is shared"
     );
 
     const CASES: [(&[App], TableError, &str); 9] = [
@@ -415,6 +418,7 @@ fn tables_are_checked_naming_the_application_and_object() {
                     intid: SGI_B,
                     owner: Owner::Task(0),
                     top: None,
+                    shared: false,
                 }],
                 ..App::EMPTY
             }],
@@ -432,6 +436,7 @@ fn tables_are_checked_naming_the_application_and_object() {
                     intid: SGI_B,
                     owner: Owner::PerCore { first: 1, count: 2 },
                     top: None,
+                    shared: false,
                 }],
                 ..App::EMPTY
             }],
@@ -449,6 +454,7 @@ fn tables_are_checked_naming_the_application_and_object() {
                     intid: 29,
                     owner: Owner::Task(0),
                     top: None,
+                    shared: false,
                 }],
                 ..App::EMPTY
             }],
@@ -609,4 +615,233 @@ fn kernel_interrupts_nested_in_a_top_half_are_left_to_the_outer_pass() {
     // Outside a top half an interrupt is not nested.
     assert!(!Nested::NONE.in_top_half());
     assert!(!Nested::default().kernel());
+}
+
+/// The top half of `SHARER`'s claim of SGI_B: wakes its owner when told to.
+static SHARER_WAKE: AtomicBool = AtomicBool::new(false);
+fn sharer_top(_core: usize) -> bool {
+    SHARER_WAKE.load(Ordering::Relaxed)
+}
+
+fn echo(_: u32, request: &[u8], reply: &mut [u8]) -> Option<usize> {
+    reply[..request.len()].copy_from_slice(request);
+    Some(request.len())
+}
+
+/// `SECOND` with its interrupt shared, and an application sharing it
+/// (one task, its top half) and offering two services.
+const SECOND_SHARED: App = App {
+    interrupts: &[Interrupt {
+        shared: true,
+        ..SECOND.interrupts[0]
+    }],
+    ..SECOND
+};
+const SHARER: App = App {
+    name: "sharer",
+    tasks: &[kernel_task("carrier", 3, 11)],
+    interrupts: &[Interrupt {
+        intid: SGI_B,
+        owner: Owner::Task(0),
+        top: Some(sharer_top),
+        shared: true,
+    }],
+    services: &[
+        Service {
+            name: "tandem-echo",
+            serve: echo,
+        },
+        Service {
+            name: "rpmsg-client-sample",
+            serve: echo,
+        },
+    ],
+    ..App::EMPTY
+};
+const SHARED: Table = Table {
+    apps: &[FIRST, SECOND_SHARED, SHARER],
+};
+const _: () = assert!(SHARED.check(CORES, RESERVED).is_ok());
+
+#[test]
+fn a_shared_interrupt_runs_every_owners_top_half() {
+    const ROUTES: Routes = SHARED.routes();
+    let mut k = kernel(&SHARED);
+    for t in [2, 3, 4, 7] {
+        k.activate(TaskId(t)).unwrap();
+    }
+    for core in 0..CORES {
+        let owners: std::vec::Vec<_> = ROUTES
+            .notices(SGI_B, core)
+            .iter()
+            .map(|n| n.owner)
+            .collect();
+        let want = [(core < 3).then(|| TaskId(2 + core as u8)), Some(TaskId(7))];
+        assert_eq!(
+            owners, want,
+            "core {core}: the per-core owner, then the sharer's task"
+        );
+        let table: std::vec::Vec<_> = SHARED
+            .interrupt_owners(SGI_B, core)
+            .iter()
+            .map(|n| n.owner)
+            .collect();
+        assert_eq!(owners, table, "routes say what the table says");
+    }
+    // Each top half decides for its own owner.
+    let mut pending = Notifications::default();
+    WAKE.store(false, Ordering::Relaxed);
+    SHARER_WAKE.store(true, Ordering::Relaxed);
+    for n in ROUTES.notices(SGI_B, 1).iter() {
+        n.take(1, &mut pending);
+    }
+    assert_eq!(pending, Notifications(1 << 7), "only the sharer's task");
+    WAKE.store(true, Ordering::Relaxed);
+    SHARER_WAKE.store(false, Ordering::Relaxed);
+    let mut pending = Notifications::default();
+    for n in ROUTES.notices(SGI_B, 1).iter() {
+        n.take(1, &mut pending);
+    }
+    assert_eq!(pending, Notifications(1 << 3), "only the server of core 1");
+    assert!(!ROUTES.notices(SGI_A + 2, 0).is_owned());
+    assert!(ROUTES.notices(SGI_A, 0).is_owned());
+    assert_eq!(ROUTES.notices(SGI_A, 0).iter().count(), 1);
+}
+
+#[test]
+fn sharing_needs_every_claim_to_say_so_and_a_top_half_each() {
+    const NOT_SAID: &[App] = &[FIRST, SECOND, SHARER];
+    assert_eq!(
+        error(NOT_SAID),
+        TableError::InterruptShared {
+            intid: SGI_B,
+            first: "second",
+            second: "sharer"
+        }
+    );
+    const NO_TOP: &[App] = &[
+        FIRST,
+        SECOND_SHARED,
+        App {
+            interrupts: &[Interrupt {
+                top: None,
+                ..SHARER.interrupts[0]
+            }],
+            ..SHARER
+        },
+    ];
+    assert_eq!(
+        error(NO_TOP),
+        TableError::InterruptSharers {
+            intid: SGI_B,
+            app: "sharer"
+        }
+    );
+    const THREE: &[App] = &[
+        FIRST,
+        SECOND_SHARED,
+        SHARER,
+        App {
+            name: "third",
+            services: &[],
+            ..SHARER
+        },
+    ];
+    assert_eq!(
+        error(THREE),
+        TableError::InterruptSharers {
+            intid: SGI_B,
+            app: "third"
+        }
+    );
+    const TWICE_IN_ONE: &[App] = &[App {
+        interrupts: &[SHARER.interrupts[0], SHARER.interrupts[0]],
+        ..SHARER
+    }];
+    assert!(matches!(
+        error(TWICE_IN_ONE),
+        TableError::InterruptShared { .. }
+    ));
+}
+
+#[test]
+fn services_are_listed_in_table_order_and_checked() {
+    let names: std::vec::Vec<_> = SHARED.services().map(|s| s.name).collect();
+    assert_eq!(names, ["tandem-echo", "rpmsg-client-sample"]);
+    assert_eq!(SHARED.service(1).unwrap().name, "rpmsg-client-sample");
+    assert!(SHARED.service(2).is_none());
+    let mut reply = [0; 8];
+    assert_eq!(
+        (SHARED.service(0).unwrap().serve)(1, b"hi", &mut reply),
+        Some(2)
+    );
+    assert_eq!(&reply[..2], b"hi");
+
+    const fn with(services: &'static [Service]) -> App {
+        App {
+            name: "svc",
+            services,
+            ..App::EMPTY
+        }
+    }
+    const S: Service = SHARER.services[0];
+    for (apps, app, service) in [
+        (&[with(&[Service { name: "", ..S }])][..], "svc", 0),
+        (&[with(&[Service { name: "a b", ..S }])][..], "svc", 0),
+        (
+            &[with(&[Service {
+                name: "x23456789012345678901234567890123",
+                ..S
+            }])][..],
+            "svc",
+            0,
+        ),
+        (&[with(&[S, S])][..], "svc", 1),
+        (
+            &[
+                FIRST,
+                SECOND_SHARED,
+                SHARER,
+                App {
+                    name: "again",
+                    interrupts: &[],
+                    ..SHARER
+                },
+            ][..],
+            "again",
+            0,
+        ),
+    ] {
+        let apps: &'static [App] = std::boxed::Box::leak(apps.to_vec().into_boxed_slice());
+        assert_eq!(
+            error(apps),
+            TableError::Service { app, service },
+            "{app} {service}"
+        );
+    }
+    const MANY: [Service; 17] = {
+        const NAMES: [&str; 17] = [
+            "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13",
+            "s14", "s15", "s16",
+        ];
+        let mut out = [S; 17];
+        let mut i = 0;
+        while i < 17 {
+            out[i] = Service {
+                name: NAMES[i],
+                ..S
+            };
+            i += 1;
+        }
+        out
+    };
+    const TOO_MANY: &[App] = &[with(&MANY)];
+    assert_eq!(
+        error(TOO_MANY),
+        TableError::Service {
+            app: "svc",
+            service: 16
+        }
+    );
+    assert!(error(TOO_MANY).to_string().contains("at most 16 services"));
 }
