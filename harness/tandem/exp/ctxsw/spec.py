@@ -14,7 +14,7 @@ SCHEMA = {
     "timings": Key(list, "timing modes measured", item=str, choices=TIMING_MODES),
     "modes": Key(list, "TLB modes compared", item=str, choices=MODES),
     "pages": Key(
-        list, "pages each task writes between hand-offs", item=int, minimum=0, maximum=256
+        list, "pages each task writes between hand-offs", item=int, minimum=0, maximum=64
     ),
     "switches": Key(int, "hand-offs per boot", minimum=2, maximum=100_000_000),
     "smp": Key(int, "cores (the tasks run on the last)", minimum=1, maximum=8),
