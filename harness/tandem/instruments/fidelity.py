@@ -285,6 +285,12 @@ def checks(
     percore = [
         r for r in rows if r["timing"] == "percore" and r["rep"] == 1 and not is_comparison(r)
     ]
+    # (b)'s limit holds for one path on an idle and a busy core; with caches
+    # the busy core's path misses on what hackbench evicted, so with a
+    # model the boot without it ("model off") is judged instead.
+    judged_b = [r for r in percore if r.get("memmodel") in (None, "none")] + [
+        r for r in rows if r.get("comparison") == "model off" and r["rep"] == 1
+    ]
     for r in percore:
         q = int(str(r["quantum_ns"]))
         insns = int(str(r["overlap_insns"]))
@@ -296,6 +302,8 @@ def checks(
                 err <= 0.01 * insns + q,
             )
         )
+    for r in judged_b:
+        q = int(str(r["quantum_ns"]))
         idle, busy = r["notify_idle"], r["notify_busy"]
         assert isinstance(idle, dict) and isinstance(busy, dict)
         if idle["max_ns"] is None or busy["max_ns"] is None:
@@ -528,6 +536,20 @@ def comparison_lines(rows: list[object]) -> list[str]:
         ref = next((m for m in main if m["quantum_ns"] == r["quantum_ns"]), None)
         if ref is None:
             continue
+        if r["comparison"] == "counter free":
+            # The counter-free boot runs without the model: its reference is
+            # the boot that differs from it only in the counter rule.
+            ref = next(
+                (
+                    m
+                    for m in rows
+                    if isinstance(m, dict)
+                    and m.get("comparison") == "model off"
+                    and m["quantum_ns"] == r["quantum_ns"]
+                    and m["rep"] == r["rep"]
+                ),
+                ref,
+            )
 
         def d(row: dict[str, object], probe: str, key: str) -> str:
             v = row[probe]
