@@ -8,6 +8,7 @@ from pathlib import Path
 from tandem.exp.common import num, summary_list
 from tandem.exp.domains.rows import find_row
 from tandem.exp.domains.spec import ENVS, INFO_CORES, LOADS, PAPER_TARGET_US, PAPER_WORST_VS_LOADED
+from tandem.platform.timing import Timing
 
 
 def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
@@ -70,7 +71,9 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
     ax.set_xticks(range(4))
     ax.set_yscale("log")
     ax.legend(fontsize=8)
-    ax.set_title(f"worst case vs loaded cores ({timing} timing, QEMU)")
+    memmodel = Timing.of_summary(summary).memmodel
+    model = f", memory model {memmodel}" if memmodel else ""
+    ax.set_title(f"worst case vs loaded cores ({timing} timing{model}, QEMU)")
     fig.tight_layout()
     path = run_dir / "worst_vs_loaded_cores.png"
     fig.savefig(path, dpi=110)
