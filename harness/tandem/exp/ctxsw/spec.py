@@ -13,9 +13,7 @@ MODES = tuple(TLB_MODES)
 SCHEMA = {
     "timings": Key(list, "timing modes measured", item=str, choices=TIMING_MODES),
     "modes": Key(list, "TLB modes compared", item=str, choices=MODES),
-    "pages": Key(
-        list, "pages each task writes between hand-offs", item=int, minimum=0, maximum=64
-    ),
+    "pages": Key(list, "pages each task writes between hand-offs", item=int, minimum=0, maximum=64),
     "switches": Key(int, "hand-offs per boot", minimum=2, maximum=100_000_000),
     "smp": Key(int, "cores (the tasks run on the last)", minimum=1, maximum=8),
     "host_reps": Key(int, "boots per cell in host timing", minimum=1, maximum=100),
