@@ -280,9 +280,15 @@ host-test:
 	cargo test -q --workspace
 	.venv/bin/pytest -q -m "not qemu" harness/tests
 
+# QEMU tests side by side, one worker per host core: a per-core or virtual
+# timing boot is one QEMU thread, and its numbers do not depend on the
+# host's load. A test file stays on one worker (--dist loadfile): its
+# module fixtures boot once. QEMU_TEST_WORKERS=1 runs them one at a time.
+QEMU_TEST_WORKERS ?= $(shell nproc)
+
 qemu-test:
-	@echo "== QEMU tests"
-	.venv/bin/pytest -q --durations=10 -m qemu harness/tests
+	@echo "== QEMU tests ($(QEMU_TEST_WORKERS) side by side)"
+	.venv/bin/pytest -q --durations=10 -n $(QEMU_TEST_WORKERS) --dist loadfile -m qemu harness/tests
 
 clean:
 	rm -rf $(KOUT) $(BUILD)/linux-trace $(BUILD)/linux-psci $(BUILD)/firmware $(BUILD)/qemu $(BUILD)/driver $(BUILD)/hostile $(BUILD)/rpmsg-sample $(BUILD)/tools $(BUILD)/include \
