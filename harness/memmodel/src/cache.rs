@@ -79,24 +79,38 @@ impl Cache {
 
     /// The slot holding `line`, if present, without touching the LRU
     /// order (a snoop from another core is not a use).
+    #[inline]
     pub fn probe(&self, line: u64) -> Option<Slot> {
-        self.set_slots(line)
-            .find(|&slot| self.lines[slot] == line && self.states[slot] != LineState::Invalid)
+        // A slot holds a line number exactly when its state is not
+        // `Invalid` (`insert`, `set_state` and `clear` keep the two
+        // together, and no line is numbered `NO_LINE`), so the tags alone
+        // answer.
+        debug_assert_ne!(line, NO_LINE);
+        let first = (line & self.set_mask) as usize * self.ways;
+        let slot = first
+            + self.lines[first..first + self.ways]
+                .iter()
+                .position(|&l| l == line)?;
+        debug_assert_ne!(self.states[slot], LineState::Invalid);
+        Some(slot)
     }
 
     /// The slot holding `line`, if present, made the most recently used.
+    #[inline]
     pub fn lookup(&mut self, line: u64) -> Option<Slot> {
         let slot = self.probe(line)?;
         self.touch(slot);
         Some(slot)
     }
 
+    #[inline]
     fn touch(&mut self, slot: Slot) {
         self.uses += 1;
         self.last_used[slot] = self.uses;
     }
 
     /// A line's state.
+    #[inline]
     pub fn state(&self, slot: Slot) -> LineState {
         self.states[slot]
     }
@@ -113,6 +127,7 @@ impl Cache {
     /// into an empty way of its set or else over the least recently used
     /// one, which it returns if that one held a line.
     pub fn insert(&mut self, line: u64, state: LineState) -> (Slot, Option<Victim>) {
+        debug_assert_ne!(state, LineState::Invalid);
         let range = self.set_slots(line);
         let slot = range
             .clone()

@@ -103,6 +103,7 @@ const EMPTY: Entry = Entry {
 };
 
 impl Entry {
+    #[inline]
     fn matches(&self, va: u64, space: Space) -> bool {
         self.shift != 0
             && self.space == space.id
@@ -162,6 +163,7 @@ impl MicroTlb {
     }
 
     /// Whether an entry maps `va` in `space` (made the most recently used).
+    #[inline]
     pub fn lookup(&mut self, va: u64, space: Space) -> bool {
         let index = if self.entries[self.last_hit].matches(va, space) {
             self.last_hit
