@@ -103,12 +103,14 @@ const EMPTY: Entry = Entry {
 };
 
 impl Entry {
+    /// Whether the entry maps `va` in `space`: without branches (`&`, not
+    /// `&&`), as the micro TLB's scan tests every entry.
     #[inline]
     fn matches(&self, va: u64, space: Space) -> bool {
-        self.shift != 0
-            && self.space == space.id
-            && (self.global || self.asid == space.asid)
-            && va >> self.shift == self.page
+        (self.shift != 0)
+            & (self.space == space.id)
+            & (self.global | (self.asid == space.asid))
+            & (va >> (self.shift & 63) == self.page)
     }
 
     fn invalidated_by(&self, what: &Invalidation) -> bool {
