@@ -24,7 +24,7 @@ use qemu_plugin::{
 };
 use tandem_memmodel::{
     AccessKind, BlockFetch, DataAccess, ExceptionLevel, MemoryModel, ModelOptions, Profile,
-    RareInstruction, classify,
+    RareInstruction, TranslationRegister, classify,
 };
 
 use crate::{
@@ -164,10 +164,33 @@ const PAGE_SLOTS: usize = 256;
 struct PageEntry {
     /// `vpage << 5 | mmu_idx << 1 | store`.
     tag: u64,
-    /// The core's generation the entry belongs to (older: forgotten).
+    /// Its class's generation when it was kept (older: forgotten).
     generation: u64,
     /// The physical page's address.
     physical: u64,
+}
+
+/// Which translations a page's entry depends on (see [`PageCache`]).
+#[derive(Clone, Copy)]
+enum PageClass {
+    /// EL1&0's lower half (TTBR0_EL1: a process's).
+    Lower = 0,
+    /// EL1&0's upper half (TTBR1_EL1: the kernel's).
+    Upper = 1,
+    /// Every other regime (EL2, EL3, and EL2&0, EL3&0 if used).
+    Other = 2,
+}
+
+impl PageClass {
+    #[inline]
+    fn of(vaddr: u64, mmu_idx: u32) -> Self {
+        match mmu_idx {
+            // E10_0, E10_1, E10_1_PAN (see `exception_level`).
+            0 | 2 | 4 if vaddr >> 55 & 1 == 0 => Self::Lower,
+            0 | 2 | 4 => Self::Upper,
+            _ => Self::Other,
+        }
+    }
 }
 
 /// A core's cache of QEMU's virtual-to-physical answers, so that an access
@@ -175,19 +198,28 @@ struct PageEntry {
 ///
 /// QEMU's answer for a page changes only when the guest's translation
 /// changes, which the architecture lets a guest rely on only after a TLB
-/// invalidation (or a write of a translation register, or a change of
-/// world): every rare instruction the shell hears of (TLBIs, TTBR, TCR,
-/// SCTLR, HCR, VTTBR, SCR writes, on any core) forgets every core's
-/// entries, and a core's entries are forgotten as it enters or leaves EL3
-/// (the monitor: power states, world switches). Loads and stores have
-/// their own entries (a ROM device's page is RAM to one, I/O to the
-/// other), and I/O pages, or addresses QEMU could not answer, are never
-/// kept. `verify=hwaddr` checks every answer against QEMU's.
+/// invalidation or a write of a translation register (or a change of
+/// world, an SCR_EL3 write). The shell hears of each of those (the rare
+/// instructions) and forgets what it may change: a TLBI, on any core,
+/// every core's entries; a TTBR0_EL1 write its core's lower half; a
+/// TTBR1_EL1 write its core's upper half if the table's address changed
+/// (not for a new ASID alone: the same tables give the same answers); a
+/// CONTEXTIDR_EL1 write its core's lower half (it translates nothing, but
+/// costs little); any other (SCTLR, TCR, HCR, VTTBR, SCR and the EL2 and
+/// EL3 registers) all its core's entries. A core's entries are also
+/// forgotten as it enters or leaves EL3 (the monitor: power states, world
+/// switches). Loads and stores have their own entries (a ROM device's page
+/// is RAM to one, I/O to the other), and I/O pages, or addresses QEMU could
+/// not answer, are never kept. `verify=hwaddr` checks every answer against
+/// QEMU's (a boot + hackbench ran through it without a difference).
 struct PageCache {
     entries: Box<[PageEntry]>,
-    generation: u64,
+    /// Per [`PageClass`]: entries of an older generation are forgotten.
+    generations: [u64; 3],
     /// The core's last block ran at EL3.
     at_el3: bool,
+    /// TTBR1_EL1's table address as last written (`None`: not yet).
+    ttbr1_table: Option<u64>,
 }
 
 impl PageCache {
@@ -202,8 +234,9 @@ impl PageCache {
                 PAGE_SLOTS
             ]
             .into_boxed_slice(),
-            generation: 1,
+            generations: [1; 3],
             at_el3: false,
+            ttbr1_table: None,
         }
     }
 
@@ -217,24 +250,54 @@ impl PageCache {
         (vaddr >> PAGE_SHIFT) as usize % PAGE_SLOTS
     }
 
+    #[inline]
+    fn generation(&self, vaddr: u64, info: MemInfo) -> u64 {
+        self.generations[PageClass::of(vaddr, info.mmu_idx) as usize]
+    }
+
     /// The physical address of `vaddr`, if its page is remembered.
     #[inline]
     fn get(&self, vaddr: u64, info: MemInfo) -> Option<u64> {
         let entry = &self.entries[Self::slot(vaddr)];
-        (entry.tag == Self::tag(vaddr, info) && entry.generation == self.generation)
+        (entry.tag == Self::tag(vaddr, info) && entry.generation == self.generation(vaddr, info))
             .then_some(entry.physical | (vaddr & ((1 << PAGE_SHIFT) - 1)))
     }
 
     fn put(&mut self, vaddr: u64, info: MemInfo, physical_address: u64) {
         self.entries[Self::slot(vaddr)] = PageEntry {
             tag: Self::tag(vaddr, info),
-            generation: self.generation,
+            generation: self.generation(vaddr, info),
             physical: physical_address & !((1 << PAGE_SHIFT) - 1),
         };
     }
 
-    fn forget(&mut self) {
-        self.generation += 1;
+    fn forget(&mut self, class: PageClass) {
+        self.generations[class as usize] += 1;
+    }
+
+    fn forget_all(&mut self) {
+        for generation in &mut self.generations {
+            *generation += 1;
+        }
+    }
+
+    /// What a write of `register` with `value` on this core makes it
+    /// forget (a TLBI makes every core forget everything: see `on_rare`).
+    fn register_written(&mut self, register: TranslationRegister, value: u64) {
+        match register {
+            TranslationRegister::Ttbr0El1 | TranslationRegister::ContextidrEl1 => {
+                self.forget(PageClass::Lower);
+            }
+            TranslationRegister::Ttbr1El1 => {
+                // BADDR, bits 47:1 (63:48 are the ASID, 0 CnP).
+                let table = value & 0x0000_ffff_ffff_fffe;
+                if self.ttbr1_table != Some(table) {
+                    self.ttbr1_table = Some(table);
+                    self.forget(PageClass::Upper);
+                }
+            }
+            _ => self.forget_all(),
+        }
     }
 }
 
@@ -403,7 +466,7 @@ unsafe extern "C" fn on_block(vcpu: c_uint, userdata: *mut c_void) {
     let at_el3 = block.el == ExceptionLevel::El3;
     if pages.at_el3 != at_el3 {
         pages.at_el3 = at_el3;
-        pages.forget();
+        pages.forget_all();
     }
     inner.clocks[core] = CoreClock {
         block_start: start,
@@ -535,8 +598,15 @@ unsafe extern "C" fn on_rare(vcpu: c_uint, userdata: *mut c_void) {
     };
     inner.counters.rare_events += 1;
     // The guest's translations may change from here (see `PageCache`).
-    for pages in &mut inner.pages {
-        pages.forget();
+    match rare.instruction {
+        RareInstruction::RegisterWrite { register, .. } => {
+            inner.pages[core].register_written(register, value);
+        }
+        RareInstruction::Tlbi { .. } => {
+            for pages in &mut inner.pages {
+                pages.forget_all();
+            }
+        }
     }
     let Some(model) = inner.model.as_mut() else {
         return;
