@@ -109,8 +109,10 @@ pub enum SystemEvent {
     },
 }
 
-/// What happened on one core, for reports.
+/// What happened on one core, for reports. `repr(C)`: the counters most
+/// calls add to come first, in one host cache line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct CoreStats {
     /// Data loads.
     pub loads: u64,
@@ -118,6 +120,8 @@ pub struct CoreStats {
     pub stores: u64,
     /// Block fetches.
     pub blocks: u64,
+    /// Every stall charged to this core, in ns.
+    pub stall_ns: u64,
     /// Accesses to devices.
     pub device_accesses: u64,
     /// L1 data hits (lines).
@@ -159,8 +163,6 @@ pub struct CoreStats {
     pub translation_stall_ns: u64,
     /// TLB invalidations this core received (its own and broadcast ones).
     pub tlbi_received: u64,
-    /// Every stall charged to this core, in ns.
-    pub stall_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,21 +171,25 @@ enum Side {
     Instruction,
 }
 
+/// One core's part of the model, its most used fields first (`repr(C)`
+/// keeps the order): the counters every call adds to and the repeats every
+/// call checks share the first host cache lines.
+#[repr(C)]
 struct Core {
-    l1d: Cache,
-    l1i: Cache,
-    micro_data: MicroTlb,
-    micro_instruction: MicroTlb,
-    main_tlb: SetTlb,
-    walk_cache: Option<SetTlb>,
-    registers: Registers,
-    presence: BusPresence,
     stats: CoreStats,
     /// The last data access, if repeating it can only hit in the L1 (see
     /// `MemoryModel::repeat_data`).
     last_data: Option<LastData>,
     /// The last block fetch, if repeating it can only hit.
     last_fetch: Option<BlockFetch>,
+    presence: BusPresence,
+    micro_data: MicroTlb,
+    micro_instruction: MicroTlb,
+    l1d: Cache,
+    l1i: Cache,
+    registers: Registers,
+    main_tlb: SetTlb,
+    walk_cache: Option<SetTlb>,
 }
 
 /// A data access a core can repeat as a plain L1 hit: the same line,
