@@ -40,21 +40,71 @@ pub struct Victim {
     pub dirty: bool,
 }
 
-/// Where a line sits: an index into the cache's arrays.
+/// Where a line sits: an index into the cache's slots.
 pub type Slot = usize;
 
 const NO_LINE: u64 = u64::MAX;
 
-/// The cache: `sets × ways` slots in flat arrays, each set's ways side by side.
+/// Bits of [`Way::meta`] that hold the state.
+const STATE_BITS: u32 = 3;
+const STATE_MASK: u64 = (1 << STATE_BITS) - 1;
+
+impl LineState {
+    #[inline]
+    fn code(self) -> u64 {
+        match self {
+            Self::Invalid => 0,
+            Self::Shared => 1,
+            Self::Exclusive => 2,
+            Self::Owned => 3,
+            Self::Modified => 4,
+        }
+    }
+
+    #[inline]
+    fn from_code(code: u64) -> Self {
+        match code {
+            1 => Self::Shared,
+            2 => Self::Exclusive,
+            3 => Self::Owned,
+            4 => Self::Modified,
+            _ => Self::Invalid,
+        }
+    }
+}
+
+/// One slot: its line and, packed in one word, when it was last used and
+/// its state, so that a set's ways lie side by side in one or two host
+/// cache lines.
+#[derive(Debug, Clone, Copy)]
+struct Way {
+    /// The line number, `NO_LINE` exactly when the state is `Invalid`.
+    line: u64,
+    /// `last_used << STATE_BITS | state code`: when the slot was last used,
+    /// on the cache's own use counter (the smallest in a set is its least
+    /// recently used way; the state bits below cannot change the order of
+    /// two different stamps), and its `LineState`.
+    meta: u64,
+}
+
+impl Way {
+    #[inline]
+    fn state(&self) -> LineState {
+        LineState::from_code(self.meta & STATE_MASK)
+    }
+
+    #[inline]
+    fn last_used(&self) -> u64 {
+        self.meta >> STATE_BITS
+    }
+}
+
+/// The cache: `sets × ways` slots, each set's ways side by side.
 #[derive(Debug, Clone)]
 pub struct Cache {
     ways: usize,
     set_mask: u64,
-    lines: Box<[u64]>,
-    states: Box<[LineState]>,
-    /// When each slot was last used, on the cache's own use counter: the
-    /// smallest in a set is its least recently used way.
-    last_used: Box<[u64]>,
+    slots: Box<[Way]>,
     uses: u64,
 }
 
@@ -65,13 +115,19 @@ impl Cache {
         Self {
             ways: geometry.ways,
             set_mask: geometry.sets as u64 - 1,
-            lines: vec![NO_LINE; slots].into_boxed_slice(),
-            states: vec![LineState::Invalid; slots].into_boxed_slice(),
-            last_used: vec![0; slots].into_boxed_slice(),
+            slots: vec![
+                Way {
+                    line: NO_LINE,
+                    meta: LineState::Invalid.code(),
+                };
+                slots
+            ]
+            .into_boxed_slice(),
             uses: 0,
         }
     }
 
+    #[inline]
     fn set_slots(&self, line: u64) -> std::ops::Range<Slot> {
         let first = (line & self.set_mask) as usize * self.ways;
         first..first + self.ways
@@ -79,33 +135,48 @@ impl Cache {
 
     /// The slot holding `line`, if present, without touching the LRU
     /// order (a snoop from another core is not a use).
+    #[inline]
     pub fn probe(&self, line: u64) -> Option<Slot> {
-        self.set_slots(line)
-            .find(|&slot| self.lines[slot] == line && self.states[slot] != LineState::Invalid)
+        // A slot holds a line number exactly when its state is not
+        // `Invalid` (`insert`, `set_state` and `clear` keep the two
+        // together, and no line is numbered `NO_LINE`), so the tags alone
+        // answer.
+        debug_assert_ne!(line, NO_LINE);
+        let range = self.set_slots(line);
+        let first = range.start;
+        let slot = first + self.slots[range].iter().position(|w| w.line == line)?;
+        debug_assert_ne!(self.slots[slot].state(), LineState::Invalid);
+        Some(slot)
     }
 
     /// The slot holding `line`, if present, made the most recently used.
+    #[inline]
     pub fn lookup(&mut self, line: u64) -> Option<Slot> {
         let slot = self.probe(line)?;
         self.touch(slot);
         Some(slot)
     }
 
+    #[inline]
     fn touch(&mut self, slot: Slot) {
         self.uses += 1;
-        self.last_used[slot] = self.uses;
+        debug_assert!(self.uses < 1 << (64 - STATE_BITS));
+        let way = &mut self.slots[slot];
+        way.meta = self.uses << STATE_BITS | (way.meta & STATE_MASK);
     }
 
     /// A line's state.
+    #[inline]
     pub fn state(&self, slot: Slot) -> LineState {
-        self.states[slot]
+        self.slots[slot].state()
     }
 
     /// Sets a present line's state (`Invalid` drops it).
     pub fn set_state(&mut self, slot: Slot, state: LineState) {
-        self.states[slot] = state;
+        let way = &mut self.slots[slot];
+        way.meta = (way.meta & !STATE_MASK) | state.code();
         if state == LineState::Invalid {
-            self.lines[slot] = NO_LINE;
+            way.line = NO_LINE;
         }
     }
 
@@ -113,23 +184,32 @@ impl Cache {
     /// into an empty way of its set or else over the least recently used
     /// one, which it returns if that one held a line.
     pub fn insert(&mut self, line: u64, state: LineState) -> (Slot, Option<Victim>) {
+        debug_assert_ne!(state, LineState::Invalid);
         let range = self.set_slots(line);
-        let slot = range
-            .clone()
-            .find(|&slot| self.states[slot] == LineState::Invalid)
+        let first = range.start;
+        let set = &self.slots[range];
+        let way = set
+            .iter()
+            .position(|w| w.line == NO_LINE)
             .unwrap_or_else(|| {
                 // Ties cannot happen (every use gets a new stamp); min_by_key
                 // keeps the first way on equal keys anyway, so it is fixed.
-                range
-                    .min_by_key(|&slot| self.last_used[slot])
+                set.iter()
+                    .enumerate()
+                    .min_by_key(|(_, w)| w.last_used())
+                    .map(|(way, _)| way)
                     .expect("a set has at least one way")
             });
-        let victim = (self.states[slot] != LineState::Invalid).then(|| Victim {
-            line: self.lines[slot],
-            dirty: self.states[slot].is_dirty(),
+        let slot = first + way;
+        let old = self.slots[slot];
+        let victim = (old.line != NO_LINE).then(|| Victim {
+            line: old.line,
+            dirty: old.state().is_dirty(),
         });
-        self.lines[slot] = line;
-        self.states[slot] = state;
+        self.slots[slot] = Way {
+            line,
+            meta: (old.meta & !STATE_MASK) | state.code(),
+        };
         self.touch(slot);
         (slot, victim)
     }
@@ -137,16 +217,15 @@ impl Cache {
     /// Drops every line (dirty ones too: used where the architecture
     /// discards, and for resets).
     pub fn clear(&mut self) {
-        self.lines.fill(NO_LINE);
-        self.states.fill(LineState::Invalid);
+        for way in self.slots.iter_mut() {
+            way.line = NO_LINE;
+            way.meta &= !STATE_MASK;
+        }
     }
 
     /// How many lines are present.
     pub fn occupancy(&self) -> usize {
-        self.states
-            .iter()
-            .filter(|&&s| s != LineState::Invalid)
-            .count()
+        self.slots.iter().filter(|w| w.line != NO_LINE).count()
     }
 }
 

@@ -109,8 +109,10 @@ pub enum SystemEvent {
     },
 }
 
-/// What happened on one core, for reports.
+/// What happened on one core, for reports. `repr(C)`: the counters most
+/// calls add to come first, in one host cache line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct CoreStats {
     /// Data loads.
     pub loads: u64,
@@ -118,6 +120,8 @@ pub struct CoreStats {
     pub stores: u64,
     /// Block fetches.
     pub blocks: u64,
+    /// Every stall charged to this core, in ns.
+    pub stall_ns: u64,
     /// Accesses to devices.
     pub device_accesses: u64,
     /// L1 data hits (lines).
@@ -159,8 +163,6 @@ pub struct CoreStats {
     pub translation_stall_ns: u64,
     /// TLB invalidations this core received (its own and broadcast ones).
     pub tlbi_received: u64,
-    /// Every stall charged to this core, in ns.
-    pub stall_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,21 +171,25 @@ enum Side {
     Instruction,
 }
 
+/// One core's part of the model, its most used fields first (`repr(C)`
+/// keeps the order): the counters every call adds to and the repeats every
+/// call checks share the first host cache lines.
+#[repr(C)]
 struct Core {
-    l1d: Cache,
-    l1i: Cache,
-    micro_data: MicroTlb,
-    micro_instruction: MicroTlb,
-    main_tlb: SetTlb,
-    walk_cache: Option<SetTlb>,
-    registers: Registers,
-    presence: BusPresence,
     stats: CoreStats,
     /// The last data access, if repeating it can only hit in the L1 (see
     /// `MemoryModel::repeat_data`).
     last_data: Option<LastData>,
     /// The last block fetch, if repeating it can only hit.
     last_fetch: Option<BlockFetch>,
+    presence: BusPresence,
+    micro_data: MicroTlb,
+    micro_instruction: MicroTlb,
+    l1d: Cache,
+    l1i: Cache,
+    registers: Registers,
+    main_tlb: SetTlb,
+    walk_cache: Option<SetTlb>,
 }
 
 /// A data access a core can repeat as a plain L1 hit: the same line,
@@ -352,7 +358,8 @@ impl MemoryModel {
         if let Some(stall) = self.repeat_data(core, now, &repeat, store, first == last) {
             return stall;
         }
-        let mut stall = self.translate(
+        // Repeatable only if translated (a fault walks again every time).
+        let (mut stall, translated) = self.translate(
             core,
             now,
             access.virtual_address,
@@ -365,28 +372,20 @@ impl MemoryModel {
             self.cores[core].stats.device_accesses += 1;
             stall += cost;
         } else {
-            stall += self.data_line(core, now + stall, first, store);
+            let (first_stall, state) = self.data_line_state(core, now + stall, first, store);
+            stall += first_stall;
             if last != first {
                 stall += self.data_line(core, now + stall, last, store);
-            } else {
-                repeatable = Some(repeat);
+            } else if translated {
+                // The line is in the L1 now, in `state` (nothing after
+                // the lookup or fill touched this core's L1D).
+                repeatable = Some(LastData {
+                    modified: state == LineState::Modified,
+                    ..repeat
+                });
             }
         }
-        let c = &mut self.cores[core];
-        // Repeatable only if translated (a fault walks again every time).
-        let translated = match c.registers.regime(access.el) {
-            None => true,
-            Some(regime) => c
-                .micro_data
-                .last_hit_maps(access.virtual_address, regime.space),
-        };
-        c.last_data = repeatable.filter(|_| translated).and_then(|repeat| {
-            let slot = c.l1d.probe(repeat.physical_line)?;
-            Some(LastData {
-                modified: c.l1d.state(slot) == LineState::Modified,
-                ..repeat
-            })
-        });
+        self.cores[core].last_data = repeatable;
         self.finish_call(core, now, stall);
         stall
     }
@@ -457,10 +456,12 @@ impl MemoryModel {
         }
         let first_va = fetch.virtual_address;
         let last_va = first_va + bytes - 1;
-        let mut stall = self.translate(core, now, first_va, fetch.el, Side::Instruction, tables);
+        let (mut stall, first_translated) =
+            self.translate(core, now, first_va, fetch.el, Side::Instruction, tables);
         // A block may run onto the next page (4 KiB, the smallest granule).
-        if last_va >> 12 != first_va >> 12 {
-            stall += self.translate(
+        let crosses = last_va >> 12 != first_va >> 12;
+        if crosses {
+            let (cost, _) = self.translate(
                 core,
                 now + stall,
                 last_va,
@@ -468,18 +469,27 @@ impl MemoryModel {
                 Side::Instruction,
                 tables,
             );
+            stall += cost;
         }
         for line in first..=last {
             stall += self.instruction_line(core, now + stall, line);
         }
         let c = &mut self.cores[core];
-        // Repeatable only if translated (a fault walks again every time).
-        let translated = match c.registers.regime(fetch.el) {
-            None => true,
-            Some(regime) => {
-                c.micro_instruction.contains(first_va, regime.space)
-                    && c.micro_instruction.last_hit_maps(last_va, regime.space)
+        // Repeatable only if translated (a fault walks again every time):
+        // both ends' pages in the micro TLB. On one page, the entry that
+        // translated the first address maps the last (entries map 4 KiB
+        // or more); across two, the second's insertion could have pushed
+        // the first's out.
+        let translated = if crosses {
+            match c.registers.regime(fetch.el) {
+                None => true,
+                Some(regime) => {
+                    c.micro_instruction.contains(first_va, regime.space)
+                        && c.micro_instruction.last_hit_maps(last_va, regime.space)
+                }
             }
+        } else {
+            first_translated
         };
         c.last_fetch = translated.then_some(*fetch);
         self.finish_call(core, now, stall);
@@ -605,8 +615,10 @@ impl MemoryModel {
         io.then_some(self.profile.mmio_default_ns)
     }
 
-    /// The stall of translating `va` on `core`: 0 on a micro TLB hit or
-    /// with the regime's MMU off.
+    /// The stall of translating `va` on `core` (0 on a micro TLB hit or
+    /// with the regime's MMU off), and whether the micro TLB now maps `va`
+    /// (as its last hit) or the MMU is off: `false` when the access faults.
+    #[inline]
     fn translate<R: TableReader>(
         &mut self,
         core: usize,
@@ -615,19 +627,36 @@ impl MemoryModel {
         el: ExceptionLevel,
         side: Side,
         tables: &mut R,
-    ) -> u64 {
+    ) -> (u64, bool) {
         let c = &mut self.cores[core];
-        let Some(regime) = c.registers.regime(el).copied() else {
-            return 0;
+        let Some(space) = c.registers.regime(el).map(|regime| regime.space) else {
+            return (0, true);
         };
-        let space = regime.space;
         let micro = match side {
             Side::Data => &mut c.micro_data,
             Side::Instruction => &mut c.micro_instruction,
         };
         if micro.lookup(va, space) {
-            return 0;
+            return (0, true);
         }
+        self.translate_miss(core, now, va, el, side, space, tables)
+    }
+
+    /// [`Self::translate`] past a micro TLB miss.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn translate_miss<R: TableReader>(
+        &mut self,
+        core: usize,
+        now: u64,
+        va: u64,
+        el: ExceptionLevel,
+        side: Side,
+        space: Space,
+        tables: &mut R,
+    ) -> (u64, bool) {
+        let c = &mut self.cores[core];
+        let regime = *c.registers.regime(el).expect("translate found the regime");
         if side == Side::Instruction {
             // Its walk may read descriptors through the L1D: a data
             // access's line is then no longer the most recent of its set.
@@ -661,7 +690,7 @@ impl MemoryModel {
             }
         }
         c.stats.translation_stall_ns += stall;
-        stall
+        (stall, mapping.is_some())
     }
 
     /// Walks `half`'s tables for `va`: the stall of its descriptor reads
@@ -773,26 +802,55 @@ impl MemoryModel {
 
     /// The stall of a data access to one line by `core` at `now`.
     fn data_line(&mut self, core: usize, now: u64, line: u64, store: bool) -> u64 {
+        self.data_line_state(core, now, line, store).0
+    }
+
+    /// [`Self::data_line`], and the line's state in the L1 after it.
+    #[inline]
+    fn data_line_state(
+        &mut self,
+        core: usize,
+        now: u64,
+        line: u64,
+        store: bool,
+    ) -> (u64, LineState) {
         let hit_ns = self.profile.l1d.hit_ns;
         let c = &mut self.cores[core];
         if let Some(slot) = c.l1d.lookup(line) {
             c.stats.l1d_hits += 1;
+            let state = c.l1d.state(slot);
             if !store {
-                return hit_ns;
+                return (hit_ns, state);
             }
-            return match c.l1d.state(slot) {
+            return match state {
                 LineState::Shared | LineState::Owned => {
                     c.l1d.set_state(slot, LineState::Modified);
                     c.stats.coherence_upgrades += 1;
                     self.snoop(core, line, true);
-                    hit_ns + self.profile.coherence_upgrade_ns
+                    (
+                        hit_ns + self.profile.coherence_upgrade_ns,
+                        LineState::Modified,
+                    )
                 }
                 _ => {
                     c.l1d.set_state(slot, LineState::Modified);
-                    hit_ns
+                    (hit_ns, LineState::Modified)
                 }
             };
         }
+        self.data_line_miss(core, now, line, store)
+    }
+
+    /// [`Self::data_line_state`] past an L1 miss.
+    #[inline(never)]
+    fn data_line_miss(
+        &mut self,
+        core: usize,
+        now: u64,
+        line: u64,
+        store: bool,
+    ) -> (u64, LineState) {
+        let c = &mut self.cores[core];
         c.stats.l1d_misses += 1;
         let (held_elsewhere, dirty_elsewhere) = self.snoop(core, line, store);
         let stall = if dirty_elsewhere {
@@ -819,7 +877,7 @@ impl MemoryModel {
         {
             self.write_back_from_l1(core, now, victim.line);
         }
-        stall
+        (stall, state)
     }
 
     fn l2_has(&self, line: u64) -> bool {

@@ -103,11 +103,32 @@ const EMPTY: Entry = Entry {
 };
 
 impl Entry {
+    /// Whether the entry maps `va` in `space`: without branches (`&`, not
+    /// `&&`), as the micro TLB's scan tests every entry.
+    #[inline]
     fn matches(&self, va: u64, space: Space) -> bool {
-        self.shift != 0
-            && self.space == space.id
-            && (self.global || self.asid == space.asid)
-            && va >> self.shift == self.page
+        (self.shift != 0)
+            & (self.space == space.id)
+            & (self.global | (self.asid == space.asid))
+            & (va >> (self.shift & 63) == self.page)
+    }
+
+    /// Whether some address and space could match both `self` and `other`:
+    /// the same space id, ASIDs that can agree (either global, or equal),
+    /// and ranges that meet (aligned power-of-two ranges meet when the
+    /// larger holds the smaller).
+    /// Without branches: a micro TLB's every insertion tests every entry.
+    #[inline]
+    fn overlaps(&self, other: &Entry) -> bool {
+        let shift = u32::from(self.shift.max(other.shift) & 63);
+        // `page << shift` is the range's first address (`page` is
+        // `va >> shift`), and the larger range's first address holds both.
+        let first = |e: &Entry| e.page.wrapping_shl(u32::from(e.shift)) >> shift;
+        (self.shift != 0)
+            & (other.shift != 0)
+            & (self.space == other.space)
+            & (self.global | other.global | (self.asid == other.asid))
+            & (first(self) == first(other))
     }
 
     fn invalidated_by(&self, what: &Invalidation) -> bool {
@@ -142,6 +163,9 @@ impl Entry {
     }
 }
 
+/// Slots of [`MicroTlb`]'s hints.
+const HINTS: usize = 16;
+
 /// A small fully associative TLB (the micro TLBs).
 #[derive(Debug, Clone)]
 pub struct MicroTlb {
@@ -149,6 +173,13 @@ pub struct MicroTlb {
     /// The entry that hit last: checked first, as most accesses stay on a page.
     last_hit: usize,
     uses: u64,
+    /// Which entry last mapped an address whose 4 KiB page number has these
+    /// low bits (any index: checked with `Entry::matches` before use).
+    hints: [u8; HINTS],
+    /// Two entries may both match some address (see [`Entry::overlaps`]):
+    /// then a lookup must take the first in order, as a scan does, and the
+    /// hints are not used. Set at an insertion, cleared with the TLB.
+    maybe_duplicates: bool,
 }
 
 impl MicroTlb {
@@ -158,22 +189,44 @@ impl MicroTlb {
             entries: vec![EMPTY; entries.max(1)].into_boxed_slice(),
             last_hit: 0,
             uses: 0,
+            hints: [0; HINTS],
+            maybe_duplicates: false,
         }
     }
 
+    #[inline]
+    fn hint_slot(va: u64) -> usize {
+        (va >> 12) as usize % HINTS
+    }
+
     /// Whether an entry maps `va` in `space` (made the most recently used).
+    ///
+    /// The entry used is the last hit if it maps `va`, else the first in
+    /// order that does. While no two entries can match one address, the
+    /// matching entry is unique, and the hint for `va`'s page finds it
+    /// without the scan when it names it.
+    #[inline]
     pub fn lookup(&mut self, va: u64, space: Space) -> bool {
         let index = if self.entries[self.last_hit].matches(va, space) {
             self.last_hit
         } else {
-            match self.entries.iter().position(|e| e.matches(va, space)) {
-                Some(index) => index,
-                None => return false,
+            let hint = usize::from(self.hints[Self::hint_slot(va)]);
+            if !self.maybe_duplicates
+                && let Some(entry) = self.entries.get(hint)
+                && entry.matches(va, space)
+            {
+                hint
+            } else {
+                match self.entries.iter().position(|e| e.matches(va, space)) {
+                    Some(index) => index,
+                    None => return false,
+                }
             }
         };
         self.uses += 1;
         self.entries[index].last_used = self.uses;
         self.last_hit = index;
+        self.hints[Self::hint_slot(va)] = index as u8;
         true
     }
 
@@ -191,13 +244,24 @@ impl MicroTlb {
     pub fn insert(&mut self, va: u64, space: Space, mapping: Mapping) {
         self.uses += 1;
         let index = lru_or_empty(&self.entries);
-        self.entries[index] = Entry::new(va, space, mapping, self.uses);
+        let entry = Entry::new(va, space, mapping, self.uses);
+        if !self.maybe_duplicates {
+            self.maybe_duplicates = self
+                .entries
+                .iter()
+                .enumerate()
+                .any(|(i, other)| i != index && entry.overlaps(other));
+        }
+        self.entries[index] = entry;
         self.last_hit = index;
+        // Truncated for a TLB of over 256 entries: a hint only saves a scan.
+        self.hints[Self::hint_slot(va)] = index as u8;
     }
 
     /// Empties it.
     pub fn clear(&mut self) {
         self.entries.fill(EMPTY);
+        self.maybe_duplicates = false;
     }
 
     /// Entries in use.
@@ -386,6 +450,63 @@ mod tests {
         };
         assert_eq!(tlb.invalidate(&by_va), 1);
         assert_eq!(tlb.occupancy(), 1);
+    }
+
+    #[test]
+    fn the_micro_tlb_takes_the_first_of_two_matching_entries_as_a_scan_does() {
+        let mut tlb = MicroTlb::new(4);
+        let global = Mapping {
+            global: true,
+            ..PAGE
+        };
+        // Entry 0: 0x1000 for ASID 1; entry 1: 0x5000; entry 2: 0x1000
+        // global, inserted for ASID 2 (where entry 0 does not match).
+        tlb.insert(0x1000, space(1), PAGE);
+        assert!(!tlb.maybe_duplicates);
+        tlb.insert(0x5000, space(1), PAGE);
+        assert!(!tlb.lookup(0x1000, space(2)));
+        tlb.insert(0x1000, space(2), global);
+        assert!(tlb.maybe_duplicates);
+        // In ASID 1 both entries 0 and 2 match: the scan's first, entry 0.
+        assert!(tlb.lookup(0x5000, space(1)));
+        assert!(tlb.lookup(0x1000, space(1)));
+        assert_eq!(tlb.last_hit, 0);
+        tlb.clear();
+        assert!(!tlb.maybe_duplicates);
+    }
+
+    #[test]
+    fn a_hint_finds_the_one_matching_entry() {
+        let mut tlb = MicroTlb::new(10);
+        for page in 0..10u64 {
+            tlb.insert(page << 12, space(1), PAGE);
+        }
+        assert!(!tlb.maybe_duplicates);
+        for page in (0..10u64).rev() {
+            assert!(tlb.lookup((page << 12) + 8, space(1)));
+            assert_eq!(tlb.last_hit, page as usize);
+        }
+        assert!(!tlb.lookup(0x10_0000, space(1)));
+        assert!(!tlb.lookup(0x1000, space(2)));
+    }
+
+    #[test]
+    fn entries_overlap_when_some_address_could_match_both() {
+        let entry = |va: u64, asid: u16, mapping: Mapping| Entry::new(va, space(asid), mapping, 0);
+        let block = Mapping {
+            shift: 21,
+            global: false,
+            payload: 0,
+        };
+        let global = Mapping {
+            global: true,
+            ..PAGE
+        };
+        assert!(entry(0x20_1000, 1, PAGE).overlaps(&entry(0x20_0000, 1, block)));
+        assert!(!entry(0x40_1000, 1, PAGE).overlaps(&entry(0x20_0000, 1, block)));
+        assert!(!entry(0x1000, 1, PAGE).overlaps(&entry(0x1000, 2, PAGE)));
+        assert!(entry(0x1000, 1, PAGE).overlaps(&entry(0x1000, 2, global)));
+        assert!(!entry(0x1000, 1, PAGE).overlaps(&EMPTY));
     }
 
     #[test]

@@ -69,11 +69,16 @@ pub struct Config {
     /// `check=on`: install (find patch 0006's entry points, read the
     /// profile), say so and end QEMU (`./tandem check-setup`).
     pub check: bool,
+    /// `verify=hwaddr`: ask QEMU for every access's physical address, as
+    /// well as answering from the shell's cache of them, and stop QEMU if
+    /// the two ever differ (slower; checks the cache's assumption).
+    pub verify_hwaddr: bool,
 }
 
 /// Parses the plugin's `key=value` arguments.
 pub fn parse_args<S: AsRef<str>>(raw: &[S]) -> Result<Config, String> {
-    let (mut out, mut profile, mut quantum, mut probe, mut check) = (None, None, None, None, None);
+    let (mut out, mut profile, mut quantum, mut probe, mut check, mut verify) =
+        (None, None, None, None, None, None);
     for argument in raw {
         let argument = argument.as_ref();
         let (key, value) = argument
@@ -85,9 +90,10 @@ pub fn parse_args<S: AsRef<str>>(raw: &[S]) -> Result<Config, String> {
             "quantum_ns" => &mut quantum,
             "probe" => &mut probe,
             "check" => &mut check,
+            "verify" => &mut verify,
             other => {
                 return Err(format!(
-                    "unknown argument {other:?} (expected out, profile, quantum_ns, probe or check)"
+                    "unknown argument {other:?} (expected out, profile, quantum_ns, probe, check or verify)"
                 ));
             }
         };
@@ -130,7 +136,46 @@ pub fn parse_args<S: AsRef<str>>(raw: &[S]) -> Result<Config, String> {
         Some("on") => true,
         Some(other) => return Err(format!("check {other:?} is not on or off")),
     };
-    Ok(Config { mode, out, check })
+    let verify_hwaddr = match verify.as_deref() {
+        None | Some("off") => false,
+        Some("hwaddr") => true,
+        Some(other) => return Err(format!("verify {other:?} is not hwaddr or off")),
+    };
+    Ok(Config {
+        mode,
+        out,
+        check,
+        verify_hwaddr,
+    })
+}
+
+/// A memory access's size, direction and MMU index, decoded from QEMU
+/// 10.0's `qemu_plugin_meminfo_t` in the shell itself rather than by three
+/// calls into QEMU per access: `make_plugin_meminfo` (include/qemu/plugin.h)
+/// packs `MemOpIdx | rw << 16`, a `MemOpIdx` is `MemOp << 4 | mmu_idx`
+/// (include/exec/memopidx.h), the size's log2 is `MemOp & MO_SIZE` (7) and
+/// a store has `QEMU_PLUGIN_MEM_W` (2) in `rw`. The plugin checks this
+/// against QEMU's own functions for every value at install.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemInfo {
+    /// log2 of the bytes accessed (`qemu_plugin_mem_size_shift`).
+    pub size_shift: u32,
+    /// A store (`qemu_plugin_mem_is_store`).
+    pub store: bool,
+    /// QEMU's MMU index (`qemu_plugin_tandem_mem_mmu_idx`).
+    pub mmu_idx: u32,
+}
+
+impl MemInfo {
+    /// Decodes `info`.
+    #[inline]
+    pub fn decode(info: u32) -> Self {
+        Self {
+            size_shift: (info >> 4) & 7,
+            store: (info >> 16) & 2 != 0,
+            mmu_idx: info & 15,
+        }
+    }
 }
 
 /// The exception level an access or block runs at, from QEMU 10.0's Arm
@@ -186,6 +231,37 @@ mod tests {
     }
 
     #[test]
+    fn verify_hwaddr_is_off_unless_asked() {
+        assert!(!parse_args(&["profile=a53", "out=x"]).unwrap().verify_hwaddr);
+        assert!(
+            parse_args(&["profile=a53", "out=x", "verify=hwaddr"])
+                .unwrap()
+                .verify_hwaddr
+        );
+    }
+
+    #[test]
+    fn meminfo_decodes_as_qemu_packs_it() {
+        // A 4-byte (MO_32 = 2) store (rw = W = 2) at MMU index 4 (E10_1_PAN),
+        // with MO_SIGN (8) and an alignment bit (MO_ALIGN_4 = 2 << 5) set.
+        let memop = 2 | 8 | (2 << 5);
+        let info = (memop << 4) | 4 | (2 << 16);
+        assert_eq!(
+            MemInfo::decode(info),
+            MemInfo {
+                size_shift: 2,
+                store: true,
+                mmu_idx: 4
+            }
+        );
+        // A load (rw = R = 1) of 16 bytes (MO_128 = 4) at E3 (7).
+        let info = (4 << 4) | 7 | (1 << 16);
+        assert!(!MemInfo::decode(info).store);
+        assert_eq!(MemInfo::decode(info).size_shift, 4);
+        assert_eq!(MemInfo::decode(info).mmu_idx, 7);
+    }
+
+    #[test]
     fn refuses_bad_arguments() {
         for (args, why) in [
             (&["profile=a53"][..], "missing out"),
@@ -210,6 +286,10 @@ mod tests {
             (
                 &["out=x", "probe=vcpu", "quantum_ns=5"][..],
                 "needs profile",
+            ),
+            (
+                &["out=x", "profile=a53", "verify=all"][..],
+                "not hwaddr or off",
             ),
         ] {
             let err = parse_args(args).unwrap_err();

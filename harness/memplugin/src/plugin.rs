@@ -1,11 +1,11 @@
 //! The plugin proper: QEMU's translation and execution callbacks, the memory model behind one lock, the stalls charged back.
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::UnsafeCell;
 use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::fs::File;
 use std::io::Write;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use qemu_plugin::install::{Args, Info};
 use qemu_plugin::plugin::{HasCallbacks, Register};
@@ -24,17 +24,21 @@ use qemu_plugin::{
 };
 use tandem_memmodel::{
     AccessKind, BlockFetch, DataAccess, ExceptionLevel, MemoryModel, ModelOptions, Profile,
-    RareInstruction, classify,
+    RareInstruction, TranslationRegister, classify,
 };
 
 use crate::{
-    Config, Mode, core_stats_json, exception_level, json_string, parse_args, profile_json,
+    Config, MemInfo, Mode, core_stats_json, exception_level, json_string, parse_args, profile_json,
 };
 
 unsafe extern "C" {
     /// glibc's symbol lookup; with `RTLD_DEFAULT` it searches the process
     /// (QEMU exports its plugin API with `--dynamic-list`).
     fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    /// The calling thread's id (never 0 on glibc: a pointer to its
+    /// descriptor), cheaper than a `thread_local!` in a shared object,
+    /// which goes through `__tls_get_addr`.
+    fn pthread_self() -> usize;
 }
 
 /// glibc's `RTLD_DEFAULT`: the global scope.
@@ -66,6 +70,34 @@ fn lookup(name: &CStr) -> Result<*mut c_void, String> {
 }
 
 impl Tandem {
+    /// Checks [`MemInfo::decode`] against QEMU's own functions for every
+    /// value a `qemu_plugin_meminfo_t` can take (12 bits of `MemOp`, 4 of
+    /// MMU index, the three directions): the shell decodes in place of
+    /// three calls per access, so a QEMU that packs it otherwise must fail
+    /// here, not price accesses wrongly.
+    fn check_meminfo(&self) -> Result<(), String> {
+        for rw in 1u32..=3 {
+            for oi in 0u32..1 << 16 {
+                let info = oi | rw << 16;
+                let decoded = MemInfo::decode(info);
+                // SAFETY: these read only their argument (api.c and patch 0006).
+                let qemu = unsafe {
+                    MemInfo {
+                        size_shift: qemu_plugin_mem_size_shift(info),
+                        store: qemu_plugin_mem_is_store(info),
+                        mmu_idx: (self.mem_mmu_idx)(info),
+                    }
+                };
+                if decoded != qemu {
+                    return Err(format!(
+                        "this QEMU packs memory-access info {info:#x} as {qemu:?}, the plugin reads {decoded:?}"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn find() -> Result<Self, String> {
         let stall = lookup(c"qemu_plugin_tandem_stall_ns")?;
         let clock = lookup(c"qemu_plugin_tandem_clock_ns")?;
@@ -120,6 +152,155 @@ struct CoreClock {
     charged: u64,
 }
 
+/// Bits of the guest page QEMU translates (`TARGET_PAGE_BITS`: 12 for
+/// every Armv7-A or later core).
+const PAGE_SHIFT: u32 = 12;
+/// Entries of each core's physical-address cache (direct mapped by page).
+const PAGE_SLOTS: usize = 256;
+
+/// One remembered answer of `qemu_plugin_get_hwaddr`: the physical page of
+/// a virtual page for one MMU index and direction, RAM only.
+#[derive(Clone, Copy)]
+struct PageEntry {
+    /// `vpage << 5 | mmu_idx << 1 | store`.
+    tag: u64,
+    /// Its class's generation when it was kept (older: forgotten).
+    generation: u64,
+    /// The physical page's address.
+    physical: u64,
+}
+
+/// Which translations a page's entry depends on (see [`PageCache`]).
+#[derive(Clone, Copy)]
+enum PageClass {
+    /// EL1&0's lower half (TTBR0_EL1: a process's).
+    Lower = 0,
+    /// EL1&0's upper half (TTBR1_EL1: the kernel's).
+    Upper = 1,
+    /// Every other regime (EL2, EL3, and EL2&0, EL3&0 if used).
+    Other = 2,
+}
+
+impl PageClass {
+    #[inline]
+    fn of(vaddr: u64, mmu_idx: u32) -> Self {
+        match mmu_idx {
+            // E10_0, E10_1, E10_1_PAN (see `exception_level`).
+            0 | 2 | 4 if vaddr >> 55 & 1 == 0 => Self::Lower,
+            0 | 2 | 4 => Self::Upper,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// A core's cache of QEMU's virtual-to-physical answers, so that an access
+/// costs no call into QEMU for an address QEMU gave before.
+///
+/// QEMU's answer for a page changes only when the guest's translation
+/// changes, which the architecture lets a guest rely on only after a TLB
+/// invalidation or a write of a translation register (or a change of
+/// world, an SCR_EL3 write). The shell hears of each of those (the rare
+/// instructions) and forgets what it may change: a TLBI, on any core,
+/// every core's entries; a TTBR0_EL1 write its core's lower half; a
+/// TTBR1_EL1 write its core's upper half if the table's address changed
+/// (not for a new ASID alone: the same tables give the same answers); a
+/// CONTEXTIDR_EL1 write its core's lower half (it translates nothing, but
+/// costs little); any other (SCTLR, TCR, HCR, VTTBR, SCR and the EL2 and
+/// EL3 registers) all its core's entries. A core's entries are also
+/// forgotten as it enters or leaves EL3 (the monitor: power states, world
+/// switches). Loads and stores have their own entries (a ROM device's page
+/// is RAM to one, I/O to the other), and I/O pages, or addresses QEMU could
+/// not answer, are never kept. `verify=hwaddr` checks every answer against
+/// QEMU's (a boot + hackbench ran through it without a difference).
+struct PageCache {
+    entries: Box<[PageEntry]>,
+    /// Per [`PageClass`]: entries of an older generation are forgotten.
+    generations: [u64; 3],
+    /// The core's last block ran at EL3.
+    at_el3: bool,
+    /// TTBR1_EL1's table address as last written (`None`: not yet).
+    ttbr1_table: Option<u64>,
+}
+
+impl PageCache {
+    fn new() -> Self {
+        Self {
+            entries: vec![
+                PageEntry {
+                    tag: 0,
+                    generation: 0,
+                    physical: 0,
+                };
+                PAGE_SLOTS
+            ]
+            .into_boxed_slice(),
+            generations: [1; 3],
+            at_el3: false,
+            ttbr1_table: None,
+        }
+    }
+
+    #[inline]
+    fn tag(vaddr: u64, info: MemInfo) -> u64 {
+        (vaddr >> PAGE_SHIFT) << 5 | u64::from(info.mmu_idx) << 1 | u64::from(info.store)
+    }
+
+    #[inline]
+    fn slot(vaddr: u64) -> usize {
+        (vaddr >> PAGE_SHIFT) as usize % PAGE_SLOTS
+    }
+
+    #[inline]
+    fn generation(&self, vaddr: u64, info: MemInfo) -> u64 {
+        self.generations[PageClass::of(vaddr, info.mmu_idx) as usize]
+    }
+
+    /// The physical address of `vaddr`, if its page is remembered.
+    #[inline]
+    fn get(&self, vaddr: u64, info: MemInfo) -> Option<u64> {
+        let entry = &self.entries[Self::slot(vaddr)];
+        (entry.tag == Self::tag(vaddr, info) && entry.generation == self.generation(vaddr, info))
+            .then_some(entry.physical | (vaddr & ((1 << PAGE_SHIFT) - 1)))
+    }
+
+    fn put(&mut self, vaddr: u64, info: MemInfo, physical_address: u64) {
+        self.entries[Self::slot(vaddr)] = PageEntry {
+            tag: Self::tag(vaddr, info),
+            generation: self.generation(vaddr, info),
+            physical: physical_address & !((1 << PAGE_SHIFT) - 1),
+        };
+    }
+
+    fn forget(&mut self, class: PageClass) {
+        self.generations[class as usize] += 1;
+    }
+
+    fn forget_all(&mut self) {
+        for generation in &mut self.generations {
+            *generation += 1;
+        }
+    }
+
+    /// What a write of `register` with `value` on this core makes it
+    /// forget (a TLBI makes every core forget everything: see `on_rare`).
+    fn register_written(&mut self, register: TranslationRegister, value: u64) {
+        match register {
+            TranslationRegister::Ttbr0El1 | TranslationRegister::ContextidrEl1 => {
+                self.forget(PageClass::Lower);
+            }
+            TranslationRegister::Ttbr1El1 => {
+                // BADDR, bits 47:1 (63:48 are the ASID, 0 CnP).
+                let table = value & 0x0000_ffff_ffff_fffe;
+                if self.ttbr1_table != Some(table) {
+                    self.ttbr1_table = Some(table);
+                    self.forget(PageClass::Upper);
+                }
+            }
+            _ => self.forget_all(),
+        }
+    }
+}
+
 /// The shell's own counters (the model keeps the rest).
 #[derive(Default)]
 struct Counters {
@@ -140,6 +321,7 @@ struct Counters {
 struct Inner {
     model: Option<MemoryModel>,
     clocks: Vec<CoreClock>,
+    pages: Vec<PageCache>,
     counters: Counters,
     /// X0..X30's descriptors, looked up at the first rare instruction
     /// (registers can be listed only where a vCPU runs).
@@ -149,44 +331,58 @@ struct Inner {
 }
 
 /// The shell's state, used by one thread only: per-core timing runs every
-/// vCPU on QEMU's one round-robin thread, the first to call back claims it
-/// (a second vCPU thread, as under `thread=multi`, stops QEMU), and QEMU's
-/// exit handlers, which report, run once every vCPU is paused. A lock
-/// would cost a sixth of the plugin's time for nothing.
+/// vCPU on QEMU's one round-robin thread, the first block callback claims
+/// it (a block callback from a second vCPU thread, as under
+/// `thread=multi`, stops QEMU), and QEMU's exit handlers, which report,
+/// run once every vCPU is paused. A lock would cost a sixth of the
+/// plugin's time for nothing.
 struct Exclusive {
-    claimed: AtomicBool,
+    /// `pthread_self` of the claimant, 0 until a block callback claims.
+    owner: AtomicUsize,
     inner: UnsafeCell<Inner>,
 }
 
-thread_local! {
-    /// This thread claimed the shell's state.
-    static OWNER: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: `inner` is reached only through `Exclusive::get`, which lets one
-// thread (the claimant) in, and through `Exclusive::at_exit`, called when
-// no vCPU runs (see the type's comment).
+// SAFETY: `inner` is reached only through `Exclusive::claim`, which lets
+// one thread (the claimant) in, through `Exclusive::claimed`, called only
+// from callbacks that follow a block callback on the same thread (see
+// there), and through `Exclusive::at_exit`, called when no vCPU runs (see
+// the type's comment).
 unsafe impl Sync for Exclusive {}
 
 impl Exclusive {
-    /// The state, from the one thread that runs the vCPUs.
+    /// The state, from a block callback: the first claims it for its
+    /// thread, a later one from another thread stops QEMU.
     #[allow(clippy::mut_from_ref)]
-    fn get(&self) -> &mut Inner {
-        if !OWNER.with(Cell::get) {
-            if self
-                .claimed
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+    #[inline]
+    fn claim(&self) -> &mut Inner {
+        // SAFETY: pthread_self has no preconditions.
+        let me = unsafe { pthread_self() };
+        if self.owner.load(Ordering::Acquire) != me
+            && self
+                .owner
+                .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
                 .is_err()
-            {
-                die(
-                    "callbacks from two host threads: the model needs per-core timing's one vCPU thread",
-                );
-            }
-            OWNER.with(|owner| owner.set(true));
+        {
+            die(
+                "callbacks from two host threads: the model needs per-core timing's one vCPU thread",
+            );
         }
         // SAFETY: only the claiming thread gets here (checked above), and
         // each callback holds the reference for its own duration only:
         // callbacks do not nest.
+        unsafe { &mut *self.inner.get() }
+    }
+
+    /// The state, from an access or instruction callback, unchecked: QEMU
+    /// calls a block's callback (`on_block`, registered on every block
+    /// the model instruments) before any access or instruction callback of
+    /// that block's execution, on the same thread, and that call checked
+    /// the thread (and stopped QEMU if it was not the claimant's).
+    #[allow(clippy::mut_from_ref)]
+    #[inline]
+    fn claimed(&self) -> &mut Inner {
+        // SAFETY: see above; callbacks do not nest, so no other reference
+        // lives meanwhile.
         unsafe { &mut *self.inner.get() }
     }
 
@@ -213,10 +409,6 @@ fn shell() -> &'static Shell {
 }
 
 impl Shell {
-    fn lock(&self) -> &mut Inner {
-        self.inner.get()
-    }
-
     /// The vCPU's clock (patch 0006); stops QEMU outside per-core timing.
     fn clock(&self, tandem: &Tandem) -> u64 {
         // SAFETY: called from a vCPU callback, as the entry point requires.
@@ -228,6 +420,7 @@ impl Shell {
     }
 
     /// Charges `stall` to the running vCPU.
+    #[inline]
     fn charge(&self, tandem: &Tandem, inner: &mut Inner, core: usize, stall: u64) {
         if stall == 0 {
             return;
@@ -267,8 +460,14 @@ unsafe extern "C" fn on_block(vcpu: c_uint, userdata: *mut c_void) {
     let core = vcpu as usize;
     // QEMU counts a block's instructions as it starts.
     let start = shell.clock(tandem).saturating_sub(block.instructions);
-    let inner = shell.lock();
+    let inner = shell.inner.claim();
     inner.counters.blocks += 1;
+    let pages = &mut inner.pages[core];
+    let at_el3 = block.el == ExceptionLevel::El3;
+    if pages.at_el3 != at_el3 {
+        pages.at_el3 = at_el3;
+        pages.forget_all();
+    }
     inner.clocks[core] = CoreClock {
         block_start: start,
         charged: 0,
@@ -300,31 +499,32 @@ unsafe extern "C" fn on_access(
     let shell = shell();
     let Some(tandem) = &shell.tandem else { return };
     let core = vcpu as usize;
-    // SAFETY: info and vaddr are this callback's arguments; the hwaddr
-    // QEMU returns lives until the callback returns.
-    let (physical_address, io, size, store, mmu_idx) = unsafe {
-        let hwaddr = qemu_plugin_get_hwaddr(info, vaddr);
-        let (physical, io) = if hwaddr.is_null() {
-            (vaddr, false)
-        } else {
-            (
-                qemu_plugin_hwaddr_phys_addr(hwaddr),
-                qemu_plugin_hwaddr_is_io(hwaddr),
-            )
-        };
-        (
-            physical,
-            io,
-            1u32 << qemu_plugin_mem_size_shift(info),
-            qemu_plugin_mem_is_store(info),
-            (tandem.mem_mmu_idx)(info),
-        )
-    };
-    let inner = shell.lock();
+    let decoded = MemInfo::decode(info);
+    let inner = shell.inner.claimed();
     inner.counters.accesses += 1;
-    let Some(el) = exception_level(mmu_idx) else {
+    let Some(el) = exception_level(decoded.mmu_idx) else {
         inner.counters.other_accesses += 1;
         return;
+    };
+    let pages = &mut inner.pages[core];
+    let (physical_address, io) = match pages.get(vaddr, decoded) {
+        Some(physical) if !shell.config.verify_hwaddr => (physical, false),
+        cached => {
+            let asked = ask_hwaddr(info, vaddr);
+            let (physical, io) = asked.unwrap_or((vaddr, false));
+            if let Some(cached) = cached
+                && (cached, false) != (physical, io)
+            {
+                die(&format!(
+                    "verify=hwaddr: the cached physical address of {vaddr:#x} (core {core}, \
+                     info {info:#x}) is {cached:#x}, QEMU says {physical:#x} (io {io})"
+                ));
+            }
+            if asked == Some((physical, false)) {
+                pages.put(vaddr, decoded, physical);
+            }
+            (physical, io)
+        }
     };
     let clock = inner.clocks[core];
     let Some(model) = inner.model.as_mut() else {
@@ -336,8 +536,8 @@ unsafe extern "C" fn on_access(
         &DataAccess {
             virtual_address: vaddr,
             physical_address,
-            size,
-            kind: if store {
+            size: 1u32 << decoded.size_shift,
+            kind: if decoded.store {
                 AccessKind::Store
             } else {
                 AccessKind::Load
@@ -349,6 +549,25 @@ unsafe extern "C" fn on_access(
     shell.charge(tandem, inner, core, stall);
 }
 
+/// QEMU's physical address of an access and whether it is I/O (`None`:
+/// QEMU cannot say).
+#[inline(never)]
+fn ask_hwaddr(info: qemu_plugin_meminfo_t, vaddr: u64) -> Option<(u64, bool)> {
+    // SAFETY: info and vaddr are the running access callback's arguments;
+    // the hwaddr QEMU returns lives until the callback returns.
+    unsafe {
+        let hwaddr = qemu_plugin_get_hwaddr(info, vaddr);
+        if hwaddr.is_null() {
+            None
+        } else {
+            Some((
+                qemu_plugin_hwaddr_phys_addr(hwaddr),
+                qemu_plugin_hwaddr_is_io(hwaddr),
+            ))
+        }
+    }
+}
+
 /// A write of a translation register or a TLBI: read its `Xt`, tell the model.
 unsafe extern "C" fn on_rare(vcpu: c_uint, userdata: *mut c_void) {
     // SAFETY: userdata is the leaked `Rare` registered with this callback.
@@ -356,7 +575,7 @@ unsafe extern "C" fn on_rare(vcpu: c_uint, userdata: *mut c_void) {
     let shell = shell();
     let Some(tandem) = &shell.tandem else { return };
     let core = vcpu as usize;
-    let inner = shell.lock();
+    let inner = shell.inner.claimed();
     let value = match rare.instruction.source_register() {
         None => 0,
         Some(n) => {
@@ -378,6 +597,17 @@ unsafe extern "C" fn on_rare(vcpu: c_uint, userdata: *mut c_void) {
         }
     };
     inner.counters.rare_events += 1;
+    // The guest's translations may change from here (see `PageCache`).
+    match rare.instruction {
+        RareInstruction::RegisterWrite { register, .. } => {
+            inner.pages[core].register_written(register, value);
+        }
+        RareInstruction::Tlbi { .. } => {
+            for pages in &mut inner.pages {
+                pages.forget_all();
+            }
+        }
+    }
     let Some(model) = inner.model.as_mut() else {
         return;
     };
@@ -389,7 +619,7 @@ unsafe extern "C" fn on_rare(vcpu: c_uint, userdata: *mut c_void) {
 /// probe=vcpu: which core really runs this block (VMPIDR_EL2's Aff0).
 unsafe extern "C" fn on_probe_block(vcpu: c_uint, _userdata: *mut c_void) {
     let shell = shell();
-    let inner = shell.lock();
+    let inner = shell.inner.claim();
     if inner.affinity.is_none() {
         inner.affinity = qemu_plugin_get_registers()
             .ok()
@@ -572,6 +802,7 @@ impl Register for MemPlugin {
                 quantum_ns,
             } => {
                 let tandem = Tandem::find().map_err(fail)?;
+                tandem.check_meminfo().map_err(fail)?;
                 let profile = Profile::named(profile).map_err(|e| fail(e.to_string()))?;
                 let options = ModelOptions {
                     // The cores run up to a quantum (plus a block's
@@ -606,10 +837,11 @@ impl Register for MemPlugin {
             tandem,
             cores,
             inner: Exclusive {
-                claimed: AtomicBool::new(false),
+                owner: AtomicUsize::new(0),
                 inner: UnsafeCell::new(Inner {
                     model,
                     clocks: vec![CoreClock::default(); cores],
+                    pages: (0..cores).map(|_| PageCache::new()).collect(),
                     counters: Counters {
                         probe_blocks: vec![0; cores],
                         probe_mismatched: vec![0; cores],
