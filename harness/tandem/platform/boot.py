@@ -22,9 +22,9 @@ from typing import BinaryIO
 from tandem.errors import TandemError
 from tandem.platform import capacity, cpio, dtb, flash, qemu_command
 from tandem.platform.apps import AppRun, workload_blob
-from tandem.platform.board import Board, load_board
+from tandem.platform.board import DEFAULT_BOARD, Board, load_board
 from tandem.platform.configs import Ctxsw, Partition, PlatformConfig, Workload, load_config
-from tandem.platform.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
+from tandem.platform.paths import BUILD, INITRAMFS, KERNEL, LOGS, firmware, missing_artifacts
 from tandem.platform.timing import Timing
 
 # A boot's timing unless it asks for another (`run` and `exec` pick per
@@ -56,6 +56,8 @@ class BootOptions:
     """How to boot: platform configuration, timing mode, number of cores."""
 
     config: str = "tandem"
+    # The board (boards/NAME.toml).
+    board: str = DEFAULT_BOARD
     # How QEMU keeps time (mode and quantum), checked when made.
     timing: Timing = HOST_TIMING
     smp: int = 4
@@ -144,7 +146,7 @@ def _check(options: BootOptions, board: Board) -> None:
     capacity.check(options.capacity)
     if not 0 <= options.disk_mib <= 65536:
         raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
-    missing = missing_artifacts()
+    missing = missing_artifacts(board.name)
     if missing:
         names = ", ".join(str(p.relative_to(BUILD.parent)) for p in missing)
         raise TandemError(f"not built yet: {names} (run `make build`)")
@@ -270,7 +272,8 @@ def bootargs(options: BootOptions, exec_script: str | None) -> str:
     A panicking Linux resets at once (PSCI SYSTEM_RESET), and the monitor
     restarts it alone while the RTOS runs on: what a product wants.
     `--bootargs panic=0` keeps a panicked Linux for a look."""
-    args = "console=ttyAMA0 earlycon panic=-1"
+    board = load_board(options.board)
+    args = f"console={board.linux_console} {board.linux_earlycon} panic=-1"
     if exec_script is not None:
         args += " quiet"
     if options.extra_bootargs:
@@ -453,7 +456,7 @@ def flash_image(
     boot configuration, workload, Linux's images, partition table)."""
     return flash.write(
         board,
-        FIRMWARE.read_bytes(),
+        firmware(board.name).read_bytes(),
         blobs.boot_config,
         blobs.workload,
         images,
@@ -502,7 +505,7 @@ def command_line(
 def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     """Writes what one boot needs into a new log directory (the steps
     above, in order) and returns QEMU's command line."""
-    board = load_board()
+    board = load_board(options.board)
     _check(options, board)
     plan = layout(options, exec_script)
     kernel_path = options.kernel or KERNEL

@@ -20,7 +20,7 @@ from tandem.errors import TandemError
 from tandem.platform import qemu_command
 from tandem.platform.board import Board
 from tandem.platform.configs import Partition
-from tandem.platform.paths import BUILD, FIRMWARE
+from tandem.platform.paths import BUILD, KERNEL_DTS, firmware
 from tandem.results import write_atomic
 
 DTB_DIR = BUILD / "dtb"
@@ -35,8 +35,59 @@ def _run(argv: list[str], what: str) -> subprocess.CompletedProcess[bytes]:
         raise TandemError(f"{what} failed: {e.stderr.decode(errors='replace').strip()}") from e
 
 
+def kernel_dts(board: Board, smp: int) -> str:
+    """The board's own tree from Debian's kernel source (its [linux] dtb,
+    built by `make`), as DTS, made this board's under Tandem: the memory
+    node says Linux's RAM, the secure world's devices are disabled, and
+    cores beyond `smp` are gone."""
+    assert board.linux_dtb is not None
+    path = KERNEL_DTS / board.linux_dtb
+    if not path.exists():
+        raise TandemError(f"{path} is missing (run `make build`)")
+    dts = _run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(path)], "dtc").stdout.decode()
+    paths = node_paths(dts)
+    ram = board.normal_ram
+    memory = next((p for n, p in paths.items() if n.startswith("memory@")), None)
+    if memory is None:
+        raise TandemError(f"{path}: no memory node")
+    lines = [f"&{{{memory}}} {{ reg = <{_cells(ram.base)} {_cells(ram.size)}>; }};"]
+    for name in board.secure_nodes:
+        if name not in paths:
+            raise TandemError(f"{path}: no node {name} (boards/{board.name}.toml secure_nodes)")
+        lines.append(f'&{{{paths[name]}}} {{ status = "disabled"; }};')
+    lines += [
+        f"/delete-node/ &{{{p}}};"
+        for n, p in paths.items()
+        if n.startswith("cpu@") and p.startswith("/cpus/") and int(n[4:], 16) >= smp
+    ]
+    return dts + "\n".join(lines) + "\n"
+
+
+_NODE_OPEN = re.compile(r"^\s*(?:[\w-]+:\s*)?([\w,.+@/-]+) \{$")
+
+
+def node_paths(dts: str) -> dict[str, str]:
+    """Every node's full path in a decompiled DTS, by its name (the first
+    node of a name wins)."""
+    stack: list[str] = []
+    out: dict[str, str] = {}
+    for line in dts.splitlines():
+        m = _NODE_OPEN.match(line)
+        if m:
+            name = m.group(1)
+            stack.append(name)
+            if name != "/":
+                out.setdefault(name, "/" + "/".join(stack[1:]))
+        elif line.strip() == "};" and stack:
+            stack.pop()
+    return out
+
+
 def qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
-    """QEMU's own device tree for this machine, as DTS (cached under build/dtb)."""
+    """QEMU's own device tree for this machine, as DTS (cached under build/dtb),
+    or the board's from Debian's kernel source where it names one."""
+    if board.linux_dtb is not None:
+        return kernel_dts(board, smp)
     args = qemu_command.dump_dtb_argv(board, smp, Path("-"), Path("-"), el2)
     version = qemu_command.run(qemu_command.version_argv(), "QEMU").stdout
     key = hashlib.sha256(repr(args).encode() + version).hexdigest()[:16]
@@ -46,7 +97,7 @@ def qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
     DTB_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         dumped = Path(tmp) / "qemu.dtb"
-        argv = qemu_command.dump_dtb_argv(board, smp, FIRMWARE, dumped, el2)
+        argv = qemu_command.dump_dtb_argv(board, smp, firmware(board.name), dumped, el2)
         qemu_command.run(argv, "dumping QEMU's device tree")
         dts = _run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(dumped)], "dtc").stdout.decode()
     # Boots prepared at once may both write it: each through its own file.

@@ -13,12 +13,22 @@ CONFIGS = ROOT / "configs"
 EXPERIMENTS = ROOT / "experiments"
 
 FIRMWARE = BUILD / "firmware" / "tandem-firmware.bin"
+# Linux's device trees built from Debian's kernel source (boards' [linux] dtb).
+KERNEL_DTS = BUILD / "linux" / "arch" / "arm64" / "boot" / "dts"
 KERNEL = BUILD / "linux" / "arch" / "arm64" / "boot" / "Image"
 INITRAMFS = BUILD / "rootfs" / "initramfs.cpio"
 # Tandem's QEMU: a link into the build cache (scripts/build-qemu.sh).
 QEMU_INSTALL = BUILD / "qemu" / "install"
 
 
-def missing_artifacts() -> list[Path]:
+def firmware(board: str = "qemu-virt") -> Path:
+    """The secure flash image built for `board` (Makefile: every board but
+    qemu-virt under build/boards/NAME/)."""
+    if board == "qemu-virt":
+        return FIRMWARE
+    return BUILD / "boards" / board / "tandem-firmware.bin"
+
+
+def missing_artifacts(board: str = "qemu-virt") -> list[Path]:
     """Build outputs a boot needs that do not exist yet."""
-    return [p for p in (FIRMWARE, KERNEL, INITRAMFS) if not p.exists()]
+    return [p for p in (firmware(board), KERNEL, INITRAMFS) if not p.exists()]
