@@ -76,3 +76,12 @@ def test_node_paths() -> None:
     paths = dtb.node_paths(dts)
     assert paths["memory@40000000"] == "/memory@40000000"
     assert paths["serial@30a60000"] == "/soc@0/bus@30800000/serial@30a60000"
+
+
+def test_no_cpu_map_to_delete_where_the_tree_has_none() -> None:
+    board = load_board("imx8mp-evk")
+    with_map = dtb.tandem_fragment(board, 4, [0, 1, 2], "x", 16)
+    without = dtb.tandem_fragment(board, 4, [0, 1, 2], "x", 16, cpu_map=False)
+    assert "/delete-node/ &{/cpus/cpu-map};" in with_map
+    assert "cpu-map" not in without
+    assert "/delete-node/ &{/cpus/cpu@3};" in without

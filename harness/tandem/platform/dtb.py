@@ -122,8 +122,11 @@ def tandem_fragment(
     bootargs: str,
     initrd_size: int,
     capacities: dict[int, int] | None = None,
+    cpu_map: bool = True,
 ) -> str:
     """What Tandem adds to QEMU's tree, as a DTS fragment dtc merges in.
+    `cpu_map`: whether the tree has a /cpus/cpu-map (QEMU's has; the EVK's
+    from the kernel source has none).
 
     `capacities` (static capacity mode) gives each Linux core its
     `capacity-dmips-mhz`; Linux takes them only if every one of its cores
@@ -181,7 +184,8 @@ def tandem_fragment(
         # The topology map would point at deleted cores; Linux needs none,
         # except that it reads capacities only while walking one: then a
         # map of Linux's cores replaces it.
-        lines.append("/delete-node/ &{/cpus/cpu-map};")
+        if cpu_map:
+            lines.append("/delete-node/ &{/cpus/cpu-map};")
         if capacities:
             lines.append("&{/cpus} { cpu-map { socket0 { cluster0 {")
             for n, core in enumerate(linux_cores):
@@ -316,8 +320,9 @@ def build_dtb(
     """Writes the DTB for one boot (or one partition's Linux) to `out`, and
     its source beside it."""
     if partition is None:
-        dts = qemu_dts(board, smp) + tandem_fragment(
-            board, smp, linux_cores, bootargs, initrd_size, capacities
+        base = qemu_dts(board, smp)
+        dts = base + tandem_fragment(
+            board, smp, linux_cores, bootargs, initrd_size, capacities, "\tcpu-map {" in base
         )
     else:
         if capacities:
