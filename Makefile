@@ -47,7 +47,7 @@ PATHCOUNT   := $(BUILD)/qemu/libtandem_pathcount.so
 QEMU        := $(BUILD)/qemu/install/bin/qemu-system-aarch64
 
 .PHONY: help setup build run test lint host-test qemu-test bench fresh-test clean distclean abi FORCE \
-	trace-kernel
+	trace-kernel psci-kernel
 
 help:
 	@echo "make run     set up, build and boot Tandem on QEMU (Linux console here)"
@@ -55,6 +55,7 @@ help:
 	@echo "make build   build firmware, kernel, driver, tools and initramfs"
 	@echo "make bench   boot-time benchmark (./tandem bench boot)"
 	@echo "make trace-kernel  a Linux with latency tracers (build/linux-trace; ./tandem exp kernel-trace)"
+	@echo "make psci-kernel   a Linux running its PSCI checker at boot (build/linux-psci; make test builds it)"
 	@echo "make setup   install what the build needs (Debian bookworm, root)"
 	@echo "make fresh-test  make test and a boot in a throwaway Debian root (slow; root)"
 	@echo "make clean   remove build outputs (keeps downloaded packages)"
@@ -74,7 +75,7 @@ run: build
 # prints the same).
 test:
 	@start=$$(date +%s); \
-	if $(MAKE) --no-print-directory build && \
+	if $(MAKE) --no-print-directory build && $(MAKE) --no-print-directory psci-kernel && \
 		$(MAKE) --no-print-directory lint host-test qemu-test; then result=PASSED; else result=FAILED; fi; \
 	t=$$(($$(date +%s) - start)); \
 	echo "== make test: $$result in $$((t / 60)) min $$((t % 60)) s"; \
@@ -191,6 +192,26 @@ trace-kernel: $(BUILD)/.ksrc-stamp
 	@echo "  KERNEL  $(TRACE_KOUT) (latency tracers; a few minutes from scratch)"
 	@$(MAKE) -C $(KSRC) O=$(TRACE_KOUT) ARCH=arm64 CROSS_COMPILE=$(CROSS) -s -j$(JOBS) Image
 
+# Another diagnosis kernel: tandem.config plus Linux's PSCI checker
+# (linux/psci-checker.config), which tests CPU_OFF / CPU_ON and CPU_SUSPEND
+# at every boot. Not part of `make build`; `make test` builds it for its
+# QEMU test (harness/tests/test_idle.py). It starts from a copy of Tandem's
+# kernel's objects, so only what the checker's option touches is compiled.
+PSCI_KOUT   := $(BUILD)/linux-psci
+PSCI_IMAGE  := $(PSCI_KOUT)/arch/arm64/boot/Image
+psci-kernel: $(PSCI_IMAGE)
+
+$(PSCI_IMAGE): $(IMAGE) linux/tandem.config linux/psci-checker.config scripts/check-kconfig.sh
+	@mkdir -p $(PSCI_KOUT)
+	@rsync -a --delete --exclude=/tandem-psci.config $(KOUT)/ $(PSCI_KOUT)/
+	@cat linux/tandem.config linux/psci-checker.config > $(PSCI_KOUT)/tandem-psci.config
+	@KCONFIG_ALLCONFIG=$(PSCI_KOUT)/tandem-psci.config \
+		$(MAKE) -C $(KSRC) O=$(PSCI_KOUT) ARCH=arm64 CROSS_COMPILE=$(CROSS) -s allnoconfig
+	@scripts/check-kconfig.sh $(PSCI_KOUT)/tandem-psci.config $(PSCI_KOUT)/.config
+	@echo "  KERNEL  $(PSCI_KOUT) (Linux's PSCI checker)"
+	@$(MAKE) -C $(KSRC) O=$(PSCI_KOUT) ARCH=arm64 CROSS_COMPILE=$(CROSS) -s -j$(JOBS) Image
+	@touch $@
+
 $(MODULE): $(wildcard linux/driver/*.c linux/driver/*.h linux/driver/Kbuild) $(ABI_HEADER) $(IMAGE)
 	@mkdir -p $(BUILD)/driver/include
 	@cp linux/driver/*.c linux/driver/*.h linux/driver/Kbuild $(BUILD)/driver/
@@ -253,18 +274,28 @@ lint:
 	.venv/bin/ruff check harness
 	.venv/bin/ruff format --check harness
 	cd harness && ../.venv/bin/mypy --strict tandem tests
+	@# The tandem node's binding (linux/Documentation/devicetree/bindings)
+	@# and every configuration's generated device trees against it and
+	@# Linux's PSCI and idle-state bindings (dt-validate).
+	./tandem check-dt
 
 host-test:
 	@echo "== host unit tests"
 	cargo test -q --workspace
 	.venv/bin/pytest -q -m "not qemu" harness/tests
 
+# QEMU tests side by side, one worker per host core: a per-core or virtual
+# timing boot is one QEMU thread, and its numbers do not depend on the
+# host's load. A test file stays on one worker (--dist loadfile): its
+# module fixtures boot once. QEMU_TEST_WORKERS=1 runs them one at a time.
+QEMU_TEST_WORKERS ?= $(shell nproc)
+
 qemu-test:
-	@echo "== QEMU tests"
-	.venv/bin/pytest -q --durations=10 -m qemu harness/tests
+	@echo "== QEMU tests ($(QEMU_TEST_WORKERS) side by side)"
+	.venv/bin/pytest -q --durations=10 -n $(QEMU_TEST_WORKERS) --dist loadfile -m qemu harness/tests
 
 clean:
-	rm -rf $(KOUT) $(BUILD)/linux-trace $(BUILD)/firmware $(BUILD)/qemu $(BUILD)/driver $(BUILD)/hostile $(BUILD)/rpmsg-sample $(BUILD)/tools $(BUILD)/include \
+	rm -rf $(KOUT) $(BUILD)/linux-trace $(BUILD)/linux-psci $(BUILD)/firmware $(BUILD)/qemu $(BUILD)/driver $(BUILD)/hostile $(BUILD)/rpmsg-sample $(BUILD)/tools $(BUILD)/include \
 		$(BUILD)/rootfs/stage $(BUILD)/rootfs/pkgroot $(BUILD)/rootfs/initramfs.cpio $(BUILD)/dtb
 	cargo clean
 

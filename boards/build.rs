@@ -21,6 +21,9 @@ struct File {
     /// Used by the harness only (it writes them into the partition table).
     #[allow(dead_code)]
     partition_devices: Option<toml::Table>,
+    /// Used by the harness only (Linux's idle states in its device tree).
+    #[allow(dead_code)]
+    linux_idle: Option<toml::Table>,
 }
 
 #[derive(Deserialize)]

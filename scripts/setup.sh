@@ -41,6 +41,8 @@ libglib2.0-dev             QEMU's main library
 zlib1g-dev                 QEMU (compressed images, required)
 libfdt-dev                 QEMU's virt board builds its device tree
 libcapstone-dev            QEMU's disassembler for -d in_asm (bench switch, ctxsw)
+dt-schema                  dt-validate: the tandem node's binding against every generated device tree (lint)
+gdb-multiarch              ./tandem gdb: one gdb for the monitor, the RTOS and Linux (aarch64)
 EOF
 )
 # The commands the build runs, and the package each comes from.
@@ -66,6 +68,9 @@ aarch64-linux-gnu-objcopy binutils-aarch64-linux-gnu
 aarch64-linux-gnu-readelf binutils-aarch64-linux-gnu
 ninja                 ninja-build
 pkg-config            pkgconf
+dt-validate           dt-schema
+dt-doc-validate       dt-schema
+gdb-multiarch         gdb-multiarch
 EOF
 )
 kernel_tarball=/usr/src/linux-source-6.1.tar.xz

@@ -64,6 +64,47 @@ pub mod sip {
     pub const LAST: u32 = RPMSG_NOTIFY;
 }
 
+/// SMCCC's general service queries, answered for the SiP range: SMCCC
+/// (DEN0028, "General Service Queries") reserves function numbers
+/// 0xFF00..=0xFFFF of every owner for them and defines them as SMC32 fast
+/// calls, so for SiP they are 0x8200_FF00 (Call Count), 0x8200_FF01 (Call
+/// UID) and 0x8200_FF03 (Revision; 0xFF02 is reserved). Their SMC64 forms
+/// (0xC200_FF0x) are not defined and answer NOT_SUPPORTED like any unknown
+/// ID. A caller learns from them which firmware it talks to (the UID),
+/// which revision of its SiP calls (the ABI version) and how many calls
+/// the range answers.
+pub mod sip_query {
+    /// Returns in w0 how many function IDs the SiP range answers (SMC32 and
+    /// SMC64 forms counted apart; these queries included).
+    pub const CALL_COUNT: u32 = 0x8200_FF00;
+    /// Returns the implementer's UID in w0..w3 ([`super::uid_words`] of
+    /// [`super::TANDEM_UID`]).
+    pub const CALL_UID: u32 = 0x8200_FF01;
+    /// Returns the revision of the SiP calls: w0 = major, w1 = minor (the
+    /// Tandem ABI version, [`super::ABI_VERSION`]).
+    pub const REVISION: u32 = 0x8200_FF03;
+}
+
+/// Tandem's UID, b647d0eb-4f38-4fec-8f69-906a453188d3 (a random version 4
+/// UUID made once for Tandem and never changed), in RFC 4122 byte order:
+/// what the SiP range's Call UID query identifies the firmware by.
+pub const TANDEM_UID: [u8; 16] = [
+    0xb6, 0x47, 0xd0, 0xeb, 0x4f, 0x38, 0x4f, 0xec, 0x8f, 0x69, 0x90, 0x6a, 0x45, 0x31, 0x88, 0xd3,
+];
+
+/// A UID as SMCCC returns it in w0..w3: bytes 0..3 of the UUID in w0, 4..7
+/// in w1 and so on, each register's bytes little-endian (Linux's KVM UID,
+/// `ARM_SMCCC_VENDOR_HYP_UID_KVM_REG_0` .. `_3`, reads the same way).
+pub const fn uid_words(uid: [u8; 16]) -> [u32; 4] {
+    let mut words = [0; 4];
+    let mut i = 0;
+    while i < 4 {
+        words[i] = u32::from_le_bytes([uid[4 * i], uid[4 * i + 1], uid[4 * i + 2], uid[4 * i + 3]]);
+        i += 1;
+    }
+    words
+}
+
 /// Arm PV time (DEN0057A), standard hypervisor service (fast, owner 5): the
 /// monitor plays the hypervisor, so Linux learns how long the RTOS held each
 /// of its cores while it had work there (stolen time).
@@ -143,6 +184,34 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
         value: pv_time::ST as i64,
     },
     CConstant {
+        name: "SMC_SIP_CALL_COUNT",
+        value: sip_query::CALL_COUNT as i64,
+    },
+    CConstant {
+        name: "SMC_SIP_CALL_UID",
+        value: sip_query::CALL_UID as i64,
+    },
+    CConstant {
+        name: "SMC_SIP_REVISION",
+        value: sip_query::REVISION as i64,
+    },
+    CConstant {
+        name: "SIP_UID_0",
+        value: uid_words(TANDEM_UID)[0] as i64,
+    },
+    CConstant {
+        name: "SIP_UID_1",
+        value: uid_words(TANDEM_UID)[1] as i64,
+    },
+    CConstant {
+        name: "SIP_UID_2",
+        value: uid_words(TANDEM_UID)[2] as i64,
+    },
+    CConstant {
+        name: "SIP_UID_3",
+        value: uid_words(TANDEM_UID)[3] as i64,
+    },
+    CConstant {
         name: "PSCI_CPU_ON_32",
         value: PSCI_CPU_ON_32 as i64,
     },
@@ -191,3 +260,43 @@ pub(crate) const C_CONSTANTS: &[CConstant] = &[
         value: ret::INTERNAL_FAILURE,
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uid_words_pack_as_smccc_callers_read_them() {
+        // Linux's KVM UID, 28b46fb6-2ec5-11e9-a9ca-4b564d003a74, and the
+        // registers include/linux/arm-smccc.h expects for it.
+        let kvm = [
+            0x28, 0xb4, 0x6f, 0xb6, 0x2e, 0xc5, 0x11, 0xe9, 0xa9, 0xca, 0x4b, 0x56, 0x4d, 0x00,
+            0x3a, 0x74,
+        ];
+        assert_eq!(
+            uid_words(kvm),
+            [0xb66f_b428, 0xe911_c52e, 0x564b_caa9, 0x743a_004d]
+        );
+        assert_eq!(uid_words(TANDEM_UID)[0], 0xebd0_47b6);
+    }
+
+    #[test]
+    fn tandems_uid_is_a_random_rfc4122_uuid() {
+        assert_eq!(TANDEM_UID[6] >> 4, 4, "version 4");
+        assert_eq!(TANDEM_UID[8] >> 6, 0b10, "RFC 4122 variant");
+    }
+
+    #[test]
+    fn the_queries_are_smc32_fast_calls_at_0xff0x_of_the_sip_owner() {
+        for (id, number) in [
+            (sip_query::CALL_COUNT, 0xFF00),
+            (sip_query::CALL_UID, 0xFF01),
+            (sip_query::REVISION, 0xFF03),
+        ] {
+            assert_eq!(id >> 31, 1, "fast");
+            assert_eq!(id >> 30 & 1, 0, "SMC32");
+            assert_eq!(id >> 24 & 0x3F, 2, "SiP");
+            assert_eq!(id & 0xFFFF, number);
+        }
+    }
+}

@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 
 from tandem.errors import TandemError
 from tandem.instruments import bench, trace
-from tandem.platform import apps, capacity
+from tandem.platform import apps, capacity, cpio, gdb
 from tandem.platform.board import DEFAULT_BOARD, boards, load_board
 from tandem.platform.boot import BootOptions, choose_timing, run_exec, run_interactive
 from tandem.platform.configs import LINUX_OFF, Workload, available
+from tandem.platform.dtb import LINUX_IDLE
 from tandem.platform.timing import (
     DEFAULT_QUANTUM_NS,
     MODES,
@@ -120,6 +121,14 @@ def _boot_options(
         "console is here and that runs the commands (default: the first, A)",
     )
     parser.add_argument(
+        "--linux-idle",
+        choices=LINUX_IDLE,
+        default="psci",
+        help="how Linux idles: psci, cpuidle with the board's idle state (the core's standby, "
+        "PSCI CPU_SUSPEND) beside WFI (default); wfi, WFI alone (no idle states in the "
+        "device tree)",
+    )
+    parser.add_argument(
         "--linux-off",
         choices=LINUX_OFF,
         default=None,
@@ -127,6 +136,41 @@ def _boot_options(
         "machine powers off (default: the configuration's; exec: machine-off, so that it "
         "ends with the commands)",
     )
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    """What `run` and `exec` take beyond the boot options: files for the
+    guest, and gdb."""
+    parser.add_argument(
+        "--add",
+        type=_added,
+        action="append",
+        default=[],
+        metavar="HOST_PATH[:GUEST_PATH]",
+        help="put a host file or directory into the guest's file system for this boot "
+        f"(appended to the initramfs; default GUEST_PATH {cpio.DEFAULT_DIR}/NAME, where "
+        "exec's commands start; repeatable)",
+    )
+    parser.add_argument(
+        "--gdb",
+        type=int,
+        nargs="?",
+        const=gdb.DEFAULT_PORT,
+        default=None,
+        metavar="PORT",
+        help="QEMU waits for gdb on this localhost port (default "
+        f"{gdb.DEFAULT_PORT}) before the first instruction; `./tandem gdb` then starts "
+        "gdb-multiarch with the monitor's, the RTOS's and Linux's symbols",
+    )
+
+
+def _added(text: str) -> cpio.Added:
+    try:
+        added = cpio.Added.parse(text)
+        added.check()
+    except TandemError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--add: ")) from None
+    return added
 
 
 def _workload(text: str) -> Workload:
@@ -205,6 +249,9 @@ def _options(args: argparse.Namespace) -> BootOptions:
         apps=apps.runs(args.rtos),
         linux_off=args.linux_off,
         partition=args.partition,
+        linux_idle=args.linux_idle,
+        add=tuple(getattr(args, "add", [])),
+        gdb_port=getattr(args, "gdb", None),
     )
 
 
@@ -218,6 +265,7 @@ def parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="boot with the Linux console on this terminal")
     _boot_options(run, timing="auto", auto=True)
+    _run_options(run)
 
     ex = sub.add_parser(
         "exec",
@@ -225,7 +273,13 @@ def parser() -> argparse.ArgumentParser:
         description="Exits with the commands' exit status.",
     )
     _boot_options(ex, timing="auto", auto=True)
-    ex.add_argument("--timeout", type=float, default=600, help="seconds (default 600)")
+    _run_options(ex)
+    ex.add_argument(
+        "--timeout",
+        type=float,
+        default=600,
+        help="seconds (default 600; with --gdb, the time you spend in gdb counts)",
+    )
     ex.add_argument(
         "--kernel",
         type=Path,
@@ -332,12 +386,55 @@ def parser() -> argparse.ArgumentParser:
     _boot_options(tr, timing=PERCORE)
     trace.add_arguments(tr)
 
+    pf = sub.add_parser(
+        "perfetto",
+        help="a Perfetto trace's slices per track (tandem trace's trace.perfetto-trace)",
+        description="Reads the file back with Perfetto's own protobuf classes and prints, per "
+        "track, depth and name, the slices' count and time in µs (the columns of "
+        "perfetto.WORLDS_QUERY). --sql runs a query in trace_processor instead, which needs "
+        "a trace_processor_shell binary in $TANDEM_TRACE_PROCESSOR.",
+    )
+    pf.add_argument("file", type=Path, help="the trace (e.g. results/trace/latest/...)")
+    pf.add_argument("--sql", default=None, help="a trace_processor query")
+
+    g = sub.add_parser(
+        "gdb",
+        help="gdb-multiarch on the boot waiting for it (run --gdb / exec --gdb), with the "
+        "monitor's, the RTOS's and Linux's symbols",
+        description="Runs gdb-multiarch with the gdb script of the newest boot that still runs "
+        "and was started with --gdb (build/logs/<boot>/gdbinit): aarch64, the symbols of "
+        "build/firmware/tandem-monitor.elf, tandem-rtos.elf (and tandem-hyp.elf with "
+        "partitions) and the kernel's vmlinux at their load addresses, connected to QEMU. "
+        "Arguments after -- go to gdb (e.g. -- -batch -ex 'break start_kernel').",
+    )
+    g.add_argument(
+        "--script",
+        type=Path,
+        default=None,
+        help="a boot's gdb script (default: the newest waiting boot's)",
+    )
+    g.add_argument("gdb_args", nargs=argparse.REMAINDER, help="-- GDB ARGUMENTS")
+
     sub.add_parser(
         "check-setup",
         help="check that this machine's QEMU can boot Tandem (make setup runs it)",
         description="QEMU's version, that it builds Tandem's exact machine from a boot's "
         "command line (no missing ROM or data file), and that it loads TCG plugins. "
         "Exits 1 with what is missing.",
+    )
+
+    cdt = sub.add_parser(
+        "check-dt",
+        help="validate every generated device tree against the bindings of what Tandem adds "
+        "(dt-validate; make lint runs it)",
+        description="Checks linux/Documentation/devicetree/bindings/firmware/tandem,tandem.yaml "
+        "with dt-doc-validate, then generates each configuration's device trees (Linux idling "
+        "through PSCI and with WFI alone; partitions each theirs; static capacities) and "
+        "validates them with dt-validate against it, Linux's PSCI and idle-state bindings and "
+        "dt-schema's core schemas. Exits 1 with what was found.",
+    )
+    cdt.add_argument(
+        "--keep", type=Path, default=None, metavar="DIR", help="write the trees to DIR"
     )
 
     e = sub.add_parser("exp", help="experiments of the papers (experiments/NAME.toml)")
@@ -554,6 +651,17 @@ def main(argv: list[str] | None = None) -> int:
             return _exp(args)
         if args.command == "check-setup":
             return _check_setup()
+        if args.command == "perfetto":
+            from tandem.instruments import perfetto
+
+            return perfetto.main(args.file, args.sql)
+        if args.command == "gdb":
+            extra = args.gdb_args[1:] if args.gdb_args[:1] == ["--"] else args.gdb_args
+            return gdb.main(args.script, extra)
+        if args.command == "check-dt":
+            from tandem.platform import dtcheck
+
+            return dtcheck.main(args.keep)
         if args.command == "bench" and args.bench == "boot":
             if args.runs < 1:
                 raise TandemError("--runs must be at least 1")

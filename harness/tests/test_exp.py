@@ -1148,3 +1148,70 @@ def test_a_run_is_stamped_before_it_measures(
     out = exp.run("stamped", quick=False, overrides={}, out_root=tmp_path / "r", directory=tmp_path)
     assert events == ["stamp", "boot"]
     assert json.loads((out / "summary.json").read_text())["provenance"] == {"commit": "at-start"}
+
+
+# cyclictest's --json file as rt-tests 2.4 writes it (one boot's, with
+# `-l 50 -h 100`), on one line as the guest script prints it.
+CYCLICTEST_JSON = (
+    '{  "file_version": 1,  "cmdline:": "cyclictest -m -p 99 -i 1000 -l 50 -t 1 -q -h 100 '
+    '--histfile=/tmp/ct.hist --json=/tmp/ct.json",  "rt_test_version:": "2.40",  '
+    '"start_time": "Thu, 01 Jan 1970 00:00:00 +0000",  "end_time": "Thu, 01 Jan 1970 00:00:00 '
+    '+0000",  "return_code": 0,  "sysinfo": {    "sysname": "Linux",    "nodename": "tandem",'
+    '    "release": "6.1.192",    "version": "#3 SMP PREEMPT",    "machine": "aarch64",    '
+    '"realtime": 0  },  "num_threads": 1,  "resolution_in_ns": 0,  "thread": {    "0": {      '
+    '"histogram": {        "3": 9,        "4": 33,        "5": 8      },      "cycles": 52,'
+    '      "min": 3,      "max": 140,      "avg": 3.98,      "cpu": 0,      "node": -1    }  }}'
+)
+
+
+def test_cyclictest_is_read_from_its_json() -> None:
+    from tandem.instruments import measure
+
+    lines = ["@@PHASE p1@@", "@@RESULT p1 cyclictest-json@@", CYCLICTEST_JSON]
+    got = measure.parse_results(lines, "t")["p1"]
+    # Two samples beyond the histogram's 100 µs (the 140 µs maximum among them).
+    assert (got.samples, got.overflow, got.min_us, got.max_us) == (52, 2, 3.0, 140.0)
+    assert got.histogram == {3.0: 9, 4.0: 33, 5.0: 8}
+    assert got.avg_us == pytest.approx(3.98)
+    assert got.percentile(50) == 4.0 and got.percentile(99) == 140.0
+    # What cyclictest can write that is not what was asked for is an error.
+    obj = json.loads(CYCLICTEST_JSON)
+    obj["thread"]["0"]["cycles"] = 10
+    with pytest.raises(TandemError, match="histogram counts 50 of 10 cycles"):
+        measure.from_cyclictest_json(obj, "t")
+    obj = json.loads(CYCLICTEST_JSON)
+    del obj["thread"]["0"]["histogram"]
+    with pytest.raises(TandemError, match="no histogram"):
+        measure.from_cyclictest_json(obj, "t")
+    obj = json.loads(CYCLICTEST_JSON)
+    obj["resolution_in_ns"] = 1
+    with pytest.raises(TandemError, match="ns"):
+        measure.from_cyclictest_json(obj, "t")
+
+
+def test_kernel_trace_reads_cyclictest_from_its_json_too() -> None:
+    from tandem.exp.linux_rt import trace
+
+    lines = ["@@WINDOW 3.61 700000 12 1@@", "@@CYCLICTEST-JSON@@", CYCLICTEST_JSON]
+    _, ct = trace.parse(lines, "t")
+    assert ct == {"min": 3.0, "avg": 3.98, "max": 140.0}
+
+
+@pytest.mark.qemu
+def test_cyclictest_measures_through_its_json() -> None:
+    """The experiments' guest function, in a real boot: cyclictest's JSON
+    comes back and reads as a measurement."""
+    from tandem.instruments import measure
+    from tandem.platform.boot import BootOptions, run_exec
+    from tandem.platform.timing import Timing
+
+    script = measure.script_header(1000, "4M", 1, "16M", settle_ms=10)
+    script += "measure_cyclictest p1 64 any no\n"
+    r = run_exec(
+        BootOptions(config="linux-only", timing=Timing("percore"), smp=1), script, timeout_s=300
+    )
+    assert r.status == 0, r.output
+    assert "@@RESULT p1 cyclictest-json@@" in r.lines, r.output
+    got = measure.parse_results(r.lines, "boot")["p1"]
+    assert got.samples == 64 and got.overflow == 0, r.output
+    assert 0 < got.min_us <= got.avg_us <= got.max_us < 100, r.output

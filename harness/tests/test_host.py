@@ -74,7 +74,27 @@ def test_fragment_merges_into_base_tree(tmp_path: Path) -> None:
     assert "tandem,cores = <0x00 0x01>;" in text, "every core's part of the region"
     assert text.count('enable-method = "psci";') == 2
     end = board.initrd + 4096
-    assert f"linux,initrd-end = <0x00 {end:#x}>;" in text
+    assert f"linux,initrd-end = <{end:#x}>;" in text, "one cell below 4 GiB"
+    assert "idle-states" not in text and "cpu-idle-states" not in text
+
+
+@pytest.mark.skipif(shutil.which("dtc") is None, reason="dtc not installed")
+def test_idle_states_are_the_boards_standby_on_every_linux_core(tmp_path: Path) -> None:
+    board = load_board()
+    (standby,) = board.idle_states
+    assert (standby.name, standby.psci_suspend_param) == ("standby", 0)
+    frag = dtb.tandem_fragment(board, 2, [1], "x", 16, idle_states=board.idle_states)
+    source = tmp_path / "t.dts"
+    source.write_text(BASE_DTS + frag)
+    text = subprocess.run(
+        ["dtc", "-q", "-I", "dts", "-O", "dts", source], capture_output=True, check=True
+    ).stdout.decode()
+    assert 'entry-method = "psci";' in text
+    assert 'compatible = "arm,idle-state";' in text
+    assert "arm,psci-suspend-param = <0x00>;" in text
+    assert f"min-residency-us = <{standby.min_residency_us:#04x}>;" in text
+    # cpu@1 points at the state; cpu@0, the RTOS's alone, is gone.
+    assert text.count("cpu-idle-states = <") == 1 and "cpu@0" not in text
 
 
 @pytest.mark.skipif(shutil.which("dtc") is None, reason="dtc not installed")

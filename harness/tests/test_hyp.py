@@ -52,7 +52,7 @@ def test_two_linux_instances_see_their_own_cores_and_run_hackbench_at_once() -> 
     own (a file): each sees its own cores, both run hackbench."""
     hackbench = "hackbench -g 2 -l 50"
     r = dualunix(
-        f"nproc; tr -d '\\000' </proc/device-tree/chosen/tandem,partition; echo; {hackbench}",
+        f"nproc; tr ' ' '\\n' </proc/cmdline | sed -n 's/^tandem_partition=//p'; {hackbench}",
         {"A": f"nproc; {hackbench}"},
         partition="B",
     )

@@ -189,9 +189,9 @@ def test_each_linux_gets_a_tree_of_its_own_partition(tmp_path: Path) -> None:
     assert "cpu@3" in text and "cpu@0" not in text and "cpu-map" not in text
     assert 'serial0 = "/pl011@90c0000";' in text and "serial1" not in text
     assert 'stdout-path = "/pl011@90c0000";' in text
-    assert 'tandem,partition = "B";' in text
+    assert 'bootargs = "x tandem_partition=B";' in text
     assert "tandem-shm@" in text and 'compatible = "tandem,tandem"' not in text
-    assert f"linux,initrd-start = <0x00 {b.load(BOARD, BOARD.initrd):#x}>;" in text
+    assert f"linux,initrd-start = <{b.load(BOARD, BOARD.initrd):#x}>;" in text
     # A's tree: Tandem's driver, told its own cores' parts of the region only.
     a_frag = dtb.partition_fragment(BOARD, QEMU_LIKE, 4, config.partitions_for(4)[0], "x", 4096)
     assert 'compatible = "tandem,tandem";' in a_frag

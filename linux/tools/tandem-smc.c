@@ -2,7 +2,13 @@
 /*
  * tandem-smc: issue raw SMCs through the tandem driver's debugfs file.
  *
- *   tandem-smc call FID [ARG1 .. ARG7]   print x0..x3 of one call
+ *   tandem-smc call FID [ARG1 .. ARG7]   print x0..x3 of one call (and, for
+ *                                        an SMC64 general query, refused, a
+ *                                        hint at its SMC32 form)
+ *   tandem-smc uid                       the SiP range's Call UID, Revision
+ *                                        and Call Count queries (SMCCC): the
+ *                                        firmware's UUID, "(Tandem)" if it
+ *                                        is Tandem's, and its revision
  *   tandem-smc fuzz COUNT [SEED]         random calls; every one must return,
  *                                        unknown IDs with NOT_SUPPORTED (-1)
  *   tandem-smc repeat SECONDS FID [ARG1 .. ARG7]
@@ -92,6 +98,17 @@ static uint64_t xorshift(uint64_t *s)
 	return *s * 0x2545F4914F6CDD1DULL;
 }
 
+/*
+ * A function number: mostly low ones, where services put their calls, and
+ * one in four among SMCCC's general queries (0xff00..0xff0f).
+ */
+static uint32_t random_number(uint64_t *seed)
+{
+	if (xorshift(seed) % 4 == 0)
+		return 0xff00u | ((uint32_t)xorshift(seed) & 0xfu);
+	return (uint32_t)xorshift(seed) & 0xffu;
+}
+
 static int run_fuzz(int fd, long count, uint64_t seed)
 {
 	/* Owner ranges the monitor serves or must refuse cleanly. */
@@ -108,7 +125,8 @@ static int run_fuzz(int fd, long count, uint64_t seed)
 			else
 				fid = 0x80000000u |
 				      (owners[xorshift(&seed) % ARRAY_SIZE(owners)] << 24) |
-				      ((uint32_t)xorshift(&seed) & 0x400000ffu);
+				      ((uint32_t)xorshift(&seed) & 0x40000000u) |
+				      random_number(&seed);
 		} while (in_list(fid, power_changing, ARRAY_SIZE(power_changing)));
 		a[0] = fid;
 		for (int j = 1; j < 8; j++)
@@ -330,11 +348,65 @@ static void print_usage(void)
 {
 	fprintf(stderr,
 		"usage: tandem-smc call FID [ARG1 .. ARG7]\n"
+		"       tandem-smc uid\n"
 		"       tandem-smc fuzz COUNT [SEED]\n"
 		"       tandem-smc repeat SECONDS FID [ARG1 .. ARG7]\n"
 		"       tandem-smc scribble-rpc SECONDS CH\n"
 		"       tandem-smc cpu-on-loop SECONDS MPIDR ENTRY\n");
 	exit(2);
+}
+
+/*
+ * SMCCC's general queries of the SiP range. The UID comes back in w0..w3,
+ * four bytes of the UUID each, little-endian; it is printed in the usual
+ * text form.
+ */
+#define SMCCC_FAST_CALL 0x80000000u
+#define SMCCC_SMC64 0x40000000u
+
+/*
+ * A fast call's SMC64 ID with a general query's function number
+ * (0xff00..0xffff): SMCCC defines Call Count, Call UID and Revision as
+ * SMC32 calls only, so the monitor refuses these like any unknown ID.
+ */
+static int smc64_general_query(uint64_t fid)
+{
+	return fid <= UINT32_MAX && (fid & (SMCCC_FAST_CALL | SMCCC_SMC64)) ==
+	       (SMCCC_FAST_CALL | SMCCC_SMC64) && (fid & 0xff00u) == 0xff00u;
+}
+
+static int run_uid(int fd)
+{
+	static const uint32_t tandem[4] = {
+		TANDEM_SIP_UID_0, TANDEM_SIP_UID_1, TANDEM_SIP_UID_2, TANDEM_SIP_UID_3,
+	};
+	uint64_t a[1] = { TANDEM_SMC_SIP_CALL_UID }, r[4], rev[4], count[4];
+	uint8_t uuid[16];
+	int ours = 1;
+
+	if (issue_smc(fd, a, 1, r))
+		return 2;
+	if ((int64_t)r[0] == TANDEM_SMC_NOT_SUPPORTED) {
+		printf("no SiP UID (Call UID answered NOT_SUPPORTED)\n");
+		return 1;
+	}
+	for (int i = 0; i < 4; i++) {
+		for (int b = 0; b < 4; b++)
+			uuid[4 * i + b] = (uint8_t)(r[i] >> (8 * b));
+		ours &= (uint32_t)r[i] == tandem[i];
+	}
+	a[0] = TANDEM_SMC_SIP_REVISION;
+	if (issue_smc(fd, a, 1, rev))
+		return 2;
+	a[0] = TANDEM_SMC_SIP_CALL_COUNT;
+	if (issue_smc(fd, a, 1, count))
+		return 2;
+	for (int i = 0; i < 16; i++)
+		printf("%02x%s", uuid[i], i == 3 || i == 5 || i == 7 || i == 9 ? "-" : "");
+	printf(" %s revision %" PRId64 ".%" PRId64 " calls %" PRId64 "\n",
+	       ours ? "(Tandem)" : "(not Tandem)", (int64_t)rev[0], (int64_t)rev[1],
+	       (int64_t)count[0]);
+	return 0;
 }
 
 /* FID and its arguments from argv into a; returns how many, or -1. */
@@ -360,7 +432,7 @@ int main(int argc, char **argv)
 	uint64_t a[8] = { 0 }, r[4];
 	int fd;
 
-	if (argc < 3)
+	if (argc < 3 && !(argc == 2 && !strcmp(argv[1], "uid")))
 		print_usage();
 	fd = open(SMC_FILE, O_RDWR);
 	if (fd < 0) {
@@ -368,6 +440,8 @@ int main(int argc, char **argv)
 			SMC_FILE, strerror(errno));
 		return 2;
 	}
+	if (!strcmp(argv[1], "uid"))
+		return run_uid(fd);
 	if (!strcmp(argv[1], "call")) {
 		int n = parse_call(argc - 2, argv + 2, a);
 
@@ -375,6 +449,12 @@ int main(int argc, char **argv)
 			return 2;
 		printf("%" PRId64 " %#" PRIx64 " %#" PRIx64 " %#" PRIx64 "\n",
 		       (int64_t)r[0], r[1], r[2], r[3]);
+		if ((int64_t)r[0] == TANDEM_SMC_NOT_SUPPORTED && smc64_general_query(a[0])) {
+			fflush(stdout);
+			fprintf(stderr,
+				"tandem-smc: %#" PRIx64 " is the SMC64 form of an SMCCC general query; SMCCC defines them as SMC32: %#" PRIx64 " (or tandem-smc uid)\n",
+				a[0], a[0] & ~SMCCC_SMC64);
+		}
 		return 0;
 	}
 	if (!strcmp(argv[1], "fuzz")) {

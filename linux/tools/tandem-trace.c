@@ -10,6 +10,21 @@
  *
  * Each core's entries follow its "# core" line, oldest first. Only entries
  * the monitor cannot have overwritten while we copied them are printed.
+ *
+ * tandem-trace --clock prints, after "# now", eight "# clock" samples (below):
+ * where Linux's raw clock was when the rings were read.
+ *
+ * tandem-trace clock [N] relates Linux's raw monotonic clock (the clock
+ * Linux's tracer stamps its events with, `trace_clock` mono_raw) to the
+ * counter: N times (default 16) it reads the counter, the clock and the
+ * counter again, and prints
+ *
+ *   # clock BEFORE RAW_NS AFTER   the clock read between the two counter reads
+ *   # clock-marker BEFORE AFTER   ... and the same around a trace_marker write
+ *
+ * The marker ("tandem_clock_marker BEFORE", if the tracer is mounted at
+ * /sys/kernel/tracing) lets the harness check its conversion against an
+ * event the tracer itself stamped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tandem_abi.h"
@@ -202,17 +218,67 @@ static uint64_t counter_now(void)
 	return t;
 }
 
+#define MARKER "/sys/kernel/tracing/trace_marker"
+
+static int clock_samples(long n, int marker)
+{
+	struct timespec t;
+	uint64_t before, after;
+	char text[64];
+	int fd, len;
+
+	for (long i = 0; i < n; i++) {
+		before = counter_now();
+		if (clock_gettime(CLOCK_MONOTONIC_RAW, &t)) {
+			perror("tandem-trace: clock_gettime");
+			return 1;
+		}
+		after = counter_now();
+		printf("# clock %llu %llu %llu\n", (unsigned long long)before,
+		       (unsigned long long)t.tv_sec * 1000000000ull + t.tv_nsec,
+		       (unsigned long long)after);
+	}
+	if (!marker)
+		return 0;
+	fd = open(MARKER, O_WRONLY);
+	if (fd < 0)
+		return 0;
+	before = counter_now();
+	len = snprintf(text, sizeof(text), "tandem_clock_marker %llu\n",
+		       (unsigned long long)before);
+	if (write(fd, text, len) != len) {
+		perror("tandem-trace: " MARKER);
+		close(fd);
+		return 1;
+	}
+	after = counter_now();
+	close(fd);
+	printf("# clock-marker %llu %llu\n", (unsigned long long)before,
+	       (unsigned long long)after);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct ring rings[TANDEM_SHM_MAX_CORES];
 	struct layout l;
 	uint64_t now;
 	uint32_t c;
-	int fd;
+	int fd, with_clock;
 
-	(void)argv;
-	if (argc != 1) {
-		fprintf(stderr, "usage: tandem-trace (prints every core's world-switch trace)\n");
+	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "clock")) {
+		long n = argc == 3 ? strtol(argv[2], NULL, 0) : 16;
+
+		if (n < 1 || n > 100000) {
+			fprintf(stderr, "tandem-trace: clock: N must be 1..100000\n");
+			return 2;
+		}
+		return clock_samples(n, 1);
+	}
+	with_clock = argc == 2 && !strcmp(argv[1], "--clock");
+	if (argc != 1 && !with_clock) {
+		fprintf(stderr, "usage: tandem-trace [--clock] (every core's world-switch trace)\n"
+			"       tandem-trace clock [N] (Linux's raw clock against the counter)\n");
 		return 2;
 	}
 	fd = open(REGION, O_RDONLY);
@@ -236,6 +302,8 @@ int main(int argc, char **argv)
 
 	printf("# counter_hz %u cores %u\n", l.counter_hz, l.cores);
 	printf("# now %llu\n", (unsigned long long)now);
+	if (with_clock && clock_samples(8, 0))
+		return 1;
 	for (c = 0; c < l.cores; c++) {
 		const struct ring *r = &rings[c];
 		uint64_t i, kept = r->written - r->first;

@@ -65,14 +65,58 @@ def boot(options: BootOptions, runs: int, out_root: Path = RESULTS) -> Path:
 
 LATENCY_SCRIPT = """
 set -e
+# @@COUNT PHASE core N TO_RTOS TO_LINUX: the monitor's world switches on
+# each core; @@COUNT PHASE cpu N ENTRIES: Linux's entries into its standby
+# idle state (CPU_SUSPEND) on each of its CPUs.
+counts() {{
+	for d in /sys/bus/platform/devices/tandem/core[0-9]*; do
+		echo "@@COUNT $1 core ${{d##*core}} $(cat $d/switches_to_rtos) $(cat $d/switches_to_linux)"
+	done
+	for d in /sys/devices/system/cpu/cpu[0-9]*; do
+		f=$d/cpuidle/state1/usage
+		[ -r $f ] && echo "@@COUNT $1 cpu ${{d##*cpu}} $(cat $f)"
+	done
+	true
+}}
+counts start
 tandem-lat save /tmp/lat0
 sleep {idle_s}
 tandem-lat save /tmp/lat1
+counts idle
 hackbench -g 8 -l {loops} > /dev/null
 tandem-lat save /tmp/lat2
+counts hackbench
 tandem-lat report /tmp/lat0 /tmp/lat1
 tandem-lat report /tmp/lat1 /tmp/lat2
 """
+
+
+def _counts(lines: list[str]) -> dict[str, dict[str, dict[str, list[int]]]]:
+    """The script's @@COUNT lines: phase -> "core"/"cpu" -> number -> values."""
+    out: dict[str, dict[str, dict[str, list[int]]]] = {}
+    for line in lines:
+        words = line.split()
+        if len(words) >= 5 and words[0] == "@@COUNT" and words[2] in ("core", "cpu"):
+            out.setdefault(words[1], {}).setdefault(words[2], {})[words[3]] = [
+                int(w) for w in words[4:]
+            ]
+    return out
+
+
+def _deltas(
+    counts: dict[str, dict[str, dict[str, list[int]]]], before: str, after: str
+) -> dict[str, object]:
+    """Per core, the world switches each way in a phase; per Linux CPU, its
+    standby entries."""
+    out: dict[str, object] = {}
+    for kind, names in (("core", ("to_rtos", "to_linux")), ("cpu", ("standby_entries",))):
+        a, b = counts.get(before, {}).get(kind, {}), counts.get(after, {}).get(kind, {})
+        out[f"{kind}s"] = {
+            n: dict(zip(names, (y - x for x, y in zip(a[n], b[n], strict=True)), strict=True))
+            for n in sorted(b)
+            if n in a
+        }
+    return out
 
 
 def _phase(load: str, report: dict[str, object]) -> dict[str, object]:
@@ -111,6 +155,9 @@ def latency(
         raise SystemExit(f"bench latency: run failed (console: {result.console_log})")
     idle, loaded = (json.loads(line) for line in result.lines[-2:])
     phases = [_phase("idle", idle), _phase("hackbench", loaded)]
+    counts = _counts(result.lines)
+    phases[0]["counts"] = _deltas(counts, "start", "idle")
+    phases[1]["counts"] = _deltas(counts, "idle", "hackbench")
     for phase in phases:
         samples = phase["samples"]
         assert isinstance(samples, int)
@@ -128,6 +175,7 @@ def latency(
         "histogram_limit_us": round(float(idle["tick_ns"]) * 16384 / 1000, 1),
         "smp": options.smp,
         "config": options.config,
+        "linux_idle": options.linux_idle,
         "phases": phases,
     }
     out = new_run_dir(out_root / "latency")
@@ -144,6 +192,14 @@ def latency(
             f"avg {p['avg_us']} us, max {p['max_us']} us"
             + (f" ({p['beyond_histogram']} beyond the histogram)" if p["beyond_histogram"] else "")
         )
+        counted = p["counts"]
+        assert isinstance(counted, dict)
+        cores = counted["cores"]
+        cpus = counted["cpus"]
+        assert isinstance(cores, dict) and isinstance(cpus, dict)
+        to_rtos = sum(c["to_rtos"] for c in cores.values())
+        standby = sum(c["standby_entries"] for c in cpus.values())
+        print(f"{'':>9}  {to_rtos} switches to the RTOS, {standby} standby entries (CPU_SUSPEND)")
     print(f"results: {out}")
     return out
 
@@ -165,11 +221,17 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
         f"{board.secure_flash.base:#x}..{board.rtos_image - 1:#x},"
         f"{board.rtos_ram.base:#x}..{board.rtos_ram.end - 1:#x}"
     )
+    # Linux idles with WFI here: the Linux -> RTOS path counted is the FIQ
+    # vector's (an RTOS interrupt finding Linux running or in its WFI).
+    # Idling through CPU_SUSPEND, an idle core's switch starts from the
+    # monitor's own wait in Linux's place instead, which switchcost does
+    # not pair, and only a busy core's would be counted.
     logged = BootOptions(
         config=options.config,
         timing=options.timing,
         smp=options.smp,
         extra_qemu_args=qemu_command.exec_log_args(code, "{run_dir}/exec.log"),
+        linux_idle="wfi",
     )
     print(
         f"bench switch: booting with QEMU's execution log ({options.timing.words()})",
@@ -188,6 +250,7 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
     measured = switchcost.measure(log, symbols, monitor_vectors, rtos_vectors)
     summary = {
         "benchmark": "switch",
+        "linux_idle": logged.linux_idle,
         "timing": options.timing.mode,
         "quantum_ns": options.timing.quantum,
         "unit": "instructions (virtual timing: 1 instruction = 1 ns)",

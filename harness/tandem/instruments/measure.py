@@ -8,7 +8,13 @@ followed by one JSON line. Two instruments:
   the handler, one bucket per 16 ns counter tick), snapshotted by `tandem-lat`
   before and after a phase; the measured core's difference is the result.
 - `cyclictest`: where only Linux runs, rt-tests' cyclictest, one SCHED_FIFO 99
-  thread waking every period (1 µs histogram buckets; exact min/avg/max).
+  thread waking every period (1 µs histogram buckets; exact min/max, the
+  average to 0.01 µs). Read through its own JSON (`--json`, rt-tests 2.4):
+  the histogram (non-empty buckets), cycles, min, max and average; what
+  lies beyond the histogram's range is cycles less the histogram's count.
+  Runs kept from before (their console logs print `@@RESULT ID
+  cyclictest@@` and a summary an awk script scraped from the histogram
+  file, whose average cyclictest truncates to whole µs) read as they did.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from dataclasses import dataclass
 from tandem.errors import TandemError
 
 PHASE = re.compile(r"^@@PHASE (\S+)@@$")
-RESULT = re.compile(r"^@@RESULT (\S+) (rtos|cyclictest)@@$")
+RESULT = re.compile(r"^@@RESULT (\S+) (rtos|cyclictest|cyclictest-json)@@$")
 # Histogram range of cyclictest, µs: anything later is counted as overflow.
 CYCLICTEST_HIST_US = 10000
 # Default settling time after a load starts, before measuring (virtual ms in
@@ -105,7 +111,7 @@ measure_cyclictest() {{
 	verbose=""
 	[ "${{5:-no}}" = yes ] && verbose="-v"
 	cmd="cyclictest -m -p 99 -i $PERIOD_US -l $2 -t 1 $pin -q $verbose"
-	cmd="$cmd -h {CYCLICTEST_HIST_US} --histfile=/tmp/ct.hist"
+	cmd="$cmd -h {CYCLICTEST_HIST_US} --histfile=/tmp/ct.hist --json=/tmp/ct.json"
 	cell_before "$1"
 	if [ "$4" = yes ]; then
 		sh -c "echo \$\$ > /sys/fs/cgroup/rt/cgroup.procs && exec $cmd" >/tmp/ct.out 2>&1
@@ -114,23 +120,10 @@ measure_cyclictest() {{
 	fi || fail "cyclictest"
 	cell_after "$1"
 	load_stop
-	echo "@@RESULT $1 cyclictest@@"
-	# cyclictest pads with zeros; busybox awk reads 0-led numbers as octal
-	awk '
-		function dec(s) {{ sub(/^0+/, "", s); return s == "" ? 0 : s + 0 }}
-		/^# Min Latencies:/ {{ min = dec($4) }}
-		/^# Avg Latencies:/ {{ avg = dec($4) }}
-		/^# Max Latencies:/ {{ max = dec($4) }}
-		/^# Histogram Overflows:/ {{ over = dec($4) }}
-		/^[0-9]/ && dec($2) > 0 {{
-			h = h sep "[" dec($1) ", " dec($2) "]"; sep = ", "; n += dec($2)
-		}}
-		END {{
-			printf "{{\"min_us\": %d, \"avg_us\": %d, \"max_us\": %d, ", min, avg, max
-			printf "\"overflow\": %d, \"in_histogram\": %d, ", over, n
-			printf "\"histogram\": [%s]}}\n", h
-		}}
-	' /tmp/ct.hist
+	echo "@@RESULT $1 cyclictest-json@@"
+	# cyclictest's own JSON, on one line
+	tr -d '\n' < /tmp/ct.json
+	echo
 	if [ -n "$verbose" ]; then
 		echo "@@SERIES $1@@"
 		# -v lines: "thread: loop: latency"
@@ -282,6 +275,44 @@ def from_cyclictest(obj: dict[str, object], where: str) -> Latency:
     )
 
 
+def from_cyclictest_json(obj: dict[str, object], where: str) -> Latency:
+    """cyclictest's `--json` file (one thread, µs): its thread's
+    histogram (bucket -> count, empty buckets left out), cycles, min, max
+    and average; the samples beyond the histogram are the cycles it does
+    not count."""
+    threads = obj.get("thread")
+    if not isinstance(threads, dict) or list(threads) != ["0"]:
+        raise TandemError(f"{where}: expected cyclictest's one thread, got {threads!r:.80}")
+    thread = threads["0"]
+    if not isinstance(thread, dict):
+        raise TandemError(f"{where}: thread 0 is not an object")
+    if obj.get("resolution_in_ns", 0) != 0:
+        raise TandemError(f"{where}: cyclictest measured in ns (--nsecs); µs expected")
+    raw = thread.get("histogram")
+    if not isinstance(raw, dict):
+        raise TandemError(f"{where}: no histogram (cyclictest without -h?)")
+    hist: dict[float, int] = {}
+    for bucket, count in raw.items():
+        if not bucket.isdigit() or not isinstance(count, int) or count < 0:
+            raise TandemError(f"{where}: bad histogram entry {bucket!r}: {count!r}")
+        hist[float(bucket)] = count
+    cycles = int(_number(thread, "cycles", where))
+    in_hist = sum(hist.values())
+    if in_hist > cycles:
+        raise TandemError(f"{where}: histogram counts {in_hist} of {cycles} cycles")
+    avg = _number(thread, "avg", where)
+    return Latency(
+        "cyclictest",
+        1.0,
+        hist,
+        _number(thread, "min", where),
+        _number(thread, "max", where),
+        avg * cycles,
+        cycles,
+        cycles - in_hist,
+    )
+
+
 def marked_json(lines: Iterable[str], marker: str, where: str) -> dict[str, object]:
     """Phase id -> the JSON value on the line after each `@@MARKER ID@@`
     (what an experiment's script adds beside the measurements)."""
@@ -326,7 +357,11 @@ def parse_results(lines: Iterable[str], where: str) -> dict[str, Latency]:
                 raise TandemError(f"{where}: phase {phase}: bad JSON ({e})") from None
             if not isinstance(obj, dict):
                 raise TandemError(f"{where}: phase {phase}: not a JSON object")
-            parse = from_rtos if instrument == "rtos" else from_cyclictest
+            parse = {
+                "rtos": from_rtos,
+                "cyclictest": from_cyclictest,
+                "cyclictest-json": from_cyclictest_json,
+            }[instrument]
             out[phase] = parse(obj, f"{where}: phase {phase}")
     if pending is not None:
         raise TandemError(f"{where}: phase {pending[0]} printed no result")

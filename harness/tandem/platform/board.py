@@ -38,6 +38,18 @@ class Device:
 
 
 @dataclass(frozen=True)
+class IdleState:
+    """An idle state Linux's cpuidle may enter through PSCI CPU_SUSPEND
+    (`arm,idle-state`): its power_state argument and latencies in µs."""
+
+    name: str
+    psci_suspend_param: int
+    entry_latency_us: int
+    exit_latency_us: int
+    min_residency_us: int
+
+
+@dataclass(frozen=True)
 class Board:
     """What the harness needs of a board: memory map, boot addresses, QEMU machine."""
 
@@ -76,6 +88,8 @@ class Board:
     # Nodes of that tree Linux must not use: the secure world's devices.
     secure_nodes: tuple[str, ...]
     partition_devices: dict[str, Device]
+    # Linux's idle states beside WFI ([linux_idle.NAME]), deepest last.
+    idle_states: tuple[IdleState, ...] = ()
 
 
 def _value(table: dict[str, object], key: str, where: str) -> object:
@@ -133,6 +147,37 @@ def _devices(data: dict[str, object], where: str) -> dict[str, Device]:
             _int(value, "serial", at) if "serial" in value else None,
         )
     return out
+
+
+# The power_state of each idle state the monitor offers (CPU_SUSPEND,
+# original format: StateID 0, standby, level 0; monitor/core/src/services.rs).
+PSCI_STATES = {"standby": 0}
+
+
+def _idle_states(data: dict[str, object], where: str) -> tuple[IdleState, ...]:
+    table = data.get("linux_idle", {})
+    if not isinstance(table, dict):
+        raise TandemError(f"{where}: [linux_idle] must be a table")
+    out: list[IdleState] = []
+    for name, value in table.items():
+        at = f"{where} [linux_idle.{name}]"
+        if name not in PSCI_STATES:
+            raise TandemError(
+                f"{at}: the monitor offers no such state (known: {', '.join(PSCI_STATES)})"
+            )
+        if not isinstance(value, dict):
+            raise TandemError(f"{at}: must be a table")
+        extra = set(value) - {"entry_latency_us", "exit_latency_us", "min_residency_us"}
+        if extra:
+            raise TandemError(f"{at}: unknown key(s) {', '.join(sorted(extra))}")
+        times = [
+            _int(value, key, at)
+            for key in ("entry_latency_us", "exit_latency_us", "min_residency_us")
+        ]
+        if any(t < 0 for t in times):
+            raise TandemError(f"{at}: latencies must not be negative")
+        out.append(IdleState(name, PSCI_STATES[name], *times))
+    return tuple(out)
 
 
 _SERIAL_ROLES = ("normal", "secure", "null")
@@ -211,6 +256,7 @@ def load_board(name: str = DEFAULT_BOARD, directory: Path = BOARDS) -> Board:
         if "secure_nodes" in linux
         else (),
         partition_devices=_devices(data, where),
+        idle_states=_idle_states(data, where),
     )
 
 

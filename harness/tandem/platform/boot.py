@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from tandem.errors import TandemError
-from tandem.platform import capacity, cpio, dtb, flash, qemu_command
+from tandem.platform import capacity, cpio, dtb, flash, gdb, qemu_command
 from tandem.platform.apps import AppRun, workload_blob
 from tandem.platform.board import DEFAULT_BOARD, Board, load_board
 from tandem.platform.configs import Ctxsw, Partition, PlatformConfig, Workload, load_config
@@ -98,6 +98,15 @@ class BootOptions:
     # Another Linux image than Tandem's (build/linux/.../Image), e.g. the
     # latency-tracing kernel of `make trace-kernel`; None: Tandem's.
     kernel: Path | None = None
+    # How Linux idles (dtb.LINUX_IDLE): "psci", cpuidle with the board's
+    # idle states through PSCI CPU_SUSPEND beside WFI; "wfi", WFI alone.
+    linux_idle: str = "psci"
+    # Host files and directories put into the guest's file system for this
+    # boot (`--add HOST[:GUEST]`), appended to the initramfs.
+    add: tuple[cpio.Added, ...] = ()
+    # QEMU waits for gdb on this TCP port (localhost) before the first
+    # instruction (`--gdb`); None: no gdb stub.
+    gdb_port: int | None = None
 
 
 @dataclass
@@ -144,6 +153,15 @@ def _check(options: BootOptions, board: Board) -> None:
     if not 0 <= options.phase_us <= 10_000_000:
         raise TandemError(f"phase must be 0..10 s, got {options.phase_us} µs")
     capacity.check(options.capacity)
+    if options.linux_idle not in dtb.LINUX_IDLE:
+        raise TandemError(
+            f"Linux idle mode must be one of {', '.join(dtb.LINUX_IDLE)}, "
+            f"got '{options.linux_idle}'"
+        )
+    for a in options.add:
+        a.check()
+    if options.gdb_port is not None and not 1 <= options.gdb_port <= 65535:
+        raise TandemError(f"--gdb port must be 1..65535, got {options.gdb_port}")
     if not 0 <= options.disk_mib <= 65536:
         raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
     missing = missing_artifacts(board.name)
@@ -248,13 +266,20 @@ def layout(options: BootOptions, exec_script: str | None) -> Layout:
     return Layout(config, linux_cores, partitions, primary, scripts)
 
 
-def initramfs(layout: Layout, run_dir: Path) -> tuple[bytes, ...]:
-    """Step 2: the initramfs as chunks: Tandem's, then (exec) the commands.
+def initramfs(layout: Layout, run_dir: Path, add: tuple[cpio.Added, ...] = ()) -> tuple[bytes, ...]:
+    """Step 2: the initramfs as chunks: Tandem's, then what `add` puts into
+    the guest, then (exec) the commands.
 
     One initramfs for every partition: each Linux's rcS runs the script
-    named after its partition (its device tree says which). The scripts
-    are also written beside the boot's logs (exec.sh, exec-NAME.sh)."""
+    named after its partition (its command line says which). The scripts
+    are also written beside the boot's logs (exec.sh, exec-NAME.sh), and
+    what was added is listed in added.txt."""
     chunks = [INITRAMFS.read_bytes()]
+    if add:
+        chunks.append(cpio.added(add))
+        (run_dir / "added.txt").write_text(
+            "".join(f"{a.host.resolve()} -> {a.guest}\n" for a in add)
+        )
     if layout.scripts:
         files = {
             f"tandem/exec{'-' + name if name else ''}.sh": (0o755, text.encode())
@@ -354,6 +379,7 @@ def device_trees(
             initrd_size,
             run_dir / "tandem.dtb",
             capacities,
+            linux_idle=options.linux_idle,
         )
         return [
             (
@@ -375,6 +401,7 @@ def device_trees(
             run_dir / f"tandem-{p.name}.dtb",
             capacities,
             partition=p,
+            linux_idle=options.linux_idle,
         )
         images.append(
             (
@@ -499,7 +526,27 @@ def command_line(
             arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args
         ),
         consoles=None if consoles is None else consoles.serials,
+        gdb_port=options.gdb_port,
     )
+
+
+def gdb_script(options: BootOptions, plan: Layout, kernel: Path, run_dir: Path) -> Path | None:
+    """Step 10 (`--gdb`): the boot's gdb script (gdbinit): every image's
+    symbols and the connection to QEMU's stub; None without `--gdb`."""
+    if options.gdb_port is None:
+        return None
+    return gdb.write_script(run_dir, options.gdb_port, kernel, bool(plan.partitions))
+
+
+def _announce_gdb(options: BootOptions, prepared: Prepared) -> None:
+    if options.gdb_port is not None:
+        print(
+            f"tandem: QEMU waits for gdb on 127.0.0.1:{options.gdb_port} (every core stopped); "
+            f"`./tandem gdb` in another terminal, or gdb-multiarch -x "
+            f"{prepared.run_dir / gdb.SCRIPT}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
@@ -528,7 +575,7 @@ def _prepare_in(
     run_dir: Path,
     in_use: BinaryIO,
 ) -> Prepared:
-    initrd = initramfs(plan, run_dir)
+    initrd = initramfs(plan, run_dir, options.add)
     args = bootargs(options, exec_script)
     off = linux_off(options, plan)
     blobs = rtos_blobs(options, plan, off, run_dir)
@@ -538,6 +585,7 @@ def _prepare_in(
     firmware = flash_image(board, blobs, images, table, run_dir)
     disk = blank_disk(options, run_dir)
     argv = command_line(options, board, firmware, run_dir, exec_script is None, disk, consoles)
+    gdb_script(options, plan, kernel_path, run_dir)
     return Prepared(
         argv,
         run_dir / "secure.log",
@@ -579,6 +627,7 @@ def run_interactive(options: BootOptions) -> int:
             "`reboot` restarts Linux alone)"
         )
     print(f"tandem: Linux console follows; {quit_how}", file=sys.stderr)
+    _announce_gdb(options, prepared)
     proc = qemu_command.spawn(prepared.argv)
     try:
         status = proc.wait()
@@ -793,6 +842,7 @@ def run_exec(
     thread: boots side by side, one failed or Ctrl-C) ends the boot with an
     error."""
     prepared = prepare(options, exec_script=script)
+    _announce_gdb(options, prepared)
     others = [name for name, _ in options.partition_scripts]
     partition_results: dict[str, PartitionResult] = {}
     start = time.monotonic()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.platform import qemu_command
-from tandem.platform.board import Board
+from tandem.platform.board import Board, IdleState
 from tandem.platform.configs import Partition
 from tandem.platform.paths import BUILD, KERNEL_DTS, firmware
 from tandem.results import write_atomic
@@ -109,10 +109,60 @@ def _cells(value: int) -> str:
     return f"0x{value >> 32:x} 0x{value & 0xFFFFFFFF:x}"
 
 
+def _address(value: int) -> str:
+    """A /chosen address (the initramfs's): one cell when it fits 32 bits,
+    as the device-tree schema of `linux,initrd-start` has it (dt-schema
+    2022.08: uint32), else two. Linux reads either (of_read_number)."""
+    return f"0x{value:x}" if value < 1 << 32 else _cells(value)
+
+
 def _cores(cores: Iterable[int]) -> str:
     """A `tandem,cores` cell list: the cores whose parts of the shared
     region the driver may use (linux/driver/tandem_main.c)."""
     return " ".join(str(c) for c in cores)
+
+
+# On a partition's command line: which partition this Linux is (rootfs/rcS
+# runs its commands, /tandem/exec-NAME.sh). No module is called that, so
+# Linux hands it to init without a word.
+PARTITION_ARG = "tandem_partition="
+
+# Linux's idle modes (BootOptions.linux_idle): `psci`, the board's idle
+# states in the device tree, which cpuidle enters through PSCI CPU_SUSPEND
+# (WFI stays state 0); `wfi`, none, so Linux idles with WFI alone.
+LINUX_IDLE = ("psci", "wfi")
+
+
+def _label(state: IdleState) -> str:
+    return f"cpu_{state.name}"
+
+
+def idle_states_fragment(states: tuple[IdleState, ...]) -> list[str]:
+    """The `/cpus/idle-states` node for `states` (arm,idle-state entered
+    with PSCI), as lines inside the root node; nothing for none."""
+    if not states:
+        return []
+    lines = ["\tcpus {", "\t\tidle-states {", '\t\t\tentry-method = "psci";']
+    for st in states:
+        lines += [
+            f"\t\t\t{_label(st)}: cpu-{st.name} {{",
+            '\t\t\t\tcompatible = "arm,idle-state";',
+            f'\t\t\t\tidle-state-name = "{st.name}";',
+            f"\t\t\t\tarm,psci-suspend-param = <{st.psci_suspend_param:#x}>;",
+            f"\t\t\t\tentry-latency-us = <{st.entry_latency_us}>;",
+            f"\t\t\t\texit-latency-us = <{st.exit_latency_us}>;",
+            f"\t\t\t\tmin-residency-us = <{st.min_residency_us}>;",
+            "\t\t\t};",
+        ]
+    return [*lines, "\t\t};", "\t};"]
+
+
+def _cpu(core: int, states: tuple[IdleState, ...], extra: str = "") -> str:
+    """A Linux core's additions: PSCI brings it up and idles it."""
+    idle = ""
+    if states:
+        idle = f" cpu-idle-states = <{' '.join('&' + _label(s) for s in states)}>;"
+    return f'&{{/cpus/cpu@{core}}} {{ enable-method = "psci";{idle}{extra} }};'
 
 
 def tandem_fragment(
@@ -122,6 +172,7 @@ def tandem_fragment(
     bootargs: str,
     initrd_size: int,
     capacities: dict[int, int] | None = None,
+    idle_states: tuple[IdleState, ...] = (),
     cpu_map: bool = True,
 ) -> str:
     """What Tandem adds to QEMU's tree, as a DTS fragment dtc merges in.
@@ -130,7 +181,8 @@ def tandem_fragment(
 
     `capacities` (static capacity mode) gives each Linux core its
     `capacity-dmips-mhz`; Linux takes them only if every one of its cores
-    has one and the cores sit in a `cpu-map`."""
+    has one and the cores sit in a `cpu-map`. `idle_states`: what cpuidle
+    may enter beside WFI (`cpu-idle-states` of every Linux core)."""
     if not linux_cores:
         raise TandemError("no core left for Linux")
     if '"' in bootargs or "\\" in bootargs:
@@ -166,9 +218,10 @@ def tandem_fragment(
         "\t};",
         "\tchosen {",
         f'\t\tbootargs = "{bootargs}";',
-        f"\t\tlinux,initrd-start = <{_cells(board.initrd)}>;",
-        f"\t\tlinux,initrd-end = <{_cells(initrd_end)}>;",
+        f"\t\tlinux,initrd-start = <{_address(board.initrd)}>;",
+        f"\t\tlinux,initrd-end = <{_address(initrd_end)}>;",
         "\t};",
+        *idle_states_fragment(idle_states),
         "};",
     ]
     capacities = capacities or {}
@@ -177,7 +230,7 @@ def tandem_fragment(
     for core in range(smp):
         if core in linux_cores:
             extra = f" capacity-dmips-mhz = <{capacities[core]}>;" if core in capacities else ""
-            lines.append(f'&{{/cpus/cpu@{core}}} {{ enable-method = "psci";{extra} }};')
+            lines.append(_cpu(core, idle_states, extra))
         else:
             lines.append(f"/delete-node/ &{{/cpus/cpu@{core}}};")
     if len(linux_cores) < smp:
@@ -199,8 +252,12 @@ _DEVICE_NODE = re.compile(r"^\t([a-zA-Z0-9_,.+-]+@[0-9a-f]+) \{$", re.MULTILINE)
 # Nodes a partition keeps whatever its devices: its memory and the GIC
 # (both rewritten), and what has no MMIO of its own.
 _KEPT = ("memory@", "intc@")
-# Nodes without a unit address that name a device a partition never has.
-_DEVICELESS_GONE = ("gpio-keys",)
+# Nodes without a unit address that name a device a partition never has:
+# they point at a GPIO controller deleted with the partition's other
+# devices (gpio-keys at the normal world's PL061, gpio-restart and
+# gpio-poweroff at the secure one), which would leave their phandles
+# dangling (`tandem check-dt` found it).
+_DEVICELESS_GONE = ("gpio-keys", "gpio-restart", "gpio-poweroff")
 
 
 def partition_fragment(
@@ -210,12 +267,15 @@ def partition_fragment(
     partition: Partition,
     bootargs: str,
     initrd_size: int,
+    idle_states: tuple[IdleState, ...] = (),
 ) -> str:
     """What a partition's Linux gets instead of Tandem's usual additions:
     its cores, its RAM, the GIC's distributor and its cores' redistributors
     only, its devices only (the first its console), the shared region if it
-    has it (with Tandem's node if it has Tandem's driver), and its name in
-    /chosen (`tandem,partition`, which the initramfs's rcS reads)."""
+    has it (with Tandem's node if it has Tandem's driver), and its name on
+    its command line (`tandem_partition=NAME`, which the initramfs's rcS
+    reads: a property of its own in /chosen would break /chosen's binding,
+    which names every property it may have)."""
     if '"' in bootargs or "\\" in bootargs:
         raise TandemError(f"kernel command line may not contain quotes or backslashes: {bootargs}")
     initrd = partition.load(board, board.initrd)
@@ -257,14 +317,13 @@ def partition_fragment(
         ]
     lines += [
         "\tchosen {",
-        f'\t\tbootargs = "{bootargs}";',
-        f"\t\tlinux,initrd-start = <{_cells(initrd)}>;",
-        f"\t\tlinux,initrd-end = <{_cells(initrd_end)}>;",
-        f'\t\ttandem,partition = "{partition.name}";',
+        f'\t\tbootargs = "{bootargs} {PARTITION_ARG}{partition.name}";',
+        f"\t\tlinux,initrd-start = <{_address(initrd)}>;",
+        f"\t\tlinux,initrd-end = <{_address(initrd_end)}>;",
     ]
     if devices:
         lines.append(f'\t\tstdout-path = "/{devices[0].node}";')
-    lines += ["\t};", "\taliases {"]
+    lines += ["\t};", *idle_states_fragment(idle_states), "\taliases {"]
     for alias in re.findall(r"^\t\t(serial\d+) = ", _block(dts, "aliases"), re.MULTILINE):
         lines.append(f"\t\t/delete-property/ {alias};")
     if devices:
@@ -287,7 +346,7 @@ def partition_fragment(
             lines.append(f"/delete-node/ &{{/{node}}};")
     for core in range(smp):
         if core in partition.cores:
-            lines.append(f'&{{/cpus/cpu@{core}}} {{ enable-method = "psci"; }};')
+            lines.append(_cpu(core, idle_states))
         else:
             lines.append(f"/delete-node/ &{{/cpus/cpu@{core}}};")
     if count < smp:
@@ -316,19 +375,32 @@ def build_dtb(
     out: Path,
     capacities: dict[int, int] | None = None,
     partition: Partition | None = None,
+    linux_idle: str = "psci",
 ) -> Path:
     """Writes the DTB for one boot (or one partition's Linux) to `out`, and
-    its source beside it."""
+    its source beside it. `linux_idle`: one of LINUX_IDLE."""
+    if linux_idle not in LINUX_IDLE:
+        raise TandemError(
+            f"Linux idle mode must be one of {', '.join(LINUX_IDLE)}, got '{linux_idle}'"
+        )
+    states = board.idle_states if linux_idle == "psci" else ()
     if partition is None:
         base = qemu_dts(board, smp)
         dts = base + tandem_fragment(
-            board, smp, linux_cores, bootargs, initrd_size, capacities, "\tcpu-map {" in base
+            board,
+            smp,
+            linux_cores,
+            bootargs,
+            initrd_size,
+            capacities,
+            states,
+            cpu_map="\tcpu-map {" in base,
         )
     else:
         if capacities:
             raise TandemError("static capacities are not offered with partitions")
         base = qemu_dts(board, smp, el2=True)
-        dts = base + partition_fragment(board, base, smp, partition, bootargs, initrd_size)
+        dts = base + partition_fragment(board, base, smp, partition, bootargs, initrd_size, states)
     out.parent.mkdir(parents=True, exist_ok=True)
     source = out.with_suffix(".dts")
     source.write_text(dts)

@@ -16,6 +16,8 @@ FIRMWARE = BUILD / "firmware" / "tandem-firmware.bin"
 # Linux's device trees built from Debian's kernel source (boards' [linux] dtb).
 KERNEL_DTS = BUILD / "linux" / "arch" / "arm64" / "boot" / "dts"
 KERNEL = BUILD / "linux" / "arch" / "arm64" / "boot" / "Image"
+# Diagnosis kernels (not Tandem's; Makefile): Linux's PSCI checker at boot.
+PSCI_KERNEL = BUILD / "linux-psci" / "arch" / "arm64" / "boot" / "Image"
 INITRAMFS = BUILD / "rootfs" / "initramfs.cpio"
 # Tandem's QEMU: a link into the build cache (scripts/build-qemu.sh).
 QEMU_INSTALL = BUILD / "qemu" / "install"

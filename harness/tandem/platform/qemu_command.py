@@ -105,6 +105,7 @@ def boot_argv(
     disk: Path | None = None,
     instruments: tuple[str, ...] = (),
     consoles: tuple[Path | None, Path | None] | None = None,
+    gdb_port: int | None = None,
 ) -> list[str]:
     """A whole boot's command line.
 
@@ -112,7 +113,8 @@ def boot_argv(
     quits); otherwise stdio carries only the console. `instruments` are
     options from `exec_log_args` or `plugin_args`. `consoles` (partitions:
     EL2 on, a second Linux): the first and second Linux's consoles, a file
-    each or None for stdio (exactly one)."""
+    each or None for stdio (exactly one). `gdb_port`: QEMU's gdb stub on
+    that localhost port, every core stopped until gdb continues."""
     el2 = consoles is not None
     argv = [program(), *machine_args(board, smp, el2), *timing.qemu_args()]
     argv += ["-bios", str(firmware)]
@@ -138,6 +140,8 @@ def boot_argv(
             "-device",
             "virtio-blk-device,drive=disk0",
         ]
+    if gdb_port is not None:
+        argv += ["-gdb", f"tcp:127.0.0.1:{gdb_port}", "-S"]
     return argv + list(instruments)
 
 

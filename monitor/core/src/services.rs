@@ -1,6 +1,7 @@
 //! The monitor's SMC services and their dispatch table: Arm architecture calls
 //! (SMCCC 1.1), PSCI 1.1, Arm PV time (standard hypervisor service), Tandem's
-//! SiP calls, and the RTOS's Trusted-OS calls.
+//! SiP calls with SMCCC's general queries for their range (call count, UID,
+//! revision), and the RTOS's Trusted-OS calls.
 //!
 //! The table lists every function the monitor implements, each with its
 //! handler: PSCI_FEATURES answers from it, the fuzz test and the generated
@@ -262,14 +263,7 @@ pub const SERVICES: Table<Monitor> = Table::new(&[
         name: "tandem-sip",
         owners: owner::SIP..=owner::SIP,
         callers: &[World::NonSecure],
-        functions: &[
-            function(sip::VERSION, |_, _| Outcome::value(ABI_VERSION.into())),
-            function(sip::SHM_INFO, |m, _| {
-                Outcome::Return([0, m.board.shared.base, m.board.shared.size, 0])
-            }),
-            function(sip::RPC_NOTIFY, rpc_notify),
-            function(sip::RPMSG_NOTIFY, rpmsg_notify),
-        ],
+        functions: TANDEM_SIP,
     },
     Service {
         name: "pv-time",
@@ -281,6 +275,35 @@ pub const SERVICES: Table<Monitor> = Table::new(&[
         ],
     },
 ]);
+
+/// Tandem's SiP calls, then SMCCC's general queries for the range (the
+/// call count, Tandem's UID and the revision: `tandem_abi::smc::sip_query`).
+const TANDEM_SIP: &[Function<Monitor>] = &[
+    function(sip::VERSION, |_, _| Outcome::value(ABI_VERSION.into())),
+    function(sip::SHM_INFO, |m, _| {
+        Outcome::Return([0, m.board.shared.base, m.board.shared.size, 0])
+    }),
+    function(sip::RPC_NOTIFY, rpc_notify),
+    function(sip::RPMSG_NOTIFY, rpmsg_notify),
+    function(sip_query::CALL_COUNT, sip_call_count),
+    function(sip_query::CALL_UID, |_, _| {
+        Outcome::Return(uid_words(TANDEM_UID).map(u64::from))
+    }),
+    function(sip_query::REVISION, |_, _| {
+        Outcome::Return([
+            (ABI_VERSION >> 16).into(),
+            (ABI_VERSION & 0xFFFF).into(),
+            0,
+            0,
+        ])
+    }),
+];
+
+/// Call Count: every function ID the SiP range answers, read from the
+/// table itself, so a call added there is counted without more ado.
+fn sip_call_count(_: &Monitor, _: &Args<'_>) -> Outcome {
+    Outcome::value(TANDEM_SIP.len() as i64)
+}
 
 /// Handles one call with the full table.
 #[inline(always)]
@@ -643,7 +666,7 @@ mod tests {
             }
         }
         // What Linux can call: PSCI, SMCCC, Tandem's SiP calls and PV time.
-        assert_eq!(SERVICES.implemented(World::NonSecure).count(), 22);
+        assert_eq!(SERVICES.implemented(World::NonSecure).count(), 25);
         assert!(
             SERVICES
                 .implemented(World::NonSecure)
@@ -869,6 +892,60 @@ mod tests {
     }
 
     #[test]
+    fn the_sip_range_answers_smcccs_general_queries() {
+        let m = booted();
+        // Call UID: Tandem's, in w0..w3 as SMCCC packs a UUID.
+        let uid = uid_words(TANDEM_UID).map(u64::from);
+        assert_eq!(smc(&m, sip_query::CALL_UID, &[]), Outcome::Return(uid));
+        assert_eq!(
+            uid[0], 0xebd0_47b6,
+            "b647d0eb-...: bytes 0..3 little-endian"
+        );
+        // Revision: the ABI version, major in w0 and minor in w1.
+        assert_eq!(
+            smc(&m, sip_query::REVISION, &[]),
+            Outcome::Return([
+                u64::from(ABI_VERSION >> 16),
+                u64::from(ABI_VERSION & 0xFFFF),
+                0,
+                0
+            ])
+        );
+        // Call Count: what the range answers, counted independently of
+        // the handler: every ID with the SiP owner that is implemented.
+        let sip_ids = SERVICES
+            .implemented(World::NonSecure)
+            .filter(|&id| FunctionId(id).owner() == owner::SIP)
+            .count();
+        assert_eq!(sip_ids, 7);
+        assert_eq!(
+            smc(&m, sip_query::CALL_COUNT, &[]),
+            Outcome::value(sip_ids as i64)
+        );
+        // 0xFF02 is reserved, and the queries are SMC32 only: their SMC64
+        // forms (the IDs 0xC200_FF0x) are not defined.
+        for id in [
+            0x8200_FF02,
+            0x8200_FF04,
+            0xC200_FF00,
+            0xC200_FF01,
+            0xC200_FF03,
+        ] {
+            assert_eq!(smc(&m, id, &[]), Outcome::NOT_SUPPORTED, "{id:#x}");
+        }
+        // Linux's; the RTOS has its own range.
+        assert_eq!(
+            call_from(&m, World::Secure, 0, sip_query::CALL_UID, &[]),
+            Outcome::NOT_SUPPORTED
+        );
+        // Arguments change nothing (SMC32: junk in x1.. is ignored).
+        assert_eq!(
+            smc(&m, sip_query::CALL_UID, &[u64::MAX, 7, 9]),
+            Outcome::Return(uid)
+        );
+    }
+
+    #[test]
     fn rpc_notify_rings_the_channels_server() {
         let m = booted();
         assert_eq!(
@@ -971,7 +1048,14 @@ mod tests {
                 next(&mut seed) as u32
             } else {
                 let owner = [0u32, 2, 4, 5][(next(&mut seed) % 4) as usize];
-                0x8000_0000 | (owner << 24) | (next(&mut seed) as u32 & 0x4000_00FF)
+                // Low function numbers, or SMCCC's general queries
+                // (0xFF00..=0xFF0F), in either calling convention.
+                let number = if next(&mut seed).is_multiple_of(4) {
+                    0xFF00 | (next(&mut seed) as u32 & 0xF)
+                } else {
+                    next(&mut seed) as u32 & 0xFF
+                };
+                0x8000_0000 | (owner << 24) | (next(&mut seed) as u32 & 0x4000_0000) | number
             };
             let args: [u64; 7] = core::array::from_fn(|_| next(&mut seed));
             let imm = if next(&mut seed).is_multiple_of(16) {

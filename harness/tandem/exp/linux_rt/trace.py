@@ -26,7 +26,7 @@ from pathlib import Path
 from tandem import pool, provenance
 from tandem.errors import TandemError
 from tandem.exp.linux_rt.spec import PERIOD_US
-from tandem.instruments.measure import script_header
+from tandem.instruments.measure import from_cyclictest_json, script_header
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.paths import BUILD, RESULTS
 from tandem.platform.timing import PERCORE, Timing
@@ -50,7 +50,7 @@ load_start kernel {cores} any
 sleep "$SETTLE_S"
 echo 0 > $T/tracing_max_latency
 cyclictest -m -p 99 -i $PERIOD_US -l {samples} -t 1 -q -h 10000 --histfile=/tmp/ct.hist \
-	> /dev/null 2>&1 &
+	--json=/tmp/ct.json > /dev/null 2>&1 &
 CT=$!
 tid=""
 while kill -0 $CT 2>/dev/null; do
@@ -70,8 +70,9 @@ done
 wait $CT || fail cyclictest
 echo 0 > $T/tracing_on
 load_stop
-echo "@@CYCLICTEST@@"
-grep -E '^# (Min|Avg|Max) Latencies' /tmp/ct.hist
+echo "@@CYCLICTEST-JSON@@"
+tr -d '\n' < /tmp/ct.json
+echo
 """
 
 WINDOW = re.compile(r"^@@WINDOW (\S+) (\d+) (\d+) (-?\d+)@@$")
@@ -79,7 +80,10 @@ LATENCY = re.compile(r"^# latency: (\d+) us, #\d+/\d+, CPU#(\d+)")
 TASK = re.compile(r"\| task: (\S+)-(\d+) ")
 SITE = re.compile(r"=> (started|ended) at:\s+(\S+)")
 FRAME = re.compile(r"^ => (\S+)")
+# cyclictest's results: runs before its JSON was read printed the histogram
+# file's summary lines (average truncated to whole µs).
 CT = re.compile(r"^# (Min|Avg|Max) Latencies: (\d+)")
+CT_JSON = "@@CYCLICTEST-JSON@@"
 
 
 @dataclass
@@ -98,13 +102,29 @@ class Section:
     stack: tuple[str, ...] = ()
 
 
-def parse(lines: list[str], where: str) -> tuple[list[Section], dict[str, int]]:
+def _cyclictest_json(line: str, where: str) -> dict[str, float]:
+    """min, avg and max (µs) from cyclictest's JSON on one line."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise TandemError(f"{where}: cyclictest's JSON: {e}") from None
+    latency = from_cyclictest_json(obj, where)
+    return {"min": latency.min_us, "avg": round(latency.avg_us, 2), "max": latency.max_us}
+
+
+def parse(lines: list[str], where: str) -> tuple[list[Section], dict[str, float]]:
     """The windows' sections and cyclictest's min/avg/max (µs)."""
     sections: list[Section] = []
-    ct: dict[str, int] = {}
+    ct: dict[str, float] = {}
+    json_next = False
     for line in lines:
         line = line.rstrip()
-        if m := WINDOW.match(line.strip()):
+        if json_next:
+            ct = _cyclictest_json(line, where)
+            json_next = False
+        elif line.strip() == CT_JSON:
+            json_next = True
+        elif m := WINDOW.match(line.strip()):
             sections.append(
                 Section(float(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)))
             )
@@ -144,7 +164,7 @@ class Boot:
     """One core count's trace."""
 
     cores: int
-    cyclictest_us: dict[str, int]
+    cyclictest_us: dict[str, float]
     windows: list[Section]
 
 

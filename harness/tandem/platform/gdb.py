@@ -1,0 +1,109 @@
+"""A gdb session on all three images: `--gdb` on `run` and `exec` makes
+QEMU wait for gdb (its gdb stub on localhost, every core stopped before its
+first instruction), and the boot's log directory gets a gdb script that
+loads the monitor's, the RTOS's and Linux's symbols at their load addresses
+(each ELF is linked where it runs: the monitor at secure flash and RAM, the
+RTOS at its secure RAM, vmlinux at its kernel virtual addresses, Linux
+having no KASLR) and connects. `./tandem gdb` starts gdb-multiarch with the
+script of the boot that waits.
+
+QEMU's breakpoints are its own (checked as it translates code, by address),
+not the architecture's: they stop a core at EL3, S-EL1 or NS-EL1 alike,
+whatever the secure debug settings (MDCR_EL3.SDD). Each core is a thread
+(`info threads`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from tandem.errors import TandemError
+from tandem.platform.paths import BUILD, KERNEL, LOGS
+
+DEFAULT_PORT = 1234
+PROGRAM = "gdb-multiarch"
+SCRIPT = "gdbinit"
+FIRMWARE_DIR = BUILD / "firmware"
+# The images whose symbols gdb gets (Makefile: the ELF beside each binary).
+MONITOR_ELF = FIRMWARE_DIR / "tandem-monitor.elf"
+RTOS_ELF = FIRMWARE_DIR / "tandem-rtos.elf"
+HYP_ELF = FIRMWARE_DIR / "tandem-hyp.elf"
+
+
+def vmlinux_for(kernel: Path | None) -> Path:
+    """The vmlinux beside a kernel Image (its build directory's, as Linux's
+    build leaves them: O/arch/arm64/boot/Image and O/vmlinux)."""
+    image = kernel or KERNEL
+    return image.resolve().parents[3] / "vmlinux"
+
+
+def symbol_files(kernel: Path | None, partitions: bool) -> list[Path]:
+    """The ELF files gdb loads: the monitor, the RTOS, the EL2 layer with
+    partitions, and Linux; an error naming any that is missing."""
+    files = [MONITOR_ELF, RTOS_ELF, *([HYP_ELF] if partitions else []), vmlinux_for(kernel)]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise TandemError(f"--gdb: no symbols in {', '.join(missing)} (run `make build`)")
+    return files
+
+
+def script(port: int, files: list[Path]) -> str:
+    """gdb's commands: aarch64, every image's symbols at the addresses its
+    ELF gives, then the connection to QEMU's stub."""
+    lines = [
+        "# Written by `tandem --gdb` for this boot: `./tandem gdb` runs it.",
+        "set pagination off",
+        "set confirm off",
+        "set architecture aarch64",
+    ]
+    lines += [f"add-symbol-file {f}" for f in files]
+    lines.append(f"target remote 127.0.0.1:{port}")
+    return "\n".join(lines) + "\n"
+
+
+def write_script(run_dir: Path, port: int, kernel: Path | None, partitions: bool) -> Path:
+    """The boot's gdb script (LOGDIR/gdbinit)."""
+    path = run_dir / SCRIPT
+    path.write_text(script(port, symbol_files(kernel, partitions)))
+    return path
+
+
+def program() -> str:
+    """gdb-multiarch's path; an error saying how to get it."""
+    path = shutil.which(PROGRAM)
+    if path is None:
+        raise TandemError(f"{PROGRAM} not found (run `make setup`: Debian's gdb-multiarch)")
+    return path
+
+
+def argv(script_path: Path, extra: list[str]) -> list[str]:
+    """gdb-multiarch with the boot's script, then `extra` (e.g. -batch -ex ...)."""
+    return [program(), "-q", "-x", str(script_path), *extra]
+
+
+def waiting_script(logs: Path = LOGS) -> Path:
+    """The newest boot's gdb script whose boot still runs (its log
+    directory held: `boot._in_use`)."""
+    from tandem.platform.boot import _in_use
+
+    scripts = sorted(logs.glob(f"*/{SCRIPT}")) if logs.is_dir() else []
+    for path in reversed(scripts):
+        if _in_use(path.parent):
+            return path
+    raise TandemError(
+        "no boot is waiting for gdb: start one with `./tandem run --gdb` or "
+        "`./tandem exec --gdb -- COMMANDS` (it prints where gdb connects)"
+    )
+
+
+def main(script_path: Path | None, extra: list[str]) -> int:
+    """`tandem gdb`: replaces this process with gdb-multiarch."""
+    path = script_path or waiting_script()
+    if not path.is_file():
+        raise TandemError(f"no gdb script {path}")
+    command = argv(path, extra)
+    print(f"tandem: {' '.join(command)}", flush=True)
+    os.execv(command[0], command)
+    return 0  # not reached

@@ -1,0 +1,208 @@
+"""The user's own things in a boot: `--add` (host files and directories in
+the guest's file system) and `--gdb` (gdb on the monitor, the RTOS and
+Linux). On the host: what goes into the archive, checked against GNU cpio,
+the errors, the gdb script and QEMU's options; in QEMU (marker `qemu`): a
+static program of the user's runs under the RTOS's preemption, and gdb in
+batch mode stops in each image."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tandem.errors import TandemError
+from tandem.platform import boot, cpio, gdb, qemu_command
+from tandem.platform.board import load_board
+from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.configs import Workload
+from tandem.platform.paths import ROOT
+from tandem.platform.timing import Timing
+
+GAPS = ROOT / "docs" / "examples" / "gaps.c"
+
+
+def _tree(tmp_path: Path) -> Path:
+    d = tmp_path / "tool"
+    (d / "sub").mkdir(parents=True)
+    (d / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (d / "run.sh").chmod(0o755)
+    (d / "sub" / "data").write_bytes(b"\x00\x01")
+    (d / "sub" / "data").chmod(0o640)
+    (d / "empty").mkdir()
+    (d / "link").symlink_to("sub/data")
+    return d
+
+
+def test_added_paths_parse_with_a_default_and_an_explicit_guest_path() -> None:
+    assert cpio.Added.parse("build/x") == cpio.Added(Path("build/x"), "/root/x")
+    assert cpio.Added.parse("a/b:/opt/b") == cpio.Added(Path("a/b"), "/opt/b")
+    # A colon not followed by an absolute path belongs to the host path.
+    assert cpio.Added.parse("a:b") == cpio.Added(Path("a:b"), "/root/a:b")
+
+
+def test_a_directory_goes_in_whole_with_modes_and_links(tmp_path: Path) -> None:
+    d = _tree(tmp_path)
+    data = cpio.added((cpio.Added(d, "/opt/tool"), cpio.Added(d / "run.sh", "/usr/bin/t")))
+    out = tmp_path / "x"
+    out.mkdir()
+    subprocess.run(
+        ["cpio", "-i", "-d", "--quiet", "--no-absolute-filenames"],
+        input=data,
+        cwd=out,
+        check=True,
+    )
+    assert (out / "opt/tool/run.sh").read_text() == "#!/bin/sh\necho hi\n"
+    assert stat.S_IMODE((out / "opt/tool/run.sh").stat().st_mode) == 0o755
+    assert stat.S_IMODE((out / "opt/tool/sub/data").stat().st_mode) == 0o640
+    assert (out / "opt/tool/empty").is_dir()
+    assert os.readlink(out / "opt/tool/link") == "sub/data"
+    assert (out / "usr/bin/t").read_text().startswith("#!/bin/sh")
+    # Deterministic: the same paths, the same bytes.
+    assert cpio.added((cpio.Added(d, "/opt/tool"),)) == cpio.added((cpio.Added(d, "/opt/tool"),))
+
+
+@pytest.mark.parametrize(
+    ("added", "why"),
+    [
+        (cpio.Added(Path("/nonexistent/x"), "/root/x"), "no such file or directory"),
+        (cpio.Added(Path("/etc/hostname"), "root/x"), "must be absolute"),
+        (cpio.Added(Path("/etc/hostname"), "/root/../x"), "may not contain"),
+        (cpio.Added(Path("/etc"), "/"), "/ itself"),
+        (cpio.Added(Path("/etc/hostname"), "/tandem/exec.sh"), "the harness's"),
+        (cpio.Added(Path("/dev/null"), "/root/null"), "not a file, directory or link"),
+    ],
+)
+def test_bad_additions_are_clear_errors(added: cpio.Added, why: str) -> None:
+    with pytest.raises(TandemError, match=why):
+        added.entries()
+
+
+def test_additions_go_between_tandems_initramfs_and_the_commands(tmp_path: Path) -> None:
+    f = tmp_path / "hello"
+    f.write_text("hi\n")
+    plan = boot.Layout(None, [0], (), None, {"": "true\n"})  # type: ignore[arg-type]
+    chunks = boot.initramfs(plan, tmp_path, (cpio.Added(f, "/root/hello"),))
+    assert len(chunks) == 3 and b"root/hello" in chunks[1] and b"tandem/exec.sh" in chunks[2]
+    assert (tmp_path / "added.txt").read_text() == f"{f} -> /root/hello\n"
+
+
+def test_the_gdb_script_loads_every_image_and_connects(tmp_path: Path) -> None:
+    elf = tmp_path / "x.elf"
+    text = gdb.script(4321, [elf, Path("/b/vmlinux")])
+    assert "set architecture aarch64" in text
+    assert f"add-symbol-file {elf}\nadd-symbol-file /b/vmlinux\n" in text
+    assert text.endswith("target remote 127.0.0.1:4321\n")
+    assert gdb.vmlinux_for(Path("/k/out/arch/arm64/boot/Image")) == Path("/k/out/vmlinux")
+    argv = qemu_command.boot_argv(
+        load_board(), 1, Timing(), Path("f"), [], Path("s"), False, gdb_port=4321
+    )
+    i = argv.index("-gdb")
+    assert argv[i : i + 3] == ["-gdb", "tcp:127.0.0.1:4321", "-S"], "localhost only, stopped"
+    assert "-gdb" not in qemu_command.boot_argv(
+        load_board(), 1, Timing(), Path("f"), [], Path("s"), False
+    )
+
+
+def test_no_boot_waiting_for_gdb_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / gdb.SCRIPT).write_text("x")
+    with pytest.raises(TandemError, match="no boot is waiting"):
+        gdb.waiting_script(tmp_path)
+
+
+def _static_gaps(tmp_path: Path) -> Path:
+    out = tmp_path / "gaps"
+    subprocess.run(["aarch64-linux-gnu-gcc", "-static", "-O2", "-o", out, GAPS], check=True)
+    return out
+
+
+@pytest.mark.qemu
+def test_a_users_static_program_runs_under_the_rtos(tmp_path: Path) -> None:
+    """docs/harness.md's example: the RTOS busy 300 µs of every 1 ms on
+    core 1, the user's program spinning there sees that much of its time
+    taken, in gaps as long as the RTOS's jobs."""
+    gaps = _static_gaps(tmp_path)
+    options = BootOptions(
+        timing=Timing("percore"),
+        smp=2,
+        workload=Workload(core=1, period_us=1000, work_us=300),
+        add=(cpio.Added.parse(str(gaps)), cpio.Added.parse(f"{GAPS}:/opt/src/gaps.c")),
+    )
+    r = run_exec(options, "ls /opt/src; ./gaps 1 0.2 50\n", timeout_s=300)
+    assert r.status == 0, r.output
+    assert r.lines[0] == "gaps.c"
+    words = r.lines[1].split()
+    # "cpu 1: 0.200 s, N gaps of 50.0 us or more, P % of the time, longest L us"
+    assert words[:2] == ["cpu", "1:"], r.output
+    count, share, longest = int(words[4]), float(words[11]), float(words[-2])
+    assert 150 <= count <= 250, r.output  # one RTOS job a ms
+    assert 25 <= share <= 40, r.output
+    assert 300 <= longest <= 400, r.output
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.qemu
+def test_gdb_stops_in_the_monitor_the_rtos_and_linux(tmp_path: Path) -> None:
+    """gdb-multiarch in batch mode, on a boot started with --gdb: a
+    breakpoint in each image is hit in the order they run (the monitor's
+    cold boot, the RTOS's timer handler, Linux's start_kernel), then gdb
+    lets the boot go on and the commands run to their end."""
+    port = _free_port()
+    options = BootOptions(timing=Timing("percore"), smp=2, gdb_port=port)
+    result: dict[str, object] = {}
+
+    def boot_it() -> None:
+        try:
+            result["exec"] = run_exec(options, "echo done\n", timeout_s=300)
+        except TandemError as e:
+            result["error"] = e
+
+    booting = threading.Thread(target=boot_it)
+    booting.start()
+    deadline = time.monotonic() + 60
+    script: Path | None = None
+    while script is None and time.monotonic() < deadline:
+        try:
+            script = gdb.waiting_script()
+        except TandemError:
+            time.sleep(0.2)
+    assert script is not None, "no boot waiting for gdb"
+    assert f"127.0.0.1:{port}" in script.read_text()
+    commands = []
+    for where in (
+        "tandem_monitor::primary_main",
+        "tandem_rtos_firmware::exceptions::irq_handler",
+        "start_kernel",
+    ):
+        commands += ["-ex", f"break {where}", "-ex", "continue", "-ex", "info symbol $pc"]
+        commands += ["-ex", "delete"]
+    commands += ["-ex", "detach"]
+    done = subprocess.run(
+        gdb.argv(script, ["-batch", "-nx", *commands]),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    booting.join(timeout=300)
+    out = done.stdout + done.stderr
+    hits = [line for line in out.splitlines() if " in section " in line]
+    assert len(hits) == 3, out
+    assert hits[0].startswith("tandem_monitor::primary_main"), out
+    assert hits[1].startswith("tandem_rtos_firmware::exceptions::irq_handler"), out
+    assert hits[2].startswith("start_kernel"), out
+    assert "error" not in result, result
+    r = result["exec"]
+    assert isinstance(r, boot.ExecResult) and r.status == 0 and r.lines == ["done"], r
