@@ -1,14 +1,20 @@
 """Boards as data (issue 37): both board files load, and what the harness
-takes from them: serial ports, Linux's console, the tree's node paths."""
+takes from them: serial ports, Linux's console, the tree's node paths, the
+firmware a boot, a bench, gdb and a run's provenance use."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
+from tandem import exp, provenance
 from tandem.errors import TandemError
-from tandem.platform import dtb, qemu_command
+from tandem.exp.common import Boot
+from tandem.instruments import bench
+from tandem.platform import dtb, gdb, paths, qemu_command
 from tandem.platform.board import _serials, boards, load_board
 from tandem.platform.boot import BootOptions, bootargs
 from tandem.platform.paths import FIRMWARE, firmware
@@ -85,3 +91,75 @@ def test_no_cpu_map_to_delete_where_the_tree_has_none() -> None:
     assert "/delete-node/ &{/cpus/cpu-map};" in with_map
     assert "cpu-map" not in without
     assert "/delete-node/ &{/cpus/cpu@3};" in without
+
+
+def _fake_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A build directory with a firmware image (and its ELFs) for each board,
+    each image different."""
+    monkeypatch.setattr(paths, "BUILD", tmp_path)
+    monkeypatch.setattr(paths, "FIRMWARE", tmp_path / "firmware" / "tandem-firmware.bin")
+    images = {}
+    for name in ("qemu-virt", "imx8mp-evk"):
+        image = paths.firmware(name)
+        image.parent.mkdir(parents=True)
+        image.write_bytes(name.encode() * 64)
+        for elf in ("tandem-monitor", "tandem-rtos"):
+            paths.firmware_elf(name, elf).write_bytes(b"\x7fELF")
+        images[name] = image
+    return images
+
+
+def test_provenance_digests_the_firmware_of_the_board_booted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    images = _fake_builds(tmp_path, monkeypatch)
+    monkeypatch.setattr(provenance, "_qemu", lambda: {})
+    for name, image in images.items():
+        stamp = provenance.collect({"timing": "percore"}, board=name)
+        assert stamp["board"] == name
+        assert stamp["firmware_sha256"] == hashlib.sha256(image.read_bytes()).hexdigest()[:16]
+    assert provenance.collect({})["board"] == "qemu-virt"
+
+
+def test_a_runs_board_is_its_boots(tmp_path: Path) -> None:
+    def boot(board: str) -> Boot:
+        return Boot("x", BootOptions(board=board), "true")
+
+    assert exp.board_of([boot("imx8mp-evk"), boot("imx8mp-evk")]) == "imx8mp-evk"
+    assert exp.board_of([]) == "qemu-virt"
+    with pytest.raises(TandemError, match="on one board"):
+        exp.board_of([boot("imx8mp-evk"), boot("qemu-virt")])
+
+
+def test_bench_switch_boots_the_board_asked_with_its_firmwares_symbols(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_builds(tmp_path, monkeypatch)
+    asked: list[BootOptions] = []
+
+    def run_exec(options: BootOptions, script: str, timeout_s: float) -> NoReturn:
+        asked.append(options)
+        raise SystemExit("stop here")
+
+    monkeypatch.setattr(bench, "run_exec", run_exec)
+    with pytest.raises(SystemExit, match="stop here"):
+        bench.switch(BootOptions(board="imx8mp-evk", timing=Timing("virtual"), smp=1), 1)
+    (options,) = asked
+    assert options.board == "imx8mp-evk" and options.linux_idle == "wfi"
+    # QEMU logs the EVK's monitor (its flash) and RTOS (its RAM), not virt's.
+    d = options.extra_qemu_args[options.extra_qemu_args.index("-dfilter") + 1]
+    assert d.startswith("0x8000000..") and "0x40100000.." in d, d
+
+
+def test_gdb_loads_the_symbols_of_the_board_booted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_builds(tmp_path, monkeypatch)
+    kernel = tmp_path / "linux" / "arch" / "arm64" / "boot" / "Image"
+    gdb.vmlinux_for(kernel).parent.mkdir(parents=True)
+    gdb.vmlinux_for(kernel).write_bytes(b"")
+    files = gdb.symbol_files(kernel, False, "imx8mp-evk")
+    assert files[:2] == [
+        tmp_path / "boards" / "imx8mp-evk" / "tandem-monitor.elf",
+        tmp_path / "boards" / "imx8mp-evk" / "tandem-rtos.elf",
+    ]

@@ -535,7 +535,7 @@ def gdb_script(options: BootOptions, plan: Layout, kernel: Path, run_dir: Path) 
     symbols and the connection to QEMU's stub; None without `--gdb`."""
     if options.gdb_port is None:
         return None
-    return gdb.write_script(run_dir, options.gdb_port, kernel, bool(plan.partitions))
+    return gdb.write_script(run_dir, options.gdb_port, kernel, bool(plan.partitions), options.board)
 
 
 def _announce_gdb(options: BootOptions, prepared: Prepared) -> None:

@@ -31,6 +31,13 @@ def firmware(board: str = "qemu-virt") -> Path:
     return BUILD / "boards" / board / "tandem-firmware.bin"
 
 
+def firmware_elf(board: str, image: str) -> Path:
+    """The ELF of one of `board`'s firmware images (`tandem-monitor`,
+    `tandem-rtos`, `tandem-hyp`), beside its flash image (Makefile): its
+    symbols, at the board's addresses."""
+    return firmware(board).parent / f"{image}.elf"
+
+
 def missing_artifacts(board: str = "qemu-virt") -> list[Path]:
     """Build outputs a boot needs that do not exist yet."""
     return [p for p in (firmware(board), KERNEL, INITRAMFS) if not p.exists()]
