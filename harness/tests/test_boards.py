@@ -163,3 +163,14 @@ def test_gdb_loads_the_symbols_of_the_board_booted(
         tmp_path / "boards" / "imx8mp-evk" / "tandem-monitor.elf",
         tmp_path / "boards" / "imx8mp-evk" / "tandem-rtos.elf",
     ]
+
+
+def test_the_shell_takes_whichever_console_linux_has() -> None:
+    """rootfs/inittab names no board's console: busybox's cttyhack opens
+    the one Linux's console= names (ttyAMA0 on virt, ttymxc1 on the EVK)
+    as the shell's controlling terminal."""
+    text = (paths.ROOT / "rootfs" / "inittab").read_text()
+    entries = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert [e for e in entries if ":respawn:" in e] == ["::respawn:/bin/cttyhack /bin/sh -l"]
+    for name in boards():
+        assert load_board(name).linux_console not in "\n".join(entries), name

@@ -206,6 +206,8 @@ def answer(console: Console, command: str) -> str:
 def test_interactive_console_reboot_and_poweroff() -> None:
     with Console(BootOptions(linux_off="machine-off")) as console:
         console.expect(PROMPT, 60)
+        # rootfs/inittab names no console: cttyhack opens console='s.
+        assert answer(console, "tty") == "/dev/ttyAMA0"
         assert answer(console, "nproc") == "4"
         console.send("reboot")
         console.expect("reboot: Restarting system", 30)
