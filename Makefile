@@ -45,6 +45,13 @@ PATHCOUNT   := $(BUILD)/qemu/libtandem_pathcount.so
 # Tandem's QEMU: Debian's source and qemu/patches, built into a cache
 # outside the clone (scripts/build-qemu.sh); build/qemu/install links there.
 QEMU        := $(BUILD)/qemu/install/bin/qemu-system-aarch64
+# Every other board's firmware (boards/NAME.toml; the harness's --board
+# NAME), and the trees from the kernel source of boards whose Linux gets one
+# ([linux] dtb; the harness adds Tandem's nodes at boot). Defined before
+# `artifacts`, whose prerequisites make expands as it reads the rule.
+OTHER_BOARDS := $(filter-out qemu-virt Cargo,$(basename $(notdir $(wildcard boards/*.toml))))
+BOARD_FIRMWARE := $(foreach b,$(OTHER_BOARDS),$(BUILD)/boards/$(b)/tandem-firmware.bin)
+BOARD_DTBS  := $(addprefix $(KOUT)/arch/arm64/boot/dts/,$(shell sed -n 's/^dtb = "\(.*\)"$$/\1/p' boards/*.toml))
 
 .PHONY: help setup build run test lint host-test qemu-test bench fresh-test clean distclean abi FORCE \
 	trace-kernel psci-kernel
@@ -104,11 +111,9 @@ $(BUILD)/firmware/%.bin: FORCE
 $(FIRMWARE): $(MONITOR_BIN) $(RTOS_BIN) $(HYP_BIN) boards/qemu-virt.toml scripts/pack-firmware.py
 	@scripts/pack-firmware.py boards/qemu-virt.toml $(MONITOR_BIN) $(RTOS_BIN) $(HYP_BIN) $@
 
-# Every other board's firmware (boards/NAME.toml; the harness's --board
-# NAME): the same crates built with TANDEM_BOARD=NAME in a cargo target
-# directory of their own, so neither board's build undoes the other's.
-OTHER_BOARDS := $(filter-out qemu-virt Cargo,$(basename $(notdir $(wildcard boards/*.toml))))
-BOARD_FIRMWARE := $(foreach b,$(OTHER_BOARDS),$(BUILD)/boards/$(b)/tandem-firmware.bin)
+# Every other board's firmware (BOARD_FIRMWARE, above): the same crates
+# built with TANDEM_BOARD=NAME in a cargo target directory of their own, so
+# neither board's build undoes the other's.
 $(BUILD)/boards/%/tandem-firmware.bin: FORCE
 	@mkdir -p $(@D)
 	@TANDEM_BOARD=$* CARGO_TARGET_DIR=target/boards/$* cargo build -q --release \
@@ -167,9 +172,7 @@ $(KOUT)/.config: linux/tandem.config $(BOARD_KCONFIGS) $(BUILD)/.ksrc-stamp scri
 	@touch $@
 	@echo "  CONFIG  $@"
 
-# Boards whose Linux gets a tree from the kernel source ([linux] dtb in
-# boards/NAME.toml; the harness adds Tandem's nodes at boot).
-BOARD_DTBS := $(addprefix $(KOUT)/arch/arm64/boot/dts/,$(shell sed -n 's/^dtb = "\(.*\)"$$/\1/p' boards/*.toml))
+# Boards' trees from the kernel source (BOARD_DTBS, above).
 $(KOUT)/arch/arm64/boot/dts/%.dtb: $(KOUT)/.config
 	@$(KMAKE) -s $*.dtb
 	@echo "  DTB     $@"
