@@ -25,6 +25,7 @@ def test_both_boards_load() -> None:
     assert {"qemu-virt", "imx8mp-evk"} <= set(boards())
     virt, imx = load_board("qemu-virt"), load_board("imx8mp-evk")
     assert virt.linux_dtb is None and virt.linux_console == "ttyAMA0"
+    assert virt.secure_ram.base == 0x0E00_0000 and imx.secure_ram.base == 0x4000_0000
     assert imx.linux_dtb == "freescale/imx8mp-evk.dtb"
     assert imx.max_cores == 4 and imx.counter_hz == 8_000_000
     # Linux's RAM lies past the Secure-only window of QEMU patch 0008.

@@ -79,7 +79,7 @@ cat /sys/bus/platform/devices/tandem/core3/cpu_offs
 def test_reading_secure_ram_fails_without_harm() -> None:
     board = load_board()
     script = f"""
-devmem {0x0E00_0000:#x} 32
+devmem {board.secure_ram.base:#x} 32
 echo "devmem status $?"
 {SMC} 0xc2000000
 {SMC} 0x84000000
@@ -90,7 +90,6 @@ nproc
     assert x0(r.lines[-3]) == constants()["ABI_VERSION"], "SiP VERSION still answered"
     assert x0(r.lines[-2]) == 0x1_0001, "PSCI VERSION still answered"
     assert r.lines[-1] == "4"
-    assert board.shared.base != 0x0E00_0000
 
 
 def test_smc_fuzz_of_10000_calls() -> None:

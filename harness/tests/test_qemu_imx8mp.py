@@ -58,7 +58,7 @@ def test_secure_ram_is_out_of_linuxs_reach() -> None:
     # error each (SIGBUS, 135), and the RTOS runs on. A CPU_ON into that
     # RAM is refused; one into Linux's own RAM is not (core 3 is on).
     board = load_board(BOARD)
-    monitor, rtos = board.monitor_ram.base, board.rtos_ram.base
+    monitor, rtos = board.secure_ram.base, board.rtos_ram.base
     script = f"""
 devmem {monitor:#x} 32; echo "read monitor: $?"
 devmem {rtos:#x} 32; echo "read rtos: $?"

@@ -57,6 +57,8 @@ class Board:
     max_cores: int
     counter_hz: int
     secure_flash: Range
+    # Secure RAM, the monitor's and the RTOS's (Linux's accesses fault).
+    secure_ram: Range
     rtos_ram: Range
     normal_ram: Range
     shared: Range
@@ -231,6 +233,7 @@ def load_board(name: str = DEFAULT_BOARD, directory: Path = BOARDS) -> Board:
         max_cores=_int(board, "max_cores", f"{where} [board]"),
         counter_hz=_int(board, "counter_hz", f"{where} [board]"),
         secure_flash=_range(memory, "secure_flash", f"{where} [memory]"),
+        secure_ram=_range(memory, "secure_ram", f"{where} [memory]"),
         rtos_ram=_range(memory, "rtos_ram", f"{where} [memory]"),
         normal_ram=_range(memory, "normal_ram", f"{where} [memory]"),
         shared=_range(memory, "shared", f"{where} [memory]"),
