@@ -3,7 +3,8 @@ Plus EVK with patch 0008 (issue 37): the same attacks and checks, with
 shorter settings (`SHORT`) so `make test` stays quick. None of them needs a
 device of virt's: the attacks are SMCs, the GIC's Group 0 registers, the
 shared region, PSCI and Linux's restarts, and the parked interrupt is an
-SPI the EVK wires to nothing (test_hostile.PARKED_SPI).
+SPI the EVK wires to nothing (test_hostile.PARKED_SPI). With them, RPMsg's
+hostile rings and floods (test_rpmsg.py).
 
 The latency checks read the EVK's 8 MHz counter, 125 ns a tick against 16 ns
 on virt: they allow one tick (test_hostile.within_twice). A file of its own
@@ -25,6 +26,7 @@ from test_hostile import (
     requests_rewritten,
     stub_rewritten,
 )
+from test_rpmsg import hostile_rings_and_floods
 
 pytestmark = pytest.mark.qemu
 
@@ -67,3 +69,7 @@ def test_an_interrupt_parked_on_a_core_without_linux_does_not_keep_it_awake(
     config: str, core: int, offline: bool
 ) -> None:
     interrupt_parked(BOARD, config, core, offline)
+
+
+def test_hostile_rpmsg_rings_and_floods_cost_the_rtos_nothing() -> None:
+    hostile_rings_and_floods(BOARD)
