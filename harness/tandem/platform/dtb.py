@@ -83,9 +83,34 @@ def node_paths(dts: str) -> dict[str, str]:
     return out
 
 
+# QEMU writes fresh random `rng-seed` and `kaslr-seed` properties into every
+# tree it dumps, and Linux seeds its random numbers from them: two build/
+# folders (two machines, a fresh clone) would boot the same commit into
+# different runs, with nothing in the provenance to tell. Pinned to values
+# of our own, every build gives Linux the same seeds, as per-core and
+# virtual timing's determinism needs.
+_SEEDS = re.compile(r"\b(rng-seed|kaslr-seed) = <([^>]*)>;")
+_SEED_WORDS = hashlib.sha256(b"tandem: Linux's seeds, the same for every build").digest()
+
+
+def pin_seeds(dts: str) -> str:
+    """`dts` with every rng-seed and kaslr-seed set to Tandem's fixed words
+    (as many cells as QEMU gave, at most 8)."""
+
+    def pinned(match: re.Match[str]) -> str:
+        cells = len(match.group(2).split())
+        if not 1 <= cells <= len(_SEED_WORDS) // 4:
+            raise TandemError(f"QEMU's device tree has a {match.group(1)} of {cells} cells")
+        words = [int.from_bytes(_SEED_WORDS[4 * i : 4 * i + 4], "big") for i in range(cells)]
+        return f"{match.group(1)} = <{' '.join(f'0x{w:08x}' for w in words)}>;"
+
+    return _SEEDS.sub(pinned, dts)
+
+
 def qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
-    """QEMU's own device tree for this machine, as DTS (cached under build/dtb),
-    or the board's from Debian's kernel source where it names one."""
+    """QEMU's own device tree for this machine, as DTS (cached under
+    build/dtb), with Linux's seeds pinned (`pin_seeds`); or the board's
+    from Debian's kernel source where it names one (which has no seeds)."""
     if board.linux_dtb is not None:
         return kernel_dts(board, smp)
     args = qemu_command.dump_dtb_argv(board, smp, Path("-"), Path("-"), el2)
@@ -93,13 +118,14 @@ def qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
     key = hashlib.sha256(repr(args).encode() + version).hexdigest()[:16]
     cached = DTB_DIR / f"qemu-{key}.dts"
     if cached.exists():
-        return cached.read_text()
+        return pin_seeds(cached.read_text())
     DTB_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         dumped = Path(tmp) / "qemu.dtb"
         argv = qemu_command.dump_dtb_argv(board, smp, firmware(board.name), dumped, el2)
         qemu_command.run(argv, "dumping QEMU's device tree")
         dts = _run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(dumped)], "dtc").stdout.decode()
+    dts = pin_seeds(dts)
     # Boots prepared at once may both write it: each through its own file.
     write_atomic(cached, dts)
     return dts
