@@ -50,6 +50,13 @@ MEMPROFILE  := $(BUILD)/qemu/tandem-memprofile
 # Tandem's QEMU: Debian's source and qemu/patches, built into a cache
 # outside the clone (scripts/build-qemu.sh); build/qemu/install links there.
 QEMU        := $(BUILD)/qemu/install/bin/qemu-system-aarch64
+# Every other board's firmware (boards/NAME.toml; the harness's --board
+# NAME), and the trees from the kernel source of boards whose Linux gets one
+# ([linux] dtb; the harness adds Tandem's nodes at boot). Defined before
+# `artifacts`, whose prerequisites make expands as it reads the rule.
+OTHER_BOARDS := $(filter-out qemu-virt Cargo,$(basename $(notdir $(wildcard boards/*.toml))))
+BOARD_FIRMWARE := $(foreach b,$(OTHER_BOARDS),$(BUILD)/boards/$(b)/tandem-firmware.bin)
+BOARD_DTBS  := $(addprefix $(KOUT)/arch/arm64/boot/dts/,$(shell sed -n 's/^dtb = "\(.*\)"$$/\1/p' boards/*.toml))
 
 .PHONY: help setup build run test lint host-test qemu-test bench fresh-test clean distclean abi FORCE \
 	trace-kernel psci-kernel
@@ -71,8 +78,8 @@ setup:
 build: setup
 	@$(MAKE) --no-print-directory artifacts
 
-artifacts: $(QEMU) $(FIRMWARE) $(IMAGE) $(MODULE) $(HOSTILE) $(RPMSG_SAMPLE) $(TOOLS) $(INITRAMFS) $(PATHCOUNT) \
-	$(MEMPLUGIN) $(MEMPROFILE)
+artifacts: $(QEMU) $(FIRMWARE) $(BOARD_FIRMWARE) $(IMAGE) $(BOARD_DTBS) $(MODULE) $(HOSTILE) $(RPMSG_SAMPLE) $(TOOLS) \
+	$(INITRAMFS) $(PATHCOUNT) $(MEMPLUGIN) $(MEMPROFILE)
 
 run: build
 	./tandem run
@@ -109,6 +116,20 @@ $(BUILD)/firmware/%.bin: FORCE
 # EL2 layer where the board says.
 $(FIRMWARE): $(MONITOR_BIN) $(RTOS_BIN) $(HYP_BIN) boards/qemu-virt.toml scripts/pack-firmware.py
 	@scripts/pack-firmware.py boards/qemu-virt.toml $(MONITOR_BIN) $(RTOS_BIN) $(HYP_BIN) $@
+
+# Every other board's firmware (BOARD_FIRMWARE, above): the same crates
+# built with TANDEM_BOARD=NAME in a cargo target directory of their own, so
+# neither board's build undoes the other's.
+$(BUILD)/boards/%/tandem-firmware.bin: FORCE
+	@mkdir -p $(@D)
+	@TANDEM_BOARD=$* CARGO_TARGET_DIR=target/boards/$* cargo build -q --release \
+		-p tandem-monitor -p tandem-rtos -p tandem-hyp --target $(FW_TARGET)
+	@for p in tandem-monitor tandem-rtos tandem-hyp; do \
+		$(CROSS)objcopy -O binary target/boards/$*/$(FW_TARGET)/release/$$p $(@D)/$$p.bin && \
+		cp target/boards/$*/$(FW_TARGET)/release/$$p $(@D)/$$p.elf || exit 1; done
+	@scripts/pack-firmware.py boards/$*.toml $(@D)/tandem-monitor.bin $(@D)/tandem-rtos.bin \
+		$(@D)/tandem-hyp.bin $@.tmp
+	@if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
 
 # Quick when the cache has this source, these patches and options.
 $(QEMU): FORCE
@@ -152,14 +173,23 @@ $(BUILD)/.ksrc-stamp: $(KSRC_TAR) $(PATCHES)
 	done < linux/patches/series
 	@touch $@
 
-$(KOUT)/.config: linux/tandem.config $(BUILD)/.ksrc-stamp scripts/check-kconfig.sh
+# One kernel for every board: Tandem's fragment plus each board's
+# (linux/boards/*.config: the SoC's clocks, pins, UART).
+BOARD_KCONFIGS := $(sort $(wildcard linux/boards/*.config))
+$(KOUT)/.config: linux/tandem.config $(BOARD_KCONFIGS) $(BUILD)/.ksrc-stamp scripts/check-kconfig.sh
 	@mkdir -p $(KOUT)
-	@KCONFIG_ALLCONFIG=$(ROOT)/linux/tandem.config $(KMAKE) -s allnoconfig
-	@scripts/check-kconfig.sh linux/tandem.config $@
+	@cat linux/tandem.config $(BOARD_KCONFIGS) > $(KOUT)/tandem-all.config
+	@KCONFIG_ALLCONFIG=$(KOUT)/tandem-all.config $(KMAKE) -s allnoconfig
+	@for f in linux/tandem.config $(BOARD_KCONFIGS); do scripts/check-kconfig.sh $$f $@ || exit 1; done
 	@# Kconfig leaves an unchanged .config alone; the stamp must still be
 	@# newer than the sources, or patched sources would not rebuild Linux.
 	@touch $@
 	@echo "  CONFIG  $@"
+
+# Boards' trees from the kernel source (BOARD_DTBS, above).
+$(KOUT)/arch/arm64/boot/dts/%.dtb: $(KOUT)/.config
+	@$(KMAKE) -s $*.dtb
+	@echo "  DTB     $@"
 
 $(IMAGE): $(KOUT)/.config
 	@echo "  KERNEL  (incremental build, a few minutes from scratch)"

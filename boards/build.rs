@@ -15,6 +15,9 @@ struct File {
     /// Used by the harness only.
     #[allow(dead_code)]
     qemu: Option<toml::Table>,
+    /// Used by the harness only (Linux's console and device tree).
+    #[allow(dead_code)]
+    linux: Option<toml::Table>,
     /// Used by the harness only (it writes them into the partition table).
     #[allow(dead_code)]
     partition_devices: Option<toml::Table>,
@@ -56,12 +59,32 @@ struct MemorySection {
 struct DevicesSection {
     gicd: u64,
     gicr: u64,
+    uart: Uart,
     normal_uart: u64,
     secure_uart: u64,
     uart_clock_hz: u32,
-    secure_gpio: u64,
-    poweroff_gpio_line: u8,
-    reset_gpio_line: u8,
+    power: Power,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Uart {
+    Pl011,
+    Imx,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+enum Power {
+    Pl061 {
+        base: u64,
+        poweroff_line: u8,
+        reset_line: u8,
+    },
+    ImxSnvsWdog {
+        snvs: u64,
+        wdog: u64,
+    },
 }
 
 #[derive(Deserialize)]
@@ -137,9 +160,26 @@ fn main() {
     writeln!(out, "    normal_uart: {:#x},", d.normal_uart).unwrap();
     writeln!(out, "    secure_uart: {:#x},", d.secure_uart).unwrap();
     writeln!(out, "    uart_clock_hz: {},", d.uart_clock_hz).unwrap();
-    writeln!(out, "    secure_gpio: {:#x},", d.secure_gpio).unwrap();
-    writeln!(out, "    poweroff_gpio_line: {},", d.poweroff_gpio_line).unwrap();
-    writeln!(out, "    reset_gpio_line: {},", d.reset_gpio_line).unwrap();
+    let uart = match d.uart {
+        Uart::Pl011 => "Pl011",
+        Uart::Imx => "Imx",
+    };
+    writeln!(out, "    uart: UartKind::{uart},").unwrap();
+    match d.power {
+        Power::Pl061 {
+            base,
+            poweroff_line,
+            reset_line,
+        } => writeln!(
+            out,
+            "    power: Power::Pl061 {{ base: {base:#x}, poweroff_line: {poweroff_line}, reset_line: {reset_line} }},"
+        ),
+        Power::ImxSnvsWdog { snvs, wdog } => writeln!(
+            out,
+            "    power: Power::ImxSnvsWdog {{ snvs: {snvs:#x}, wdog: {wdog:#x} }},"
+        ),
+    }
+    .unwrap();
     let i = &f.interrupts;
     writeln!(out, "    secure_timer_intid: {},", i.secure_timer).unwrap();
     let sgi = &i.sgi;

@@ -58,18 +58,16 @@ pub struct Board {
     pub gicd: u64,
     /// First GICv3 redistributor.
     pub gicr: u64,
-    /// Linux's PL011.
+    /// The kind of both UARTs.
+    pub uart: UartKind,
+    /// Linux's UART.
     pub normal_uart: u64,
-    /// The secure world's PL011 (monitor and RTOS log).
+    /// The secure world's UART (monitor and RTOS log).
     pub secure_uart: u64,
-    /// PL011 reference clock.
+    /// The UARTs' reference clock.
     pub uart_clock_hz: u32,
-    /// Secure PL061 wired to the machine's power controller.
-    pub secure_gpio: u64,
-    /// GPIO line that powers the machine off.
-    pub poweroff_gpio_line: u8,
-    /// GPIO line that resets the machine.
-    pub reset_gpio_line: u8,
+    /// How the monitor powers the machine off and resets it.
+    pub power: Power,
     /// Secure physical timer PPI (the RTOS tick).
     pub secure_timer_intid: u32,
     /// Software-generated interrupts by role.
@@ -94,6 +92,48 @@ pub struct Board {
     pub dtb: u64,
     /// Initramfs.
     pub initrd: u64,
+}
+
+/// A UART's programming model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UartKind {
+    /// Arm PrimeCell PL011.
+    Pl011,
+    /// NXP i.MX UART.
+    Imx,
+}
+
+/// The secure devices that power the machine off and reset it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Power {
+    /// A secure PL061 GPIO whose lines the machine's power controller
+    /// watches (QEMU virt).
+    Pl061 {
+        /// The PL061's registers.
+        base: u64,
+        /// The line that powers the machine off.
+        poweroff_line: u8,
+        /// The line that resets it.
+        reset_line: u8,
+    },
+    /// NXP i.MX: power-off by the SNVS (LPCR's DP_EN and TOP), reset by a
+    /// watchdog's software reset (WCR's SRS and WDA).
+    ImxSnvsWdog {
+        /// SNVS_HP's registers (the LP registers follow them).
+        snvs: u64,
+        /// The watchdog's registers.
+        wdog: u64,
+    },
+}
+
+impl Power {
+    /// The register blocks the monitor must map (repeated when one).
+    pub const fn devices(&self) -> [u64; 2] {
+        match *self {
+            Self::Pl061 { base, .. } => [base, base],
+            Self::ImxSnvsWdog { snvs, wdog } => [snvs, wdog],
+        }
+    }
 }
 
 /// The SGIs (INTIDs 0..=15) the secure side uses, by role; Linux keeps 0-7.

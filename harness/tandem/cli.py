@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from tandem.errors import TandemError
 from tandem.instruments import bench, trace
 from tandem.platform import apps, capacity, cpio, gdb
-from tandem.platform.board import load_board
+from tandem.platform.board import DEFAULT_BOARD, boards, load_board
 from tandem.platform.boot import BootOptions, choose_timing, run_exec, run_interactive
 from tandem.platform.configs import LINUX_OFF, Workload, available
 from tandem.platform.dtb import LINUX_IDLE
@@ -45,6 +45,12 @@ def _boot_options(
         "--config",
         default="tandem",
         help=f"platform configuration (configs/NAME.toml; available: {', '.join(available())})",
+    )
+    parser.add_argument(
+        "--board",
+        default=DEFAULT_BOARD,
+        choices=boards(),
+        help=f"the machine (boards/NAME.toml; default {DEFAULT_BOARD})",
     )
     choices = (*MODES, "auto") if auto else MODES
     auto_help = (
@@ -253,6 +259,7 @@ def _shard(text: str) -> Shard:
 def _options(args: argparse.Namespace) -> BootOptions:
     return BootOptions(
         config=args.config,
+        board=args.board,
         timing=Timing.parse(args.timing, args.quantum_ns, args.memmodel, args.causal),
         smp=args.smp,
         extra_bootargs=args.bootargs,

@@ -1,5 +1,5 @@
-"""What produced a run: the commit, QEMU, Linux, the firmware, the timing
-mode and quantum, and the host. Every experiment's summary.json carries it,
+"""What produced a run: the commit, QEMU, Linux, the board and its
+firmware, the timing mode and quantum, and the host. Every experiment's summary.json carries it,
 so a number can always be traced to what measured it."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.platform import memmodel, qemu_command
-from tandem.platform.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, QEMU_INSTALL, ROOT
+from tandem.platform.board import DEFAULT_BOARD
+from tandem.platform.paths import BUILD, INITRAMFS, KERNEL, QEMU_INSTALL, ROOT, firmware
 
 KERNEL_RELEASE = BUILD / "linux" / "include" / "config" / "kernel.release"
 
@@ -98,9 +99,12 @@ def changes_digest() -> str:
     return hashlib.sha256(diff.encode()).hexdigest()[:16]
 
 
-def collect(scenario: Mapping[str, object], jobs: int = 1) -> dict[str, object]:
+def collect(
+    scenario: Mapping[str, object], jobs: int = 1, board: str = DEFAULT_BOARD
+) -> dict[str, object]:
     """Provenance of a run of `scenario` (its values, after overrides),
-    measured `jobs` boots at a time.
+    measured `jobs` boots at a time on `board` (boards/NAME.toml), whose
+    firmware image is the one digested.
 
     Everything but `host` is what made the numbers: shards of one run must
     agree on it (tandem exp merge). The kernel's and initramfs's digests
@@ -117,7 +121,8 @@ def collect(scenario: Mapping[str, object], jobs: int = 1) -> dict[str, object]:
         "kernel": KERNEL_RELEASE.read_text().strip() if KERNEL_RELEASE.exists() else "unknown",
         "kernel_sha256": _digest(KERNEL),
         "initramfs_sha256": _digest(INITRAMFS),
-        "firmware_sha256": _digest(FIRMWARE),
+        "board": board,
+        "firmware_sha256": _digest(firmware(board)),
         "timing": timing_keys(scenario),
         "memmodel": memory_model(scenario),
         "host": {

@@ -65,15 +65,17 @@ def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Stand-ins for the build's firmware, kernel and initramfs, the boots'
     log directories under tmp_path/logs, QEMU's tree from `fake_qemu_dts`."""
     artifacts = {
-        "FIRMWARE": (tmp_path / "firmware.bin", b"FIRMWARE" * 64),
         "KERNEL": (tmp_path / "Image", b"KERNEL" * 512),
         "INITRAMFS": (tmp_path / "initramfs.cpio", b"INITRAMFS" * 128),
     }
     for name, (path, data) in artifacts.items():
         path.write_bytes(data)
         monkeypatch.setattr(boot, name, path)
+    firmware = tmp_path / "firmware.bin"
+    firmware.write_bytes(b"FIRMWARE" * 64)
+    monkeypatch.setattr(boot, "firmware", lambda _board: firmware)
     monkeypatch.setattr(boot, "LOGS", tmp_path / "logs")
-    monkeypatch.setattr(boot, "missing_artifacts", list)
+    monkeypatch.setattr(boot, "missing_artifacts", lambda _board: [])
     monkeypatch.setattr(dtb, "qemu_dts", fake_qemu_dts)
     yield tmp_path
 

@@ -1123,8 +1123,8 @@ def test_a_run_is_stamped_before_it_measures(
 
     events: list[str] = []
 
-    def stamp(values: object, jobs: int) -> dict[str, object]:
-        events.append("stamp")
+    def stamp(values: object, jobs: int, board: str) -> dict[str, object]:
+        events.append(f"stamp {board}")
         return {"commit": "at-start"}
 
     def boot(unit: Boot, ctx: object) -> ExecResult:
@@ -1146,7 +1146,7 @@ def test_a_run_is_stamped_before_it_measures(
     monkeypatch.setattr(exp, "get", lambda name, directory: fake)
     monkeypatch.setattr(units, "boot", boot)
     out = exp.run("stamped", quick=False, overrides={}, out_root=tmp_path / "r", directory=tmp_path)
-    assert events == ["stamp", "boot"]
+    assert events == ["stamp qemu-virt", "boot"]
     assert json.loads((out / "summary.json").read_text())["provenance"] == {"commit": "at-start"}
 
 

@@ -7,7 +7,12 @@ One boot, three phases: Linux quiet, a doorbell flood, an SMC storm.
 `TANDEM_ATTACK_S` sets each phase's seconds (default 2 for `make test`; the
 issue's acceptance runs 10), `TANDEM_QUIET_S` the quiet phase's alone
 (default the same), `TANDEM_QUANTUM_NS` the per-core timing quantum
-(default 1000)."""
+(default 1000).
+
+Each test's body is a function of the board and its settings (`Settings`):
+the tests here run them on virt with the settings above,
+test_hostile_imx8mp.py on the i.MX 8M Plus EVK with shorter ones (issue
+37)."""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ import pytest
 from tandem.platform import abi_generated as abi
 from tandem.platform import rtos_status
 from tandem.platform.apps import AppRun
-from tandem.platform.board import load_board
+from tandem.platform.board import DEFAULT_BOARD, load_board
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.configs import Workload
 from tandem.platform.timing import DEFAULT_QUANTUM_NS, Timing
@@ -35,22 +40,59 @@ AFFINITY_INFO = 0xC400_0004
 ATTACK_S = int(os.environ.get("TANDEM_ATTACK_S", "2"))
 QUIET_S = int(os.environ.get("TANDEM_QUIET_S", str(ATTACK_S)))
 QUANTUM_NS = int(os.environ.get("TANDEM_QUANTUM_NS", str(DEFAULT_QUANTUM_NS)))
-ATTACKS = {
-    # RPC_NOTIFY as fast as three cores can issue it: the monitor rings the
-    # server core's doorbell for each, with nothing for the server to do.
-    "flood": f"tandem-smc repeat {ATTACK_S} {RPC_NOTIFY:#x} 0",
-    # A PSCI call that takes the monitor's lock, which an idle RTOS core's
-    # look loop took on every pass before issue 21.
-    "storm": f"tandem-smc repeat {ATTACK_S} {AFFINITY_INFO:#x} 0 0",
-}
+# The shared core's attacks: `TANDEM_SHARED_ATTACK_S` sets each phase's
+# seconds (default 1 for `make test`; the issue's acceptance runs 10).
+SHARED_ATTACK_S = int(os.environ.get("TANDEM_SHARED_ATTACK_S", "1"))
+# The concurrent fuzz: `TANDEM_FUZZ_CALLS` sets the calls in total (default
+# 40 000 for `make test`; the issue's acceptance runs 1 000 000).
+FUZZ_CALLS = int(os.environ.get("TANDEM_FUZZ_CALLS", "40000"))
+# Linux rewriting RPC requests while the RTOS's server reads them:
+# `TANDEM_SCRIBBLE_S` seconds per scribbler (default 3).
+SCRIBBLE_S = int(os.environ.get("TANDEM_SCRIBBLE_S", "3"))
+# How many times a CPU_ON races a SYSTEM_RESET: `TANDEM_RACES` (default 12
+# for `make test`; the issue's acceptance runs 1 000).
+RACES = int(os.environ.get("TANDEM_RACES", "12"))
 
 
-def script() -> str:
+@dataclass(frozen=True)
+class Settings:
+    """How long the attacks run: each phase's seconds (the RTOS-only core's
+    attacks, Linux quiet, the shared core's attacks, the scribblers), the
+    concurrent fuzz's calls in total, the CPU_ON / SYSTEM_RESET races, and
+    the per-core timing quantum."""
+
+    attack_s: int
+    quiet_s: int
+    shared_attack_s: int
+    fuzz_calls: int
+    races: int
+    scribble_s: int
+    quantum_ns: int = DEFAULT_QUANTUM_NS
+
+
+# `make test`'s on virt (the environment's overrides above).
+VIRT = Settings(ATTACK_S, QUIET_S, SHARED_ATTACK_S, FUZZ_CALLS, RACES, SCRIBBLE_S, QUANTUM_NS)
+
+
+def attacks(seconds: int) -> dict[str, str]:
+    """The attacks on the RTOS-only core, each `seconds` long."""
+    return {
+        # RPC_NOTIFY as fast as three cores can issue it: the monitor rings
+        # the server core's doorbell for each, with nothing for the server
+        # to do.
+        "flood": f"tandem-smc repeat {seconds} {RPC_NOTIFY:#x} 0",
+        # A PSCI call that takes the monitor's lock, which an idle RTOS
+        # core's look loop took on every pass before issue 21.
+        "storm": f"tandem-smc repeat {seconds} {AFFINITY_INFO:#x} 0 0",
+    }
+
+
+def script(s: Settings = VIRT) -> str:
     """Timer-latency snapshots of TARGET around each phase; each attack runs
     on cores 0, 1 and 2 at once."""
-    out = ["set -e", "tandem-lat save /tmp/quiet", f"sleep {QUIET_S}", "tandem-lat save /tmp/q1"]
+    out = ["set -e", "tandem-lat save /tmp/quiet", f"sleep {s.quiet_s}", "tandem-lat save /tmp/q1"]
     last = "q1"
-    for name, command in ATTACKS.items():
+    for name, command in attacks(s.attack_s).items():
         out += [
             f"for c in 0 1 2; do taskset -c $c {command} > /tmp/{name}$c & done",
             "wait",
@@ -75,12 +117,31 @@ def percentile(histogram: list[list[float]], fraction: float) -> float:
     raise ValueError("an empty histogram")
 
 
+def within_twice(ns: float, reference: float, tick_ns: float) -> bool:
+    """Whether a latency read as `ns` may be within twice one read as
+    `reference`, both read off a counter of `tick_ns` ticks: a reading is
+    the latency rounded down to a tick, so the reference's latency is less
+    than `reference + tick_ns`, and a latency below twice that reads at most
+    `2 * reference + tick_ns` (16 ns on virt's 62.5 MHz counter, 125 ns on
+    the EVK's 8 MHz one, where a quiet core's latency often reads 0)."""
+    return ns <= 2 * reference + tick_ns
+
+
 @pytest.mark.qemu
 def test_floods_and_storms_from_three_cores_do_not_cost_the_rtos_a_release() -> None:
+    floods_and_storms(DEFAULT_BOARD, VIRT)
+
+
+def floods_and_storms(board: str, s: Settings) -> None:
+    """test_floods_and_storms_from_three_cores_do_not_cost_the_rtos_a_release
+    on `board`."""
     options = BootOptions(
-        timing=Timing("percore", QUANTUM_NS), config="heteroos", rpc_cores=(TARGET,)
+        board=board,
+        timing=Timing("percore", s.quantum_ns),
+        config="heteroos",
+        rpc_cores=(TARGET,),
     )
-    r = run_exec(options, script(), timeout_s=300 + 60 * ATTACK_S + 10 * QUIET_S)
+    r = run_exec(options, script(s), timeout_s=300 + 60 * s.attack_s + 10 * s.quiet_s)
     assert r.status == 0, r.console_log
     tagged: dict[str, list[str]] = {}
     for line in r.lines:
@@ -88,22 +149,26 @@ def test_floods_and_storms_from_three_cores_do_not_cost_the_rtos_a_release() -> 
         if sep:
             tagged.setdefault(tag, []).append(rest)
     # Every call answered, each the same as the first.
-    for name in ATTACKS:
+    names = list(attacks(s.attack_s))
+    for name in names:
         calls = tagged[f"{name}-calls"]
         assert len(calls) == 3 and all("0 answers differed" in c for c in calls), calls
     # No release missed or lost on any core, across the whole boot.
     rtos_status.check_ran_on(rtos_status.last(r.secure_log.read_text()))
-    lat = {name: json.loads(tagged[name][0]) for name in ("quiet", *ATTACKS)}
-    quiet = float(lat["quiet"]["max_ns"])
-    print(f"percore, Q = {QUANTUM_NS} ns, quiet {QUIET_S} s, attacks {ATTACK_S} s, core {TARGET}:")
-    for name in ("quiet", *ATTACKS):
+    lat = {name: json.loads(tagged[name][0]) for name in ("quiet", *names)}
+    quiet, tick = float(lat["quiet"]["max_ns"]), float(lat["quiet"]["tick_ns"])
+    print(
+        f"{board}, percore, Q = {s.quantum_ns} ns, quiet {s.quiet_s} s, "
+        f"attacks {s.attack_s} s, core {TARGET}, a tick {tick} ns:"
+    )
+    for name in ("quiet", *names):
         worst, hist = lat[name]["max_ns"], lat[name]["histogram"]
         tail = ", ".join(f"p{100 * f:g} {percentile(hist, f):g}" for f in (0.5, 0.99, 0.999))
         print(f"{name}: {lat[name]['samples']} samples, worst {worst} ns, {tail} ns; {hist}")
-        seconds = QUIET_S if name == "quiet" else ATTACK_S
+        seconds = s.quiet_s if name == "quiet" else s.attack_s
         assert int(lat[name]["samples"]) >= 1000 * seconds - 10, name
     # The storm leaves the timer latency within twice its quiet worst.
-    assert float(lat["storm"]["max_ns"]) <= 2 * quiet, lat["storm"]
+    assert within_twice(float(lat["storm"]["max_ns"]), quiet, tick), lat["storm"]
     # So does the flood, up to its 99.9th percentile (before issue 21's
     # fixes: 528 ns at Q = 1 us, 10 s, against 80 quiet; docs/security.md).
     # Its single worst sample is not held to it: a release that falls into
@@ -112,7 +177,7 @@ def test_floods_and_storms_from_three_cores_do_not_cost_the_rtos_a_release() -> 
     # (TANDEM_QUIET_S=120: 560 ns), and the flood moves those passes in
     # time, so which phase meets one is chance, not the flood's doing.
     flood = percentile(lat["flood"]["histogram"], 0.999)
-    assert flood <= 2 * quiet, (flood, lat["flood"])
+    assert within_twice(flood, quiet, tick), (flood, lat["flood"])
 
 
 # The same attacks on a core the RTOS shares with Linux (SafeG's arrangement,
@@ -122,19 +187,13 @@ def test_floods_and_storms_from_three_cores_do_not_cost_the_rtos_a_release() -> 
 # beside the demo's 1 ms jobs (priority 4), so the demo's releases keep
 # falling into the task's work: a timer interrupt hidden until the task
 # ends (issue 31, hole 1) shows as a latency of hundreds of us.
-# `TANDEM_SHARED_ATTACK_S` sets each phase's seconds (default 1 for `make
-# test`; the issue's acceptance runs 10).
+# Settings.shared_attack_s: each phase's seconds.
 SHARED = 3
-SHARED_ATTACK_S = int(os.environ.get("TANDEM_SHARED_ATTACK_S", "1"))
 PERIOD_US, WORK_US = 1300, 900
 HOSTILE = "/sys/kernel/debug/tandem-hostile"
 ONLINE = "/sys/devices/system/cpu/cpu{}/online"
 CORE_RECORD = "/sys/bus/platform/devices/tandem/core{}/{}"
 OTHERS = "0 1 2"
-FLOOD = f"tandem-smc repeat {SHARED_ATTACK_S} {RPC_NOTIFY:#x} 0"
-STORM = f"tandem-smc repeat {SHARED_ATTACK_S} {AFFINITY_INFO:#x} 0 0"
-TRAPS = f"sh -c 'echo {SHARED_ATTACK_S} > {HOSTILE}/trap_group0; cat {HOSTILE}/trap_group0'"
-CPU_ON = f"tandem-smc cpu-on-loop {SHARED_ATTACK_S} {SHARED} $entry"
 
 
 @dataclass(frozen=True)
@@ -149,40 +208,47 @@ class Phase:
     offline: bool = False
 
 
-SHARED_PHASES = (
-    # The acceptance: each attack from the other three cores, against quiet.
-    Phase("flood", ((OTHERS, FLOOD),), "quiet"),
-    Phase("storm", ((OTHERS, STORM),), "quiet"),
-    # The GIC's Group 0 registers, which trap to EL3 (hole 3), in a kernel
-    # loop with interrupts masked (tandem_hostile).
-    Phase("traps", ((OTHERS, TRAPS),), "quiet"),
-    # CPU_ON of the attacked core, offline in Linux, at an entry that calls
-    # CPU_OFF: the monitor rings its doorbell for every accepted call (hole 1).
-    Phase("cpu-on", ((OTHERS, CPU_ON),), "quiet", offline=True),
-    # The attacked core's own Linux at EL3: each call or trap costs the
-    # RTOS at most its own length there (the references), and no more when
-    # the other cores do the same at once: no wait for the PSCI lock (hole
-    # 6) or the console's (hole 3).
-    Phase("own-calls", ((str(SHARED), STORM),), None),
-    Phase("own-calls-in-storm", ((str(SHARED), STORM), (OTHERS, STORM)), "own-calls"),
-    Phase("own-traps", ((str(SHARED), TRAPS),), None),
-    Phase("own-traps-among-traps", ((str(SHARED), TRAPS), (OTHERS, TRAPS)), "own-traps"),
-)
+def shared_phases(seconds: int) -> tuple[Phase, ...]:
+    """The phases on the shared core, each `seconds` long."""
+    flood = f"tandem-smc repeat {seconds} {RPC_NOTIFY:#x} 0"
+    storm = f"tandem-smc repeat {seconds} {AFFINITY_INFO:#x} 0 0"
+    traps = f"sh -c 'echo {seconds} > {HOSTILE}/trap_group0; cat {HOSTILE}/trap_group0'"
+    cpu_on = f"tandem-smc cpu-on-loop {seconds} {SHARED} $entry"
+    return (
+        # The acceptance: each attack from the other three cores, against quiet.
+        Phase("flood", ((OTHERS, flood),), "quiet"),
+        Phase("storm", ((OTHERS, storm),), "quiet"),
+        # The GIC's Group 0 registers, which trap to EL3 (hole 3), in a
+        # kernel loop with interrupts masked (tandem_hostile).
+        Phase("traps", ((OTHERS, traps),), "quiet"),
+        # CPU_ON of the attacked core, offline in Linux, at an entry that
+        # calls CPU_OFF: the monitor rings its doorbell for every accepted
+        # call (hole 1).
+        Phase("cpu-on", ((OTHERS, cpu_on),), "quiet", offline=True),
+        # The attacked core's own Linux at EL3: each call or trap costs the
+        # RTOS at most its own length there (the references), and no more
+        # when the other cores do the same at once: no wait for the PSCI
+        # lock (hole 6) or the console's (hole 3).
+        Phase("own-calls", ((str(SHARED), storm),), None),
+        Phase("own-calls-in-storm", ((str(SHARED), storm), (OTHERS, storm)), "own-calls"),
+        Phase("own-traps", ((str(SHARED), traps),), None),
+        Phase("own-traps-among-traps", ((str(SHARED), traps), (OTHERS, traps)), "own-traps"),
+    )
 
 
-def shared_script() -> str:
+def shared_script(s: Settings = VIRT) -> str:
     """Timer-latency snapshots of SHARED around each phase."""
     out = [
         "set -e",
         "insmod /lib/modules/tandem_hostile.ko",
         f"entry=$(cat {HOSTILE}/cpu_off_entry)",
         "tandem-lat save /tmp/quiet",
-        f"sleep {QUIET_S}",
+        f"sleep {s.quiet_s}",
         "tandem-lat save /tmp/q1",
         f'echo "quiet: $(tandem-lat report /tmp/quiet /tmp/q1 {SHARED})"',
     ]
     last = "q1"
-    for phase in SHARED_PHASES:
+    for phase in shared_phases(s.shared_attack_s):
         if phase.offline:
             out.append(f"echo 0 > {ONLINE.format(SHARED)}")
         for i, (cores, command) in enumerate(phase.attacks):
@@ -210,31 +276,45 @@ def shared_script() -> str:
 
 @pytest.mark.qemu
 def test_attacks_on_a_core_the_rtos_shares_with_linux_cost_it_nothing() -> None:
+    attacks_on_a_shared_core(DEFAULT_BOARD, VIRT)
+
+
+def attacks_on_a_shared_core(board: str, s: Settings) -> None:
+    """test_attacks_on_a_core_the_rtos_shares_with_linux_cost_it_nothing on
+    `board`."""
+    phases = shared_phases(s.shared_attack_s)
     options = BootOptions(
-        timing=Timing("percore", QUANTUM_NS),
+        board=board,
+        timing=Timing("percore", s.quantum_ns),
         config="tandem",
         rpc_cores=(SHARED,),
         apps=(AppRun.of("periodic", core=SHARED, period_us=PERIOD_US, work_us=WORK_US),),
     )
     # Generous: a 10 s acceptance run takes over 25 min of host time on a
     # busy 2-core machine.
-    r = run_exec(options, shared_script(), timeout_s=600 + 400 * SHARED_ATTACK_S + 40 * QUIET_S)
+    r = run_exec(
+        options, shared_script(s), timeout_s=600 + 400 * s.shared_attack_s + 40 * s.quiet_s
+    )
     assert r.status == 0, r.console_log
     tagged: dict[str, list[str]] = {}
     for line in r.lines:
         tag, sep, rest = line.partition(": ")
         if sep:
             tagged.setdefault(tag, []).append(rest)
-    names = ("quiet", *(p.name for p in SHARED_PHASES))
+    names = ("quiet", *(p.name for p in phases))
     lat = {name: json.loads(tagged[name][0]) for name in names}
-    print(f"percore, Q = {QUANTUM_NS} ns, quiet {QUIET_S} s, phases {SHARED_ATTACK_S} s:")
+    tick = float(lat["quiet"]["tick_ns"])
+    print(
+        f"{board}, percore, Q = {s.quantum_ns} ns, quiet {s.quiet_s} s, "
+        f"phases {s.shared_attack_s} s, a tick {tick} ns:"
+    )
     for name in names:
         worst, hist = lat[name]["max_ns"], lat[name]["histogram"]
         tail = ", ".join(f"p{100 * f:g} {percentile(hist, f):g}" for f in (0.5, 0.99, 0.999))
         print(f"{name}: {lat[name]['samples']} samples, worst {worst} ns, {tail} ns")
-        seconds = QUIET_S if name == "quiet" else SHARED_ATTACK_S
+        seconds = s.quiet_s if name == "quiet" else s.shared_attack_s
         assert int(lat[name]["samples"]) >= 1000 * seconds - 10, name
-    calls = [c for p in SHARED_PHASES for c in tagged[f"{p.name}-calls"]]
+    calls = [c for p in phases for c in tagged[f"{p.name}-calls"]]
     repeats = [c for c in calls if c.startswith("repeat: ")]
     assert repeats and all("0 answers differed" in c for c in repeats), repeats
     # Every trapped access was refused with an Undefined Instruction, each
@@ -262,19 +342,23 @@ def test_attacks_on_a_core_the_rtos_shares_with_linux_cost_it_nothing() -> None:
     for core, (jobs, _) in status.cores.items():
         want = status.seconds * 1000 + (status.seconds * 1_000_000 // PERIOD_US) * (core == SHARED)
         assert abs(jobs - want) <= 3, (core, jobs, want)
-    for phase in SHARED_PHASES:
+    for phase in phases:
         if phase.against is None:
             continue
         p999 = percentile(lat[phase.name]["histogram"], 0.999)
-        bound = 2 * percentile(lat[phase.against]["histogram"], 0.999)
-        assert p999 <= bound, (phase.name, p999, phase.against, bound, lat[phase.name])
+        reference = percentile(lat[phase.against]["histogram"], 0.999)
+        assert within_twice(p999, reference, tick), (
+            phase.name,
+            p999,
+            phase.against,
+            reference,
+            lat[phase.name],
+        )
 
 
 # The concurrent fuzz: SMC fuzzing on every core at once, while Linux takes
 # cores 1-3 off and on again (PSCI CPU_OFF and CPU_ON) under it.
-# `TANDEM_FUZZ_CALLS` sets the calls in total (default 40 000 for `make
-# test`; the issue's acceptance runs 1 000 000).
-FUZZ_CALLS = int(os.environ.get("TANDEM_FUZZ_CALLS", "40000"))
+# Settings.fuzz_calls: the calls in total.
 FUZZ_CORES = 4
 # One round of hotplug: cores 1-3 offline and online again (PSCI CPU_OFF,
 # CPU_ON), a line naming any core that failed.
@@ -309,9 +393,15 @@ sleep 1.2  # the RTOS's next status line (one a second) covers all of it
 
 @pytest.mark.qemu
 def test_concurrent_fuzz_with_hotplug_answers_every_call_and_costs_the_rtos_nothing() -> None:
-    per_core = FUZZ_CALLS // FUZZ_CORES
-    options = BootOptions(timing=Timing("percore"), config="tandem", smp=FUZZ_CORES)
-    r = run_exec(options, fuzz_script(per_core), timeout_s=600 + FUZZ_CALLS // 50)
+    concurrent_fuzz_with_hotplug(DEFAULT_BOARD, VIRT)
+
+
+def concurrent_fuzz_with_hotplug(board: str, s: Settings) -> None:
+    """test_concurrent_fuzz_with_hotplug_answers_every_call_and_costs_the_rtos_nothing
+    on `board`."""
+    per_core = s.fuzz_calls // FUZZ_CORES
+    options = BootOptions(board=board, timing=Timing("percore"), config="tandem", smp=FUZZ_CORES)
+    r = run_exec(options, fuzz_script(per_core), timeout_s=600 + s.fuzz_calls // 50)
     assert r.status == 0, r.console_log
     assert not any("hotplug of" in line for line in r.lines), r.console_log
     fuzz = [line for line in r.lines if line.startswith("fuzz") and ": fuzz: " in line]
@@ -322,7 +412,7 @@ def test_concurrent_fuzz_with_hotplug_answers_every_call_and_costs_the_rtos_noth
     assert rounds >= 1, "the hotplug loop ran while the fuzzers did"
     assert f"online: 0-{FUZZ_CORES - 1}" in r.lines
     rtos_status.check_ran_on(rtos_status.last(r.secure_log.read_text()))
-    print(f"{FUZZ_CALLS} calls on {FUZZ_CORES} cores, {rounds} hotplug rounds of cores 1-3")
+    print(f"{board}: {s.fuzz_calls} calls on {FUZZ_CORES} cores, {rounds} hotplug rounds")
 
 
 def hotplug_under_load_script() -> str:
@@ -351,7 +441,13 @@ def test_hotplug_under_rpc_steal_time_and_migrate_dispatch() -> None:
     stress four channels, Linux accounts stolen time and the RTOS's
     periodic task (300 us of every ms, released on core 1) is dispatched
     `migrate`, away from Linux's lock holders."""
+    hotplug_under_rpc(DEFAULT_BOARD)
+
+
+def hotplug_under_rpc(board: str) -> None:
+    """test_hotplug_under_rpc_steal_time_and_migrate_dispatch on `board`."""
     options = BootOptions(
+        board=board,
         timing=Timing("percore"),
         config="tandem",
         capacity="steal",
@@ -375,28 +471,32 @@ def test_hotplug_under_rpc_steal_time_and_migrate_dispatch() -> None:
     print(f"hotplug rounds {tagged['hotplug']}; stress: {tagged['stress']}; {jobs} jobs")
 
 
-# Linux rewriting RPC requests while the RTOS's server reads them:
-# `TANDEM_SCRIBBLE_S` seconds per scribbler (default 3).
-SCRIBBLE_S = int(os.environ.get("TANDEM_SCRIBBLE_S", "3"))
-
-
 @pytest.mark.qemu
 def test_requests_rewritten_while_the_server_reads_them_get_only_answers_it_can_give() -> None:
+    requests_rewritten(DEFAULT_BOARD, VIRT)
+
+
+def requests_rewritten(board: str, s: Settings) -> None:
+    """test_requests_rewritten_while_the_server_reads_them_get_only_answers_it_can_give
+    on `board`: Linux rewriting RPC requests while the RTOS's server reads
+    them, Settings.scribble_s seconds per scribbler."""
     # Two Linux cores each rewrite one channel's request (operation, length
     # up to 0xffffffff, argument, data) through /dev/mem while the server on
     # core 3 reads it: had the server read a field twice (checked one
     # value, used another), a length it refused would reach its copy. Then
     # the driver's own calls on both channels must still be answered right.
     script = (
-        f"for c in 0 1; do taskset -c $c tandem-smc scribble-rpc {SCRIBBLE_S} $c"
+        f"for c in 0 1; do taskset -c $c tandem-smc scribble-rpc {s.scribble_s} $c"
         " > /tmp/scribble$c & done\n"
         "wait\n"
         'for c in 0 1; do echo "scribble$c: $(cat /tmp/scribble$c)"; done\n'
         'for c in 0 1; do echo "after$c: $(tandem-rpc call -c $c echo 4096)"; done\n'
         "sleep 1.2  # the RTOS's next status line covers all of it\n"
     )
-    options = BootOptions(timing=Timing("percore"), config="heteroos", rpc_cores=(TARGET,))
-    r = run_exec(options, script, timeout_s=300 + 60 * SCRIBBLE_S)
+    options = BootOptions(
+        board=board, timing=Timing("percore"), config="heteroos", rpc_cores=(TARGET,)
+    )
+    r = run_exec(options, script, timeout_s=300 + 60 * s.scribble_s)
     assert r.status == 0, r.console_log
     tagged = dict(line.split(": ", 1) for line in r.lines if ": " in line)
     for c in (0, 1):
@@ -413,9 +513,7 @@ def test_requests_rewritten_while_the_server_reads_them_get_only_answers_it_can_
 
 # A hostile Linux against the monitor's own steps: its restarts, the stub
 # its cores start through, and interrupts parked where nobody takes them.
-# `TANDEM_RACES` sets how many times a CPU_ON races a SYSTEM_RESET (default
-# 12 for `make test`; the issue's acceptance runs 1 000).
-RACES = int(os.environ.get("TANDEM_RACES", "12"))
+# Settings.races: how many times a CPU_ON races a SYSTEM_RESET.
 
 
 def race_script(races: int) -> str:
@@ -440,32 +538,43 @@ sleep 1.2  # the RTOS's next status line covers the last restart
 
 @pytest.mark.qemu
 def test_cpu_ons_racing_resets_leave_no_old_linux_and_every_restart_brings_up_every_core() -> None:
+    cpu_ons_racing_resets(DEFAULT_BOARD, VIRT)
+
+
+def cpu_ons_racing_resets(board: str, s: Settings) -> None:
+    """test_cpu_ons_racing_resets_leave_no_old_linux_and_every_restart_brings_up_every_core
+    on `board`."""
     options = BootOptions(
-        timing=Timing("percore", QUANTUM_NS),
+        board=board,
+        timing=Timing("percore", s.quantum_ns),
         config="tandem",
         apps=(AppRun.of("periodic", core=3, period_us=PERIOD_US, work_us=WORK_US),),
     )
-    r = run_exec(options, race_script(RACES), timeout_s=300 + 20 * RACES)
+    r = run_exec(options, race_script(s.races), timeout_s=300 + 20 * s.races)
     assert r.status == 0, r.console_log
     generations = [line.removeprefix("@@GEN ").removesuffix("@@").split() for line in r.lines]
     generations = [g for g in generations if len(g) == 3 and g[1] == "online"]
-    assert [int(g[0]) for g in generations] == list(range(1, RACES + 2)), r.lines
+    assert [int(g[0]) for g in generations] == list(range(1, s.races + 2)), r.lines
     late = [g for g in generations if g[2] != "0-3"]
     assert not late, f"cores missing after a restart: {late}"
     secure = r.secure_log.read_text()
     assert secure.count("Tandem monitor") == 1, "the machine was not reset"
     status = rtos_status.last(secure)
     assert status.missed == 0, status
-    print(f"{RACES} CPU_ONs raced SYSTEM_RESET; every restart came up on cores 0-3")
+    print(f"{board}: {s.races} CPU_ONs raced SYSTEM_RESET; every restart came up on cores 0-3")
 
 
 @pytest.mark.qemu
 def test_a_stub_rewritten_before_a_reboot_is_written_again() -> None:
+    stub_rewritten(DEFAULT_BOARD)
+
+
+def stub_rewritten(board: str) -> None:
+    """test_a_stub_rewritten_before_a_reboot_is_written_again on `board`."""
     # The stub Linux's cores start through lies in the shared region, which
     # Linux can write: its first word made `b .` before a reboot would hold
     # every core of the next Linux (hole 5). The monitor writes it again.
-    board = load_board()
-    at = board.shared.base + abi.SHM_LINUX_STUB_OFFSET
+    at = load_board(board).shared.base + abi.SHM_LINUX_STUB_OFFSET
     script = (
         "g=$(cat /sys/bus/platform/devices/tandem/linux_generation)\n"
         'echo "generation $g cores $(nproc)"\n'
@@ -476,15 +585,15 @@ def test_a_stub_rewritten_before_a_reboot_is_written_again() -> None:
         "  sleep 100\n"
         "fi\n"
     )
-    r = run_exec(BootOptions(timing=Timing("percore")), script, timeout_s=180)
+    r = run_exec(BootOptions(board=board, timing=Timing("percore")), script, timeout_s=180)
     assert "stub now 0x14000000" in r.lines, r.lines
     assert r.lines[-1] == "generation 2 cores 4", r.console_log
 
 
-def idle_wakeups_script(core: int, offline: bool) -> str:
+def idle_wakeups_script(core: int, offline: bool, spi: int) -> str:
     """Idle wake-ups of `core`'s monitor over 2 s, then again with an SPI
     routed to `core`, enabled and pended by Linux (that Linux does not run
-    there: nobody will take it)."""
+    there: nobody will take it); `spi` its INTID."""
     wakeups = CORE_RECORD.format(core, "idle_wakeups")
     return f"""\
 set -e
@@ -493,7 +602,7 @@ insmod /lib/modules/tandem_hostile.ko
 tandem-lat save /tmp/a
 a=$(cat {wakeups}); sleep 2; b=$(cat {wakeups})
 tandem-lat save /tmp/b
-echo {PARKED_SPI} {core} > {HOSTILE}/pend_spi
+echo {spi} {core} > {HOSTILE}/pend_spi
 c=$(cat {wakeups}); sleep 2; d=$(cat {wakeups})
 tandem-lat save /tmp/c
 echo "quiet: $((b - a)) $(tandem-lat report /tmp/a /tmp/b {core})"
@@ -503,33 +612,43 @@ echo "online: $(cat /sys/devices/system/cpu/online)"
 """
 
 
-# An SPI QEMU's virt board wires to no device.
-PARKED_SPI = 32 + 250
+# On each board, the INTID of an SPI wired to no device: on virt SPI 250;
+# on the i.MX 8M Plus SPI 155 (QEMU's model and the EVK's tree use none
+# past 149 of its 160; Tandem's doorbell is 158).
+PARKED_SPI = {"qemu-virt": 32 + 250, "imx8mp-evk": 32 + 155}
+# Where an SPI is parked: (config, core, whether Linux turns the core off).
+PARKED_ON = [("heteroos", 3, False), ("tandem", 2, True)]
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize(
-    ("config", "core", "offline"), [("heteroos", 3, False), ("tandem", 2, True)]
-)
+@pytest.mark.parametrize(("config", "core", "offline"), PARKED_ON)
 def test_an_interrupt_parked_on_a_core_without_linux_does_not_keep_it_awake(
     config: str, core: int, offline: bool
 ) -> None:
+    interrupt_parked(DEFAULT_BOARD, config, core, offline)
+
+
+def interrupt_parked(board: str, config: str, core: int, offline: bool) -> None:
+    """test_an_interrupt_parked_on_a_core_without_linux_does_not_keep_it_awake
+    on `board`."""
     # Linux routes an interrupt of its own to a core it does not run on
     # (the RTOS's alone, or one it turned off) and pends it: nobody takes
     # it. Before hole 7's fix the monitor's wait and the RTOS's idle check
     # both saw it for ever there: the core never slept again.
     r = run_exec(
-        BootOptions(timing=Timing("percore"), config=config), idle_wakeups_script(core, offline)
+        BootOptions(board=board, timing=Timing("percore"), config=config),
+        idle_wakeups_script(core, offline, PARKED_SPI[board]),
     )
     assert r.status == 0, r.console_log
     tagged = dict(line.split(": ", 1) for line in r.lines if ": " in line)
     quiet, parked = (int(tagged[k].split()[0]) for k in ("quiet", "parked"))
     lat = {k: json.loads(tagged[k].split(" ", 1)[1]) for k in ("quiet", "parked")}
     print(
-        f"{config} core {core}: idle wake-ups in 2 s quiet {quiet}, parked {parked}; "
+        f"{board} {config} core {core}: idle wake-ups in 2 s quiet {quiet}, parked {parked}; "
         f"worst {lat['quiet']['max_ns']} / {lat['parked']['max_ns']} ns"
     )
     assert parked <= quiet + 10, (quiet, parked)
     assert tagged["online"] == ("0-2" if config == "heteroos" else "0-3")
     p999 = percentile(lat["parked"]["histogram"], 0.999)
-    assert p999 <= 2 * percentile(lat["quiet"]["histogram"], 0.999), lat
+    reference = percentile(lat["quiet"]["histogram"], 0.999)
+    assert within_twice(p999, reference, float(lat["quiet"]["tick_ns"])), lat

@@ -19,6 +19,7 @@ from tandem.errors import TandemError
 from tandem.instruments import rpmsg as rpmsg_bench
 from tandem.platform import abi_generated as abi
 from tandem.platform import rtos_status
+from tandem.platform.board import DEFAULT_BOARD
 from tandem.platform.boot import BootOptions, run_exec
 from tandem.platform.timing import Timing
 
@@ -143,9 +144,15 @@ def hostile_script() -> str:
 
 @pytest.mark.qemu
 def test_hostile_rings_and_floods_cost_the_rtos_nothing() -> None:
+    hostile_rings_and_floods(DEFAULT_BOARD)
+
+
+def hostile_rings_and_floods(board: str) -> None:
+    """test_hostile_rings_and_floods_cost_the_rtos_nothing on `board`
+    (test_hostile_imx8mp.py: the i.MX 8M Plus EVK)."""
     # The RTOS alone on core 3 (heteroos), which serves RPMsg; Linux on
     # cores 0-2 attacks from all three.
-    options = BootOptions(timing=Timing("percore"), config="heteroos", rpc_cores=(3,))
+    options = BootOptions(board=board, timing=Timing("percore"), config="heteroos", rpc_cores=(3,))
     r = run_exec(options, hostile_script(), timeout_s=600 + 120 * FLOOD_S)
     assert r.status == 0, r.console_log
     t = tagged(r.lines)

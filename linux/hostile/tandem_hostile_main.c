@@ -34,6 +34,8 @@
 #include <linux/kernel.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
+#include <linux/of.h>
+#include <linux/of_address.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/uaccess.h>
@@ -47,9 +49,6 @@
 #define PSCI_SYSTEM_RESET 0x84000009u
 /* Group 0 accesses per stretch with interrupts masked (then a reschedule). */
 #define TRAP_CHUNK 64
-/* QEMU virt's GIC distributor (boards/qemu-virt.toml gicd). */
-#define GICD_BASE 0x08000000ul
-#define GICD_SIZE 0x10000ul
 #define GICD_ISENABLER 0x100
 #define GICD_ISPENDR 0x200
 #define GICD_IROUTER 0x6000
@@ -156,6 +155,23 @@ static const struct file_operations cpu_off_entry_fops = {
 	.llseek = default_llseek,
 };
 
+/*
+ * The GIC's distributor, the first region of the device tree's GICv3 node
+ * (whichever board: virt's at 0x0800_0000, the i.MX 8M Plus's at
+ * 0x3880_0000).
+ */
+static void __iomem *map_gicd(void)
+{
+	struct device_node *gic = of_find_compatible_node(NULL, NULL, "arm,gic-v3");
+	void __iomem *gicd;
+
+	if (!gic)
+		return NULL;
+	gicd = of_iomap(gic, 0);
+	of_node_put(gic);
+	return gicd;
+}
+
 static ssize_t pend_spi_write(struct file *file, const char __user *ubuf,
 			      size_t len, loff_t *ppos)
 {
@@ -171,9 +187,9 @@ static ssize_t pend_spi_write(struct file *file, const char __user *ubuf,
 	if (sscanf(buf, "%u %u", &intid, &core) != 2 || intid < 32 ||
 	    intid >= 1020 || core > 0xff)
 		return -EINVAL;
-	gicd = ioremap(GICD_BASE, GICD_SIZE);
+	gicd = map_gicd();
 	if (!gicd)
-		return -ENOMEM;
+		return -ENODEV;
 	writeq_relaxed(core, gicd + GICD_IROUTER + 8 * intid);
 	writel_relaxed(BIT(intid % 32), gicd + GICD_ISENABLER + 4 * (intid / 32));
 	writel(BIT(intid % 32), gicd + GICD_ISPENDR + 4 * (intid / 32));

@@ -38,6 +38,7 @@ from tandem.exp import (
 from tandem.exp.common import Boot, num, read_summary
 from tandem.exp.shards import Shard
 from tandem.exp.units import Measured
+from tandem.platform.board import DEFAULT_BOARD
 from tandem.platform.paths import EXPERIMENTS, RESULTS
 from tandem.results import PARTIAL, RAW, PartialRun, write_atomic
 
@@ -133,6 +134,15 @@ def command_line(name: str, quick: bool, overrides: Mapping[str, object]) -> str
     return shlex.join(parts)
 
 
+def board_of(boots: Sequence[Boot]) -> str:
+    """The board a run's boots are on (its provenance names it and digests
+    its firmware); an error for boots on several."""
+    names = sorted({b.options.board for b in boots})
+    if len(names) > 1:
+        raise TandemError(f"a run's boots are on one board, these on {', '.join(names)}")
+    return names[0] if names else DEFAULT_BOARD
+
+
 def run(
     name: str,
     quick: bool,
@@ -166,7 +176,7 @@ def run(
     command = command_line(name, quick, s.overrides)
     # Stamped before measuring: a run lasts up to two hours, and a commit or
     # an edit made meanwhile must not be recorded as what it measured.
-    stamp = provenance.collect(s.values, jobs)
+    stamp = provenance.collect(s.values, jobs, board_of(boots))
     plan = None
     if shard is not None:
         plan = shards.Plan(

@@ -43,6 +43,7 @@ def boot(options: BootOptions, runs: int, out_root: Path = RESULTS) -> Path:
     offs = [s.poweroff_s for s in samples]
     summary = {
         "benchmark": "boot",
+        "board": options.board,
         "timing": options.timing.mode,
         "quantum_ns": options.timing.quantum,
         "clock": "host wall time (QEMU start to the first command in Linux)",
@@ -168,6 +169,7 @@ def latency(
             )
     summary = {
         "benchmark": "latency",
+        "board": options.board,
         "timing": options.timing.mode,
         "quantum_ns": options.timing.quantum,
         "measured": "secure timer compare value to the 3rd instruction of the RTOS IRQ handler",
@@ -208,15 +210,16 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
     """World-switch cost in instructions, each way, with where they go, from
     QEMU's execution log of the monitor and the RTOS (see switchcost.py)."""
     from tandem.instruments import switchcost
-    from tandem.platform.paths import ROOT
+    from tandem.platform.paths import firmware_elf
 
-    elves = ROOT / "target" / "aarch64-unknown-none-softfloat" / "release"
-    monitor_elf, rtos_elf = elves / "tandem-monitor", elves / "tandem-rtos"
+    # The board's own firmware: each board's is linked at its addresses.
+    monitor_elf = firmware_elf(options.board, "tandem-monitor")
+    rtos_elf = firmware_elf(options.board, "tandem-rtos")
     for elf in (monitor_elf, rtos_elf):
         if not elf.exists():
             raise SystemExit(f"bench switch: {elf} missing (run `make build`)")
     # The monitor runs from flash below the RTOS's image, the RTOS from its RAM.
-    board = load_board()
+    board = load_board(options.board)
     code = (
         f"{board.secure_flash.base:#x}..{board.rtos_image - 1:#x},"
         f"{board.rtos_ram.base:#x}..{board.rtos_ram.end - 1:#x}"
@@ -228,6 +231,7 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
     # not pair, and only a busy core's would be counted.
     logged = BootOptions(
         config=options.config,
+        board=options.board,
         timing=options.timing,
         smp=options.smp,
         extra_qemu_args=qemu_command.exec_log_args(code, "{run_dir}/exec.log"),
@@ -250,6 +254,7 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
     measured = switchcost.measure(log, symbols, monitor_vectors, rtos_vectors)
     summary = {
         "benchmark": "switch",
+        "board": options.board,
         "linux_idle": logged.linux_idle,
         "timing": options.timing.mode,
         "quantum_ns": options.timing.quantum,

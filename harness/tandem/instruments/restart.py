@@ -275,7 +275,8 @@ def restart(
     clock = Clock()
     # Taken before the boot, as `tandem exp run` does.
     stamp = provenance.collect(
-        {"timing": options.timing.mode, "quantum_ns": options.timing.quantum_ns}
+        {"timing": options.timing.mode, "quantum_ns": options.timing.quantum_ns},
+        board=options.board,
     )
 
     def echo(line: str) -> None:

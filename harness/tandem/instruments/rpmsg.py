@@ -181,7 +181,8 @@ def run(
     if bad or not sizes:
         raise TandemError(f"bench rpmsg: sizes are 1..{abi.RPMSG_MAX_PAYLOAD} bytes, not {bad}")
     stamp = provenance.collect(
-        {"timing": options.timing.mode, "quantum_ns": options.timing.quantum_ns}
+        {"timing": options.timing.mode, "quantum_ns": options.timing.quantum_ns},
+        board=options.board,
     )
     print(
         f"bench rpmsg: {calls} echoes per size and kind ({options.timing.words()})",

@@ -57,6 +57,8 @@ class Board:
     max_cores: int
     counter_hz: int
     secure_flash: Range
+    # Secure RAM, the monitor's and the RTOS's (Linux's accesses fault).
+    secure_ram: Range
     rtos_ram: Range
     normal_ram: Range
     shared: Range
@@ -75,6 +77,18 @@ class Board:
     qemu_machine_el2: str
     qemu_cpu: str
     qemu_memory: str
+    # QEMU's serial ports in -serial's order, by role: "normal" (Linux's
+    # console), "secure" (the monitor's and the RTOS's) or "null".
+    qemu_serials: tuple[str, ...]
+    # Linux's console device and earlycon argument ("earlycon" alone: from
+    # the tree's stdout-path).
+    linux_console: str
+    linux_earlycon: str
+    # Linux's device tree: None for QEMU's own (dumped), else a tree built
+    # from Debian's kernel source (a path under arch/arm64/boot/dts/).
+    linux_dtb: str | None
+    # Nodes of that tree Linux must not use: the secure world's devices.
+    secure_nodes: tuple[str, ...]
     partition_devices: dict[str, Device]
     # Linux's idle states beside WFI ([linux_idle.NAME]), deepest last.
     idle_states: tuple[IdleState, ...] = ()
@@ -168,11 +182,36 @@ def _idle_states(data: dict[str, object], where: str) -> tuple[IdleState, ...]:
     return tuple(out)
 
 
-def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
+_SERIAL_ROLES = ("normal", "secure", "null")
+
+
+def _strings(table: dict[str, object], key: str, where: str) -> tuple[str, ...]:
+    value = _value(table, key, where)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TandemError(f"{where}: '{key}' must be a list of strings, got {value!r}")
+    return tuple(str(v) for v in value)
+
+
+def _serials(qemu: dict[str, object], where: str) -> tuple[str, ...]:
+    serials = _strings(qemu, "serials", where)
+    if sorted(r for r in serials if r != "null") != ["normal", "secure"] or any(
+        r not in _SERIAL_ROLES for r in serials
+    ):
+        raise TandemError(
+            f"{where}: 'serials' must name one 'normal' and one 'secure' port "
+            f"(the others 'null'), got {list(serials)}"
+        )
+    return serials
+
+
+DEFAULT_BOARD = "qemu-virt"
+
+
+def load_board(name: str = DEFAULT_BOARD, directory: Path = BOARDS) -> Board:
     """Reads and checks boards/NAME.toml."""
     path = directory / f"{name}.toml"
     if not path.exists():
-        known = sorted(p.stem for p in directory.glob("*.toml"))
+        known = boards(directory)
         raise TandemError(f"unknown board '{name}' (known: {', '.join(known)})")
     try:
         data = tomllib.loads(path.read_text())
@@ -185,11 +224,16 @@ def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
     devices = _table(data, "devices", where)
     boot = _table(data, "boot", where)
     qemu = _table(data, "qemu", where)
+    linux = _table(data, "linux", where)
+    dtb = linux.get("dtb")
+    if dtb is not None and not isinstance(dtb, str):
+        raise TandemError(f"{where} [linux]: 'dtb' must be a string, got {dtb!r}")
     return Board(
         name=_str(board, "name", f"{where} [board]"),
         max_cores=_int(board, "max_cores", f"{where} [board]"),
         counter_hz=_int(board, "counter_hz", f"{where} [board]"),
         secure_flash=_range(memory, "secure_flash", f"{where} [memory]"),
+        secure_ram=_range(memory, "secure_ram", f"{where} [memory]"),
         rtos_ram=_range(memory, "rtos_ram", f"{where} [memory]"),
         normal_ram=_range(memory, "normal_ram", f"{where} [memory]"),
         shared=_range(memory, "shared", f"{where} [memory]"),
@@ -207,6 +251,18 @@ def load_board(name: str = "qemu-virt", directory: Path = BOARDS) -> Board:
         qemu_machine_el2=_str(qemu, "machine_el2", f"{where} [qemu]"),
         qemu_cpu=_str(qemu, "cpu", f"{where} [qemu]"),
         qemu_memory=_str(qemu, "memory", f"{where} [qemu]"),
+        qemu_serials=_serials(qemu, f"{where} [qemu]"),
+        linux_console=_str(linux, "console", f"{where} [linux]"),
+        linux_earlycon=_str(linux, "earlycon", f"{where} [linux]"),
+        linux_dtb=dtb,
+        secure_nodes=_strings(linux, "secure_nodes", f"{where} [linux]")
+        if "secure_nodes" in linux
+        else (),
         partition_devices=_devices(data, where),
         idle_states=_idle_states(data, where),
     )
+
+
+def boards(directory: Path = BOARDS) -> list[str]:
+    """The boards there are (boards/*.toml but the crate's Cargo.toml)."""
+    return sorted(p.stem for p in directory.glob("*.toml") if p.stem != "Cargo")

@@ -22,9 +22,9 @@ from typing import BinaryIO
 from tandem.errors import TandemError
 from tandem.platform import capacity, cpio, dtb, flash, gdb, memmodel, qemu_command
 from tandem.platform.apps import AppRun, workload_blob
-from tandem.platform.board import Board, load_board
+from tandem.platform.board import DEFAULT_BOARD, Board, load_board
 from tandem.platform.configs import Ctxsw, Partition, PlatformConfig, Workload, load_config
-from tandem.platform.paths import BUILD, FIRMWARE, INITRAMFS, KERNEL, LOGS, missing_artifacts
+from tandem.platform.paths import BUILD, INITRAMFS, KERNEL, LOGS, firmware, missing_artifacts
 from tandem.platform.timing import Timing
 
 # A boot's timing unless it asks for another (`run` and `exec` pick per
@@ -56,6 +56,8 @@ class BootOptions:
     """How to boot: platform configuration, timing mode, number of cores."""
 
     config: str = "tandem"
+    # The board (boards/NAME.toml).
+    board: str = DEFAULT_BOARD
     # How QEMU keeps time (mode and quantum), checked when made.
     timing: Timing = HOST_TIMING
     smp: int = 4
@@ -162,7 +164,7 @@ def _check(options: BootOptions, board: Board) -> None:
         raise TandemError(f"--gdb port must be 1..65535, got {options.gdb_port}")
     if not 0 <= options.disk_mib <= 65536:
         raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
-    missing = missing_artifacts()
+    missing = missing_artifacts(board.name)
     if options.timing.memmodel is not None and not memmodel.PLUGIN.exists():
         missing.append(memmodel.PLUGIN)
     if missing:
@@ -297,7 +299,8 @@ def bootargs(options: BootOptions, exec_script: str | None) -> str:
     A panicking Linux resets at once (PSCI SYSTEM_RESET), and the monitor
     restarts it alone while the RTOS runs on: what a product wants.
     `--bootargs panic=0` keeps a panicked Linux for a look."""
-    args = "console=ttyAMA0 earlycon panic=-1"
+    board = load_board(options.board)
+    args = f"console={board.linux_console} {board.linux_earlycon} panic=-1"
     if exec_script is not None:
         args += " quiet"
     if options.extra_bootargs:
@@ -482,7 +485,7 @@ def flash_image(
     boot configuration, workload, Linux's images, partition table)."""
     return flash.write(
         board,
-        FIRMWARE.read_bytes(),
+        firmware(board.name).read_bytes(),
         blobs.boot_config,
         blobs.workload,
         images,
@@ -535,7 +538,7 @@ def gdb_script(options: BootOptions, plan: Layout, kernel: Path, run_dir: Path) 
     symbols and the connection to QEMU's stub; None without `--gdb`."""
     if options.gdb_port is None:
         return None
-    return gdb.write_script(run_dir, options.gdb_port, kernel, bool(plan.partitions))
+    return gdb.write_script(run_dir, options.gdb_port, kernel, bool(plan.partitions), options.board)
 
 
 def _announce_gdb(options: BootOptions, prepared: Prepared) -> None:
@@ -552,7 +555,7 @@ def _announce_gdb(options: BootOptions, prepared: Prepared) -> None:
 def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     """Writes what one boot needs into a new log directory (the steps
     above, in order) and returns QEMU's command line."""
-    board = load_board()
+    board = load_board(options.board)
     _check(options, board)
     plan = layout(options, exec_script)
     kernel_path = options.kernel or KERNEL

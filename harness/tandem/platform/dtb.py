@@ -20,7 +20,7 @@ from tandem.errors import TandemError
 from tandem.platform import qemu_command
 from tandem.platform.board import Board, IdleState
 from tandem.platform.configs import Partition
-from tandem.platform.paths import BUILD, FIRMWARE
+from tandem.platform.paths import BUILD, KERNEL_DTS, firmware
 from tandem.results import write_atomic
 
 DTB_DIR = BUILD / "dtb"
@@ -33,6 +33,54 @@ def _run(argv: list[str], what: str) -> subprocess.CompletedProcess[bytes]:
         raise TandemError(f"{what}: {argv[0]} not found (run `make setup`)") from e
     except subprocess.CalledProcessError as e:
         raise TandemError(f"{what} failed: {e.stderr.decode(errors='replace').strip()}") from e
+
+
+def kernel_dts(board: Board, smp: int) -> str:
+    """The board's own tree from Debian's kernel source (its [linux] dtb,
+    built by `make`), as DTS, made this board's under Tandem: the memory
+    node says Linux's RAM, the secure world's devices are disabled, and
+    cores beyond `smp` are gone."""
+    assert board.linux_dtb is not None
+    path = KERNEL_DTS / board.linux_dtb
+    if not path.exists():
+        raise TandemError(f"{path} is missing (run `make build`)")
+    dts = _run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(path)], "dtc").stdout.decode()
+    paths = node_paths(dts)
+    ram = board.normal_ram
+    memory = next((p for n, p in paths.items() if n.startswith("memory@")), None)
+    if memory is None:
+        raise TandemError(f"{path}: no memory node")
+    lines = [f"&{{{memory}}} {{ reg = <{_cells(ram.base)} {_cells(ram.size)}>; }};"]
+    for name in board.secure_nodes:
+        if name not in paths:
+            raise TandemError(f"{path}: no node {name} (boards/{board.name}.toml secure_nodes)")
+        lines.append(f'&{{{paths[name]}}} {{ status = "disabled"; }};')
+    lines += [
+        f"/delete-node/ &{{{p}}};"
+        for n, p in paths.items()
+        if n.startswith("cpu@") and p.startswith("/cpus/") and int(n[4:], 16) >= smp
+    ]
+    return dts + "\n".join(lines) + "\n"
+
+
+_NODE_OPEN = re.compile(r"^\s*(?:[\w-]+:\s*)?([\w,.+@/-]+) \{$")
+
+
+def node_paths(dts: str) -> dict[str, str]:
+    """Every node's full path in a decompiled DTS, by its name (the first
+    node of a name wins)."""
+    stack: list[str] = []
+    out: dict[str, str] = {}
+    for line in dts.splitlines():
+        m = _NODE_OPEN.match(line)
+        if m:
+            name = m.group(1)
+            stack.append(name)
+            if name != "/":
+                out.setdefault(name, "/" + "/".join(stack[1:]))
+        elif line.strip() == "};" and stack:
+            stack.pop()
+    return out
 
 
 # QEMU writes fresh random `rng-seed` and `kaslr-seed` properties into every
@@ -61,7 +109,10 @@ def pin_seeds(dts: str) -> str:
 
 def qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
     """QEMU's own device tree for this machine, as DTS (cached under
-    build/dtb), with Linux's seeds pinned (`pin_seeds`)."""
+    build/dtb), with Linux's seeds pinned (`pin_seeds`); or the board's
+    from Debian's kernel source where it names one (which has no seeds)."""
+    if board.linux_dtb is not None:
+        return kernel_dts(board, smp)
     args = qemu_command.dump_dtb_argv(board, smp, Path("-"), Path("-"), el2)
     version = qemu_command.run(qemu_command.version_argv(), "QEMU").stdout
     key = hashlib.sha256(repr(args).encode() + version).hexdigest()[:16]
@@ -71,7 +122,7 @@ def qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
     DTB_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         dumped = Path(tmp) / "qemu.dtb"
-        argv = qemu_command.dump_dtb_argv(board, smp, FIRMWARE, dumped, el2)
+        argv = qemu_command.dump_dtb_argv(board, smp, firmware(board.name), dumped, el2)
         qemu_command.run(argv, "dumping QEMU's device tree")
         dts = _run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(dumped)], "dtc").stdout.decode()
     dts = pin_seeds(dts)
@@ -148,8 +199,11 @@ def tandem_fragment(
     initrd_size: int,
     capacities: dict[int, int] | None = None,
     idle_states: tuple[IdleState, ...] = (),
+    cpu_map: bool = True,
 ) -> str:
     """What Tandem adds to QEMU's tree, as a DTS fragment dtc merges in.
+    `cpu_map`: whether the tree has a /cpus/cpu-map (QEMU's has; the EVK's
+    from the kernel source has none).
 
     `capacities` (static capacity mode) gives each Linux core its
     `capacity-dmips-mhz`; Linux takes them only if every one of its cores
@@ -209,7 +263,8 @@ def tandem_fragment(
         # The topology map would point at deleted cores; Linux needs none,
         # except that it reads capacities only while walking one: then a
         # map of Linux's cores replaces it.
-        lines.append("/delete-node/ &{/cpus/cpu-map};")
+        if cpu_map:
+            lines.append("/delete-node/ &{/cpus/cpu-map};")
         if capacities:
             lines.append("&{/cpus} { cpu-map { socket0 { cluster0 {")
             for n, core in enumerate(linux_cores):
@@ -356,8 +411,16 @@ def build_dtb(
         )
     states = board.idle_states if linux_idle == "psci" else ()
     if partition is None:
-        dts = qemu_dts(board, smp) + tandem_fragment(
-            board, smp, linux_cores, bootargs, initrd_size, capacities, states
+        base = qemu_dts(board, smp)
+        dts = base + tandem_fragment(
+            board,
+            smp,
+            linux_cores,
+            bootargs,
+            initrd_size,
+            capacities,
+            states,
+            cpu_map="\tcpu-map {" in base,
         )
     else:
         if capacities:

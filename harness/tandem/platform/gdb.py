@@ -20,16 +20,11 @@ import shutil
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.platform.paths import BUILD, KERNEL, LOGS
+from tandem.platform.paths import KERNEL, LOGS, firmware_elf
 
 DEFAULT_PORT = 1234
 PROGRAM = "gdb-multiarch"
 SCRIPT = "gdbinit"
-FIRMWARE_DIR = BUILD / "firmware"
-# The images whose symbols gdb gets (Makefile: the ELF beside each binary).
-MONITOR_ELF = FIRMWARE_DIR / "tandem-monitor.elf"
-RTOS_ELF = FIRMWARE_DIR / "tandem-rtos.elf"
-HYP_ELF = FIRMWARE_DIR / "tandem-hyp.elf"
 
 
 def vmlinux_for(kernel: Path | None) -> Path:
@@ -39,10 +34,13 @@ def vmlinux_for(kernel: Path | None) -> Path:
     return image.resolve().parents[3] / "vmlinux"
 
 
-def symbol_files(kernel: Path | None, partitions: bool) -> list[Path]:
-    """The ELF files gdb loads: the monitor, the RTOS, the EL2 layer with
-    partitions, and Linux; an error naming any that is missing."""
-    files = [MONITOR_ELF, RTOS_ELF, *([HYP_ELF] if partitions else []), vmlinux_for(kernel)]
+def symbol_files(kernel: Path | None, partitions: bool, board: str) -> list[Path]:
+    """The ELF files gdb loads: `board`'s monitor and RTOS (each board's
+    firmware is linked at its own addresses; Makefile: the ELF beside each
+    binary), the EL2 layer with partitions, and Linux; an error naming any
+    that is missing."""
+    images = ["tandem-monitor", "tandem-rtos", *(["tandem-hyp"] if partitions else [])]
+    files = [*(firmware_elf(board, i) for i in images), vmlinux_for(kernel)]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
         raise TandemError(f"--gdb: no symbols in {', '.join(missing)} (run `make build`)")
@@ -63,10 +61,12 @@ def script(port: int, files: list[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_script(run_dir: Path, port: int, kernel: Path | None, partitions: bool) -> Path:
+def write_script(
+    run_dir: Path, port: int, kernel: Path | None, partitions: bool, board: str
+) -> Path:
     """The boot's gdb script (LOGDIR/gdbinit)."""
     path = run_dir / SCRIPT
-    path.write_text(script(port, symbol_files(kernel, partitions)))
+    path.write_text(script(port, symbol_files(kernel, partitions, board)))
     return path
 
 

@@ -132,8 +132,9 @@ def boot_argv(
     argv += ["-display", "none", "-monitor", "none"]
     stdio = "mon:stdio" if interactive else "stdio"
     if consoles is None:
-        argv += ["-serial", stdio]
-        argv += ["-serial", f"file:{secure_log}"]
+        ports = {"normal": stdio, "secure": f"file:{secure_log}", "null": "null"}
+        for role in board.qemu_serials:
+            argv += ["-serial", ports[role]]
     else:
         first, second = consoles
         if (first is None) == (second is None):

@@ -165,10 +165,12 @@ impl Tables {
             ("GIC distributor", device(board.gicd), Kind::Device),
             ("GIC redistributors", around(gicr), Kind::Device),
         ];
+        let [power_a, power_b] = board.power.devices();
         let devices = [
             ("normal UART", board.normal_uart),
             ("secure UART", board.secure_uart),
-            ("secure GPIO", board.secure_gpio),
+            ("power device", power_a),
+            ("power device", power_b),
         ];
         for (name, range, kind) in regions {
             self.map(name, range, kind)?;
@@ -302,7 +304,8 @@ mod tests {
             BOARD.gicr,
             BOARD.secure_uart,
             BOARD.normal_uart,
-            BOARD.secure_gpio,
+            BOARD.power.devices()[0],
+            BOARD.power.devices()[1],
         ] {
             assert_eq!(t.kind_of(address), Some(Kind::Device), "{address:#x}");
             let d = t.level2[0][(address / BLOCK) as usize];

@@ -1,26 +1,23 @@
 //! The RTOS's log lines on the secure UART (set up by the monitor, shared with
 //! it), prefixed with the time and the core.
 
-use arm_pl011_uart::{PL011Registers, Uart};
 use core::fmt::{self, Write};
-use core::ptr::NonNull;
-use safe_mmio::UniqueMmioPointer;
 use tandem_board::BOARD;
 use tandem_lock::SpinLock;
+use tandem_uart::Uart;
 
-static CONSOLE: SpinLock<Option<Uart<'static>>> = SpinLock::new(None);
+static CONSOLE: SpinLock<Option<Uart>> = SpinLock::new(None);
 
 /// Takes the secure UART as the monitor left it (enabled). Once, by the first
 /// core in.
 pub fn init() {
-    let regs = NonNull::new(BOARD.secure_uart as *mut PL011Registers).unwrap();
-    // SAFETY: the board places the secure PL011 here; within the RTOS this is
+    // SAFETY: the board places the secure UART here; within the RTOS this is
     // the only pointer to it (the monitor writes to it only between lines,
     // from EL3, which at worst interleaves characters).
-    *CONSOLE.lock() = Some(Uart::new(unsafe { UniqueMmioPointer::new(regs) }));
+    *CONSOLE.lock() = Some(unsafe { Uart::new(BOARD.uart, BOARD.secure_uart) });
 }
 
-struct Line<'a>(&'a mut Uart<'static>);
+struct Line<'a>(&'a mut Uart);
 
 impl Write for Line<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {

@@ -113,7 +113,8 @@ pub fn init(started: &Started) {
         block_of(BOARD.gicd, Kind::Device),
         block_of(BOARD.gicr, Kind::Device),
         block_of(BOARD.secure_uart, Kind::Device),
-        block_of(BOARD.secure_gpio, Kind::Device),
+        block_of(BOARD.power.devices()[0], Kind::Device),
+        block_of(BOARD.power.devices()[1], Kind::Device),
         Mapping {
             base: BOARD.shared.base,
             size: BOARD.shared.size,

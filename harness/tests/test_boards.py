@@ -1,0 +1,177 @@
+"""Boards as data (issue 37): both board files load, and what the harness
+takes from them: serial ports, Linux's console, the tree's node paths, the
+firmware a boot, a bench, gdb and a run's provenance use."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from tandem import exp, provenance
+from tandem.errors import TandemError
+from tandem.exp.common import Boot
+from tandem.instruments import bench
+from tandem.platform import dtb, gdb, paths, qemu_command
+from tandem.platform.board import _serials, boards, load_board
+from tandem.platform.boot import BootOptions, bootargs
+from tandem.platform.paths import FIRMWARE, firmware
+from tandem.platform.timing import Timing
+
+
+def test_both_boards_load() -> None:
+    assert {"qemu-virt", "imx8mp-evk"} <= set(boards())
+    virt, imx = load_board("qemu-virt"), load_board("imx8mp-evk")
+    assert virt.linux_dtb is None and virt.linux_console == "ttyAMA0"
+    assert virt.secure_ram.base == 0x0E00_0000 and imx.secure_ram.base == 0x4000_0000
+    assert imx.linux_dtb == "freescale/imx8mp-evk.dtb"
+    assert imx.max_cores == 4 and imx.counter_hz == 8_000_000
+    # Linux's RAM lies past the Secure-only window of QEMU patch 0008.
+    assert imx.normal_ram.base >= 0x4100_0000
+    assert imx.normal_ram.base <= imx.shared.base < imx.normal_ram.end
+
+
+def test_serial_ports_follow_the_board() -> None:
+    def serials(board: str) -> list[str]:
+        argv = qemu_command.boot_argv(
+            load_board(board), 4, Timing("percore"), Path("fw"), [], Path("s.log"), False
+        )
+        return [argv[i + 1] for i, a in enumerate(argv) if a == "-serial"]
+
+    assert serials("qemu-virt") == ["stdio", "file:s.log"]
+    assert serials("imx8mp-evk") == ["null", "stdio", "null", "file:s.log"]
+
+
+def test_serial_roles_checked() -> None:
+    with pytest.raises(TandemError, match="one 'normal' and one 'secure'"):
+        _serials({"serials": ["normal", "normal"]}, "x")
+    with pytest.raises(TandemError, match="one 'normal' and one 'secure'"):
+        _serials({"serials": ["normal", "secure", "spare"]}, "x")
+
+
+def test_bootargs_name_the_boards_console() -> None:
+    assert bootargs(BootOptions(), None).startswith("console=ttyAMA0 earlycon ")
+    imx = bootargs(BootOptions(board="imx8mp-evk"), None)
+    assert imx.startswith("console=ttymxc1 earlycon=ec_imx6q,0x30890000 ")
+
+
+def test_firmware_per_board() -> None:
+    assert firmware("qemu-virt") == FIRMWARE
+    assert firmware("imx8mp-evk").parts[-3:] == ("boards", "imx8mp-evk", "tandem-firmware.bin")
+
+
+def test_node_paths() -> None:
+    dts = "\n".join(
+        [
+            "/dts-v1/;",
+            "",
+            "/ {",
+            "\tmemory@40000000 {",
+            "\t};",
+            "\tsoc@0 {",
+            "\t\tbus@30800000 {",
+            "\t\t\tuart4: serial@30a60000 {",
+            '\t\t\t\tstatus = "okay";',
+            "\t\t\t};",
+            "\t\t};",
+            "\t};",
+            "};",
+        ]
+    )
+    paths = dtb.node_paths(dts)
+    assert paths["memory@40000000"] == "/memory@40000000"
+    assert paths["serial@30a60000"] == "/soc@0/bus@30800000/serial@30a60000"
+
+
+def test_no_cpu_map_to_delete_where_the_tree_has_none() -> None:
+    board = load_board("imx8mp-evk")
+    with_map = dtb.tandem_fragment(board, 4, [0, 1, 2], "x", 16)
+    without = dtb.tandem_fragment(board, 4, [0, 1, 2], "x", 16, cpu_map=False)
+    assert "/delete-node/ &{/cpus/cpu-map};" in with_map
+    assert "cpu-map" not in without
+    assert "/delete-node/ &{/cpus/cpu@3};" in without
+
+
+def _fake_builds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A build directory with a firmware image (and its ELFs) for each board,
+    each image different."""
+    monkeypatch.setattr(paths, "BUILD", tmp_path)
+    monkeypatch.setattr(paths, "FIRMWARE", tmp_path / "firmware" / "tandem-firmware.bin")
+    images = {}
+    for name in ("qemu-virt", "imx8mp-evk"):
+        image = paths.firmware(name)
+        image.parent.mkdir(parents=True)
+        image.write_bytes(name.encode() * 64)
+        for elf in ("tandem-monitor", "tandem-rtos"):
+            paths.firmware_elf(name, elf).write_bytes(b"\x7fELF")
+        images[name] = image
+    return images
+
+
+def test_provenance_digests_the_firmware_of_the_board_booted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    images = _fake_builds(tmp_path, monkeypatch)
+    monkeypatch.setattr(provenance, "_qemu", lambda: {})
+    for name, image in images.items():
+        stamp = provenance.collect({"timing": "percore"}, board=name)
+        assert stamp["board"] == name
+        assert stamp["firmware_sha256"] == hashlib.sha256(image.read_bytes()).hexdigest()[:16]
+    assert provenance.collect({})["board"] == "qemu-virt"
+
+
+def test_a_runs_board_is_its_boots(tmp_path: Path) -> None:
+    def boot(board: str) -> Boot:
+        return Boot("x", BootOptions(board=board), "true")
+
+    assert exp.board_of([boot("imx8mp-evk"), boot("imx8mp-evk")]) == "imx8mp-evk"
+    assert exp.board_of([]) == "qemu-virt"
+    with pytest.raises(TandemError, match="on one board"):
+        exp.board_of([boot("imx8mp-evk"), boot("qemu-virt")])
+
+
+def test_bench_switch_boots_the_board_asked_with_its_firmwares_symbols(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_builds(tmp_path, monkeypatch)
+    asked: list[BootOptions] = []
+
+    def run_exec(options: BootOptions, script: str, timeout_s: float) -> NoReturn:
+        asked.append(options)
+        raise SystemExit("stop here")
+
+    monkeypatch.setattr(bench, "run_exec", run_exec)
+    with pytest.raises(SystemExit, match="stop here"):
+        bench.switch(BootOptions(board="imx8mp-evk", timing=Timing("virtual"), smp=1), 1)
+    (options,) = asked
+    assert options.board == "imx8mp-evk" and options.linux_idle == "wfi"
+    # QEMU logs the EVK's monitor (its flash) and RTOS (its RAM), not virt's.
+    d = options.extra_qemu_args[options.extra_qemu_args.index("-dfilter") + 1]
+    assert d.startswith("0x8000000..") and "0x40100000.." in d, d
+
+
+def test_gdb_loads_the_symbols_of_the_board_booted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _fake_builds(tmp_path, monkeypatch)
+    kernel = tmp_path / "linux" / "arch" / "arm64" / "boot" / "Image"
+    gdb.vmlinux_for(kernel).parent.mkdir(parents=True)
+    gdb.vmlinux_for(kernel).write_bytes(b"")
+    files = gdb.symbol_files(kernel, False, "imx8mp-evk")
+    assert files[:2] == [
+        tmp_path / "boards" / "imx8mp-evk" / "tandem-monitor.elf",
+        tmp_path / "boards" / "imx8mp-evk" / "tandem-rtos.elf",
+    ]
+
+
+def test_the_shell_takes_whichever_console_linux_has() -> None:
+    """rootfs/inittab names no board's console: busybox's cttyhack opens
+    the one Linux's console= names (ttyAMA0 on virt, ttymxc1 on the EVK)
+    as the shell's controlling terminal."""
+    text = (paths.ROOT / "rootfs" / "inittab").read_text()
+    entries = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert [e for e in entries if ":respawn:" in e] == ["::respawn:/bin/cttyhack /bin/sh -l"]
+    for name in boards():
+        assert load_board(name).linux_console not in "\n".join(entries), name
