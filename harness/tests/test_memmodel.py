@@ -15,7 +15,7 @@ from tandem.exp import scenario
 from tandem.instruments import memory
 from tandem.platform import memmodel, qemu_command
 from tandem.platform.boot import BootOptions, run_exec
-from tandem.platform.timing import CAUSAL_OFF, DEFAULT_CAUSAL, Timing
+from tandem.platform.timing import CAUSAL_MAX, CAUSAL_OFF, DEFAULT_CAUSAL, Timing
 
 Q = 1000
 
@@ -27,13 +27,11 @@ def _options(argv: list[str], name: str) -> list[str]:
 def test_a_memory_model_loads_its_plugin_in_per_core_timing_only(tmp_path: Path) -> None:
     timing = Timing("percore", 500, "arm11-003")
     argv = timing.qemu_args(tmp_path)
-    assert _options(argv, "-icount") == [f"shift=0,sleep=off,quantum=500,causal={DEFAULT_CAUSAL}"]
+    assert _options(argv, "-icount") == ["shift=0,sleep=off,quantum=500"]
     assert _options(argv, "-plugin") == [
         f"{memmodel.PLUGIN},profile=arm11-003,quantum_ns=500,out={tmp_path / 'memmodel.json'}"
     ]
-    assert timing.words() == (
-        f"percore timing (Q = 500 ns, causal counter: {DEFAULT_CAUSAL}, memory model arm11-003)"
-    )
+    assert timing.words() == ("percore timing (Q = 500 ns, memory model arm11-003)")
     assert "profile `arm11-003`" in timing.caveats()
     assert "QEMU models no caches" not in timing.caveats()
     with pytest.raises(TandemError, match="needs per-core timing"):
@@ -82,8 +80,8 @@ def test_scenarios_take_memmodel_and_causal_without_needing_them(tmp_path: Path)
     )
     s = scenario.load("x", {}, directory=tmp_path)
     assert s.values["memmodel"] == "none" and s.values["causal"] == DEFAULT_CAUSAL
-    s = scenario.load("x", {}, overrides={"memmodel": "a53", "causal": "off"}, directory=tmp_path)
-    assert s.values["memmodel"] == "a53" and s.values["causal"] == "off"
+    s = scenario.load("x", {}, overrides={"memmodel": "a53", "causal": "max"}, directory=tmp_path)
+    assert s.values["memmodel"] == "a53" and s.values["causal"] == "max"
     with pytest.raises(TandemError, match="causal = 'sometimes' is not allowed"):
         scenario.load("x", {}, overrides={"causal": "sometimes"}, directory=tmp_path)
 
@@ -125,7 +123,7 @@ def test_clock_monotonic_never_goes_back_between_cpus() -> None:
     read CLOCK_MONOTONIC into one list. Per-core timing failed it (a core up
     to a quantum behind saw the previous holder's release before its own
     clock reached it); the causal counter passes it."""
-    assert _threadtest(DEFAULT_CAUSAL, runs=3, seconds=1) == [True] * 3
+    assert _threadtest(CAUSAL_MAX, runs=3, seconds=1) == [True] * 3
 
 
 @pytest.mark.qemu

@@ -13,7 +13,7 @@ from tandem.errors import TandemError
 from tandem.platform import qemu_command
 from tandem.platform.board import load_board
 from tandem.platform.paths import ROOT
-from tandem.platform.timing import DEFAULT_CAUSAL, Timing, modes_words
+from tandem.platform.timing import CAUSAL_MAX, CAUSAL_OFF, DEFAULT_CAUSAL, Timing, modes_words
 
 BOARD = load_board()
 
@@ -75,14 +75,18 @@ def test_unknown_timing_is_refused() -> None:
 def test_timing_gives_qemu_its_clock_options_and_says_itself_in_words() -> None:
     assert _options(_boot("virtual"), "-icount") == ["shift=0,sleep=off"]
     percore = Timing("percore", 250)
+    assert DEFAULT_CAUSAL == CAUSAL_OFF, "the causal counter is asked for, not the default"
     assert percore.qemu_args() == [
         "-accel",
         "tcg,thread=single",
         "-icount",
-        f"shift=0,sleep=off,quantum=250,causal={DEFAULT_CAUSAL}",
+        "shift=0,sleep=off,quantum=250",
     ]
-    assert percore.words() == f"percore timing (Q = 250 ns, causal counter: {DEFAULT_CAUSAL})"
-    assert percore.label() == f"percore timing, Q = 250 ns, causal counter: {DEFAULT_CAUSAL}"
+    assert percore.words() == "percore timing (Q = 250 ns)"
+    causal = Timing("percore", 250, causal=CAUSAL_MAX)
+    assert _options(causal.qemu_args(), "-icount") == ["shift=0,sleep=off,quantum=250,causal=max"]
+    assert causal.words() == "percore timing (Q = 250 ns, causal counter: max)"
+    assert causal.label() == "percore timing, Q = 250 ns, causal counter: max"
     assert percore.deterministic and Timing("virtual").deterministic
     assert not Timing("host").deterministic
     assert Timing("host", 250).words() == "host timing", "a quantum only in per-core timing"
