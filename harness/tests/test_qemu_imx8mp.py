@@ -8,9 +8,9 @@ The hostile tests' set for this board is test_hostile_imx8mp.py."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
+from test_qemu import rtos_keeps_its_deadlines_after_linux_panics
 
 from tandem.platform import rtos_status
 from tandem.platform.board import load_board
@@ -123,18 +123,4 @@ def test_interactive_shell_on_the_evks_console() -> None:
 
 
 def test_rtos_keeps_its_deadlines_after_linux_panics() -> None:
-    with Console(BootOptions(board=BOARD, timing=Timing("percore"))) as console:
-        console.expect(PROMPT, 120)
-        console.command("sleep 1")
-        before = rtos_status.last(console.secure_log.read_text()).seconds
-        console.send("echo c > /proc/sysrq-trigger")
-        console.expect("Kernel panic", 60)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            status = rtos_status.last(console.secure_log.read_text())
-            if status.seconds >= before + 3:
-                break
-            time.sleep(0.5)
-        assert status.seconds >= before + 3, "RTOS status stopped after the panic"
-        assert sorted(status.cores) == [0, 1, 2, 3]
-        assert all(missed == 0 for _, missed in status.cores.values()), status.cores
+    rtos_keeps_its_deadlines_after_linux_panics(BootOptions(board=BOARD, timing=Timing("percore")))
