@@ -16,10 +16,10 @@ d. determinism: the first per-core cell is booted twice; every sample of
 e. cost: host wall time of the boot and of `hackbench -g 4 -l 100` (and
    hackbench's own time, in guest time).
 
-Per-core cells use the options' counter rule (`--causal`) and memory model
-(`--memmodel`); the first quantum is also booted with the counter free
-(`causal=off`, what the rule costs) and, with a model, without the model
-(what the model costs, side by side in one run).
+Per-core cells use the options' counter rule (`--causal`, free by default)
+and memory model (`--memmodel`); with a rule, the first quantum is also
+booted with the counter free (`causal=off`, what the rule costs) and, with a
+model, without the model (what the model costs, side by side in one run).
 
 Results: results/fidelity/<run-id>/ (summary.json, samples.csv, report.md,
 fidelity.png).
