@@ -20,6 +20,14 @@ KSRC_TAR    := /usr/src/linux-source-6.1.tar.xz
 KSRC        := $(BUILD)/linux-source-6.1
 KOUT        := $(BUILD)/linux
 KMAKE       := $(MAKE) -C $(KSRC) O=$(KOUT) ARCH=arm64 CROSS_COMPILE=$(CROSS)
+# Linux's banner names the build's time, user, host and count, and Linux
+# mixes the banner into its random pool at boot: unpinned, two builds of one
+# commit (two clones, two machines) boot into different runs. Pinned for
+# every kernel built here (docs/linux.md, "A reproducible kernel").
+export KBUILD_BUILD_TIMESTAMP := Thu Jan 1 00:00:00 UTC 1970
+export KBUILD_BUILD_USER := tandem
+export KBUILD_BUILD_HOST := tandem
+export KBUILD_BUILD_VERSION := 1
 PATCHES     := $(wildcard linux/patches/*.patch) linux/patches/series
 
 MONITOR_BIN := $(BUILD)/firmware/tandem-monitor.bin
