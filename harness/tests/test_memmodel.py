@@ -31,7 +31,7 @@ def test_a_memory_model_loads_its_plugin_in_per_core_timing_only(tmp_path: Path)
     assert _options(argv, "-plugin") == [
         f"{memmodel.PLUGIN},profile=arm11-003,quantum_ns=500,out={tmp_path / 'memmodel.json'}"
     ]
-    assert timing.words() == ("percore timing (Q = 500 ns, memory model arm11-003)")
+    assert timing.words() == "percore timing (Q = 500 ns, memory model arm11-003)"
     assert "profile `arm11-003`" in timing.caveats()
     assert "QEMU models no caches" not in timing.caveats()
     with pytest.raises(TandemError, match="needs per-core timing"):

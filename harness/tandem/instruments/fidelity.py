@@ -86,7 +86,7 @@ class Cell:
     def label(self) -> str:
         q = f"-q{self.quantum_ns}" if self.quantum_ns else ""
         more = ""
-        if self.timing == "percore" and self.causal != DEFAULT_CAUSAL:
+        if self.timing == "percore" and self.causal != CAUSAL_OFF:
             more += f"-causal-{self.causal}"
         if self.memmodel is not None:
             more += f"-mem-{Path(self.memmodel).stem}"
