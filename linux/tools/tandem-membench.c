@@ -7,7 +7,8 @@
  *       A pointer chase on CPU (default 0) through BYTES of memory, one
  *       pointer per LINE bytes (default 64), pages in a pseudo-random
  *       order and the lines of each page in a pseudo-random order (one TLB
- *       refill per page visited): one line per size,
+ *       refill per page visited), no load within four lines of the two
+ *       before it (a prefetcher would follow them): one line per size,
  *       "chase bytes=B loads=N ns=T".
  *   tandem-membench contend [-l LINE] [-n LOADS] [-s STREAM] BYTES K
  *       The same chase on CPU 0 through BYTES while CPUs 1..K each read
@@ -31,6 +32,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +44,8 @@
 #define DEFAULT_LOADS 1000000l
 #define DEFAULT_STREAM (8ul << 20)
 #define MAX_CPUS 64
+/* Lines either way a Cortex-A53's data prefetcher follows (its TRM). */
+#define PREFETCH_REACH 4ul
 
 struct opts {
 	int cpu;
@@ -128,6 +132,37 @@ static void shuffle(unsigned long *v, unsigned long n, uint64_t *state)
 	}
 }
 
+/*
+ * A Cortex-A53's prefetcher follows misses to lines at most four apart
+ * (two to neighbouring lines start it), in two streams at once: a chase
+ * that steps that near the line before or the one before that would
+ * measure the prefetcher, not the latency. Reorders @v so that each entry
+ * is more than @near from the two before it wherever a later entry allows
+ * it (only the last few may stay near).
+ */
+static bool far_from(unsigned long a, unsigned long b, unsigned long near)
+{
+	return (a > b ? a - b : b - a) > near;
+}
+
+static void spread(unsigned long *v, unsigned long n, unsigned long near)
+{
+	unsigned long i, j, t;
+
+	for (i = 1; i < n; i++) {
+		for (j = i; j < n; j++) {
+			if (far_from(v[j], v[i - 1], near) &&
+			    (i < 2 || far_from(v[j], v[i - 2], near)))
+				break;
+		}
+		if (j == n)
+			break;
+		t = v[i];
+		v[i] = v[j];
+		v[j] = t;
+	}
+}
+
 static unsigned long *identity(unsigned long n)
 {
 	unsigned long *v = malloc(n * sizeof(*v));
@@ -142,7 +177,8 @@ static unsigned long *identity(unsigned long n)
 
 /*
  * A cycle of pointers through @bytes of fresh memory, one per @line bytes:
- * the pages in a pseudo-random order, each page's lines in another.
+ * the pages in a pseudo-random order, each page's lines in another, no
+ * line within PREFETCH_REACH lines of the two before it.
  */
 static void **make_chase(unsigned long bytes, unsigned long line,
 			 char **mapped)
@@ -164,6 +200,7 @@ static void **make_chase(unsigned long bytes, unsigned long line,
 	shuffle(page_order, pages, &state);
 	for (p = 0; p < pages && n < lines; p++) {
 		shuffle(line_order, per_page, &state);
+		spread(line_order, per_page, PREFETCH_REACH);
 		for (l = 0; l < per_page && n < lines; l++, n++) {
 			void **slot = (void **)(memory + page_order[p] * PAGE +
 						line_order[l] * line);

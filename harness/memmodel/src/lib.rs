@@ -22,21 +22,25 @@
 //! - **Bus and DRAM**: one resource shared by all cores. A line read from
 //!   DRAM occupies it for the profile's service time; the core stalls for
 //!   its wait for the bus plus the profile's DRAM latency. A dirty line
-//!   written back occupies the bus without stalling anyone. The queue keeps
-//!   a history of free intervals ([`bus`]), so a request that reaches the
-//!   model after later ones (the cores' clocks are up to a quantum apart)
-//!   is still served at its own time when the bus was free then, and never
-//!   before it arrives. Requests of cores that are *behind* (their clocks
-//!   have not reached the request's time, so their requests are not known
-//!   yet) are priced from each such core's recent share of time at the bus:
-//!   a core at the bus over half its time counts as one service time (it
-//!   saturates the bus, and round-robin arbitration serves one request of
-//!   every waiting core per turn), a lighter one as its share of one, the
-//!   fractions carried from read to read so every wait is whole service
-//!   times. Without this the core the round robin runs first in a quantum
-//!   would book the bus for its whole turn and the others would queue
-//!   behind it (`tests/contention.rs` shows both). In time order nobody is
-//!   behind and the queue is exactly first come, first served.
+//!   written back occupies the bus without stalling anyone. Each core's
+//!   requests queue in a lane of their own ([`bus`]), in that core's time
+//!   order whatever order the cores' calls arrive in (their clocks are up
+//!   to a quantum apart), and a request waits one service time for every
+//!   other core with a request at the bus at that moment (round-robin
+//!   arbitration: every waiting core's turn comes first), never for their
+//!   whole backlogs. Requests of cores that are *behind* in time (not known
+//!   yet) are priced from each such core's recent share of time at the
+//!   bus, the fractions carried from read to read so every wait is whole
+//!   service times. Without this the core the round robin runs first in a
+//!   quantum would find the bus free for its whole turn and the others
+//!   would wait for it (`tests/contention.rs` compares skewed runs with
+//!   the same runs in time order).
+//! - **Prefetching** (profiles that have one, `a53`): per core, an L1 data
+//!   prefetcher that watches linefills for streams of lines a fixed stride
+//!   apart and fetches ahead with a bounded number of lines in flight
+//!   ([`prefetch`]); a demand access that finds its line still on the way
+//!   waits for the rest. A streaming core thus keeps several reads at the
+//!   bus, as an A53 does.
 //! - **Devices**: an access to a profile's device range costs that
 //!   device's fixed stall, with no cache and no bus; an access QEMU calls
 //!   I/O outside every range costs the profile's default.
@@ -65,13 +69,10 @@
 //!
 //! - **Write buffers**: a store that misses stalls like a load (the line is
 //!   fetched before the store completes); a write-back never stalls.
-//! - **Hit-under-miss and memory-level parallelism**: a core has one miss
-//!   outstanding at a time, and stalls for all of it. A streaming core
-//!   therefore loads the bus less than real hardware with several misses in
-//!   flight; contention grows by a whole service time per core only when
-//!   the bus is saturated.
-//! - **Prefetching**: no hardware prefetcher (the A53 has one for strided
-//!   data streams); a sequential stream misses on every line.
+//! - **Hit-under-miss and memory-level parallelism** beyond the
+//!   prefetcher's: a demand miss stalls its core for all of it (an
+//!   in-order A53 stalls at the load's first use, soon after).
+//! - **Instruction prefetching**, and prefetching across a 4 KiB page.
 //! - **Coherence traffic on the bus**: snoops and cache-to-cache transfers
 //!   cost the requesting core a fixed stall and occupy nothing shared.
 //!   Instruction caches are not kept coherent with data (as on Arm).
@@ -91,17 +92,18 @@
 //!   block runs: a timer or interrupt due inside a block can be late by at
 //!   most that block's stalls, and cores can drift apart by the quantum plus
 //!   one block's stalls.
-//! - The bus remembers [`ModelOptions::bus_history_ns`] of free time; a
-//!   request older than that is counted ([`BusStats::before_history`]) and
-//!   served no earlier than the first remembered gap.
-//! - An early request presented after later ones cannot delay them (their
-//!   stalls were already charged); it may wait where, in strict time order,
-//!   a later one would have. The wait owed to cores that are behind is an
-//!   expectation from their recent use of the bus, not their actual
-//!   requests: a core that starts streaming is priced as such by the
-//!   others only after its first reads (and one that stops, after its
-//!   share decays). Under a saturated bus the skewed runs of
-//!   `tests/contention.rs` give each core's DRAM latency within 3 % of the
+//! - Each core's lane remembers its last [`bus::PERIODS`] busy periods; a
+//!   question about an older time is counted
+//!   ([`BusStats::beyond_history`]) and answered "not at the bus".
+//! - A request that waits only a turn for a core with a backlog does not
+//!   push that backlog back (its requests were answered already); that
+//!   core's next request sees this one at the bus and waits for it. The
+//!   wait owed to cores that are behind is an expectation from their
+//!   recent use of the bus, not their actual requests. The round robin
+//!   charges a whole round (one service per waiting core), its worst case:
+//!   exact round-robin arbitration would make a request arriving at a
+//!   random moment wait about half a round on average. In the skewed runs
+//!   of `tests/contention.rs` each core's DRAM latency is within 5 % of the
 //!   same run in time order.
 //! - The answer depends only on the sequence of calls: the same guest run
 //!   gives the same stalls (no hashing of addresses by the host, no time,
@@ -127,6 +129,7 @@ pub mod bus;
 pub mod cache;
 pub mod decode;
 pub mod model;
+pub mod prefetch;
 pub mod profile;
 pub mod tlb;
 pub mod translation;
@@ -136,5 +139,5 @@ pub use decode::{RareInstruction, Tlbi, TlbiOperation, classify};
 pub use model::{
     AccessKind, BlockFetch, CoreStats, DataAccess, MemoryModel, ModelOptions, SystemEvent,
 };
-pub use profile::{Profile, ProfileError};
+pub use profile::{PrefetchProfile, Profile, ProfileError};
 pub use translation::{ExceptionLevel, NoTables, TableReader, TranslationRegister};

@@ -1,8 +1,9 @@
 //! The memory model proper: per-core L1s and TLBs, the shared L2 and bus, and the stall each access, block fetch and rare instruction costs its core.
 
-use crate::bus::{BusQueue, BusStats};
+use crate::bus::{BusLanes, BusStats};
 use crate::cache::{Cache, LineState};
 use crate::decode::{Tlbi, TlbiOperation};
+use crate::prefetch::Prefetcher;
 use crate::profile::{Profile, WalkEntryLevel};
 use crate::tlb::{AsidScope, Invalidation, Mapping, MicroTlb, SetTlb, Space, SpaceId};
 use crate::translation::{
@@ -12,12 +13,6 @@ use crate::translation::{
 /// Settings of the model that are not the hardware's but the simulation's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModelOptions {
-    /// How far back (before the latest request) the bus remembers its free
-    /// time, in ns: at least the largest skew between two cores' clocks
-    /// (the quantum plus the stalls one block can charge).
-    pub bus_history_ns: u64,
-    /// At most this many free intervals are remembered.
-    pub bus_max_intervals: usize,
     /// How far a running core's clock can lag another's: the quantum plus
     /// the stalls of a block. A core whose last call lies further behind is
     /// taken as halted (it will not contend for the bus meanwhile).
@@ -30,11 +25,9 @@ pub struct ModelOptions {
 }
 
 impl Default for ModelOptions {
-    /// 20 µs of history: twenty times the default 1 µs quantum.
+    /// A skew of 4 µs: four times the default 1 µs quantum.
     fn default() -> Self {
         Self {
-            bus_history_ns: 20_000,
-            bus_max_intervals: 1024,
             max_skew_ns: 4_000,
             fast_paths: true,
         }
@@ -140,9 +133,11 @@ pub struct CoreStats {
     pub memory_reads: u64,
     /// Dirty lines written back to DRAM because of this core's misses.
     pub memory_writebacks: u64,
-    /// Time this core's DRAM reads waited for the bus, in ns (both parts below).
+    /// Time this core's DRAM reads waited for the bus, in ns (both parts
+    /// below), prefetches' included.
     pub bus_wait_ns: u64,
-    /// The part of `bus_wait_ns` spent behind requests already booked.
+    /// The part of `bus_wait_ns` spent behind requests already known (the
+    /// core's own earlier ones, and other cores' shares of the bus).
     pub bus_booked_wait_ns: u64,
     /// The part of `bus_wait_ns` charged for cores that were behind in time
     /// and had been using the bus (see `MemoryModel::unseen_shares`).
@@ -159,6 +154,13 @@ pub struct CoreStats {
     pub walk_cache_hits: u64,
     /// Descriptor reads charged.
     pub walk_reads: u64,
+    /// Lines the prefetcher fetched ahead.
+    pub prefetches: u64,
+    /// Demand accesses that waited for a line still on its way from a
+    /// prefetch, and the ns they waited.
+    pub prefetch_late: u64,
+    /// See `prefetch_late`.
+    pub prefetch_late_wait_ns: u64,
     /// Stall spent translating (TLB lookups and walks), in ns.
     pub translation_stall_ns: u64,
     /// TLB invalidations this core received (its own and broadcast ones).
@@ -190,6 +192,7 @@ struct Core {
     registers: Registers,
     main_tlb: SetTlb,
     walk_cache: Option<SetTlb>,
+    prefetcher: Option<Prefetcher>,
 }
 
 /// A data access a core can repeat as a plain L1 hit: the same line,
@@ -206,7 +209,7 @@ struct LastData {
 }
 
 /// What the model knows of a core's use of the bus, to price the requests
-/// it has not yet presented (see `MemoryModel::unseen_contention`).
+/// it has not yet presented (see `MemoryModel::unseen_shares`).
 #[derive(Debug, Clone, Copy, Default)]
 struct BusPresence {
     /// The core's clock is known to have reached this (its last call's
@@ -218,9 +221,12 @@ struct BusPresence {
     /// (waiting and being served).
     last_request: u64,
     last_busy: u64,
-    /// Running average of the share of its time it spends at the bus, in
-    /// 1/1024ths.
-    share: u64,
+    /// Time at the bus and time elapsed, summed over its reads with each
+    /// older read weighing 7/8 of the next: their ratio is its recent
+    /// share of time at the bus (a burst of prefetches counts as the time
+    /// it holds the bus, against the time since the burst before).
+    busy_sum: u64,
+    elapsed_sum: u64,
     /// Expected service times owed to unseen requests of other cores and
     /// not yet charged, in 1/1024ths (the fraction carried to the next read).
     unseen_credit: u64,
@@ -252,7 +258,7 @@ pub struct MemoryModel {
     line_shift: u32,
     cores: Vec<Core>,
     l2: Option<Cache>,
-    bus: BusQueue,
+    bus: BusLanes,
     max_skew_ns: u64,
     fast_paths: bool,
     /// First and end address of all devices: accesses outside skip the search.
@@ -262,7 +268,7 @@ pub struct MemoryModel {
 impl MemoryModel {
     /// A model with empty caches and TLBs, every core's MMU off.
     pub fn new(profile: Profile, cores: usize, options: ModelOptions) -> Self {
-        let cores = (0..cores.max(1))
+        let cores: Vec<Core> = (0..cores.max(1))
             .map(|_| Core {
                 l1d: Cache::new(&profile.l1d),
                 l1i: Cache::new(&profile.l1i),
@@ -277,6 +283,9 @@ impl MemoryModel {
                 stats: CoreStats::default(),
                 last_data: None,
                 last_fetch: None,
+                prefetcher: profile
+                    .prefetch
+                    .map(|p| Prefetcher::new(p, profile.l1d.line_bytes)),
             })
             .collect();
         let device_span = (
@@ -286,11 +295,7 @@ impl MemoryModel {
         Self {
             line_shift: profile.l1d.line_bytes.trailing_zeros(),
             l2: profile.l2.as_ref().map(Cache::new),
-            bus: BusQueue::new(
-                profile.bus_service_ns,
-                options.bus_history_ns,
-                options.bus_max_intervals,
-            ),
+            bus: BusLanes::new(cores.len(), profile.bus_service_ns),
             cores,
             profile,
             max_skew_ns: options.max_skew_ns,
@@ -372,11 +377,12 @@ impl MemoryModel {
             self.cores[core].stats.device_accesses += 1;
             stall += cost;
         } else {
-            let (first_stall, state) = self.data_line_state(core, now + stall, first, store);
+            let (first_stall, state, prefetched) =
+                self.demand_line(core, now + stall, first, store);
             stall += first_stall;
             if last != first {
-                stall += self.data_line(core, now + stall, last, store);
-            } else if translated {
+                stall += self.demand_line(core, now + stall, last, store).0;
+            } else if translated && !prefetched {
                 // The line is in the L1 now, in `state` (nothing after
                 // the lookup or fill touched this core's L1D).
                 repeatable = Some(LastData {
@@ -422,6 +428,11 @@ impl MemoryModel {
         }
         c.stats.l1d_hits += 1;
         let stall = self.profile.l1d.hit_ns;
+        // The whole path would also let the prefetcher send what it has
+        // ready by now; a fill changes the L1, so no repeat after it.
+        if c.prefetcher.is_some() && self.prefetch_ahead(core, now) {
+            self.cores[core].last_data = None;
+        }
         self.finish_call(core, now, stall);
         Some(stall)
     }
@@ -850,8 +861,14 @@ impl MemoryModel {
         line: u64,
         store: bool,
     ) -> (u64, LineState) {
-        let c = &mut self.cores[core];
-        c.stats.l1d_misses += 1;
+        self.cores[core].stats.l1d_misses += 1;
+        self.fill_line(core, now, line, store)
+    }
+
+    /// Brings `line` into `core`'s L1 data cache from wherever it is (for
+    /// a demand miss or a prefetch): the stall until it arrives, and its
+    /// state there.
+    fn fill_line(&mut self, core: usize, now: u64, line: u64, store: bool) -> (u64, LineState) {
         let (held_elsewhere, dirty_elsewhere) = self.snoop(core, line, store);
         let stall = if dirty_elsewhere {
             // The owner's L1 supplies the line (and, for a store, hands its
@@ -878,6 +895,66 @@ impl MemoryModel {
             self.write_back_from_l1(core, now, victim.line);
         }
         (stall, state)
+    }
+
+    /// A demand access's line: the L1 and beyond, then the prefetcher: a
+    /// hit on a line still on its way waits for it, a miss trains the
+    /// streams, and either may send prefetches. Returns the stall, the
+    /// line's state, and whether prefetches changed the L1 after the
+    /// access (then it cannot be repeated as a plain hit).
+    fn demand_line(
+        &mut self,
+        core: usize,
+        now: u64,
+        line: u64,
+        store: bool,
+    ) -> (u64, LineState, bool) {
+        let misses = self.cores[core].stats.l1d_misses;
+        let (mut stall, state) = self.data_line_state(core, now, line, store);
+        let c = &mut self.cores[core];
+        let missed = c.stats.l1d_misses != misses;
+        let Some(prefetcher) = c.prefetcher.as_mut() else {
+            return (stall, state, false);
+        };
+        if missed {
+            prefetcher.on_miss(line);
+        } else {
+            if prefetcher.has_in_flight() {
+                let wait = prefetcher.arrival_wait(line, now);
+                if wait > 0 {
+                    c.stats.prefetch_late += 1;
+                    c.stats.prefetch_late_wait_ns += wait;
+                    stall += wait;
+                }
+            }
+            prefetcher.on_hit(line);
+        }
+        let changed = self.prefetch_ahead(core, now);
+        (stall, state, changed)
+    }
+
+    /// Sends the prefetches `core`'s prefetcher has ready at `now`;
+    /// whether any filled a line.
+    fn prefetch_ahead(&mut self, core: usize, now: u64) -> bool {
+        let mut filled = false;
+        while let Some(line) = self.cores[core]
+            .prefetcher
+            .as_mut()
+            .and_then(|p| p.next_line(now))
+        {
+            let arrives = if self.cores[core].l1d.probe(line).is_some() {
+                None
+            } else {
+                let (stall, _) = self.fill_line(core, now, line, false);
+                self.cores[core].stats.prefetches += 1;
+                filled = true;
+                Some(now + stall)
+            };
+            if let Some(prefetcher) = self.cores[core].prefetcher.as_mut() {
+                prefetcher.issued(line, arrives);
+            }
+        }
+        filled
     }
 
     fn l2_has(&self, line: u64) -> bool {
@@ -940,50 +1017,54 @@ impl MemoryModel {
     /// A line read from DRAM: its wait for the bus plus the access.
     fn memory_read(&mut self, core: usize, now: u64) -> u64 {
         let service = self.bus.service_ns();
-        let owed = self.cores[core].presence.unseen_credit + self.unseen_shares(core, now);
-        // Whole service times only, the fraction carried: the wait leaves a
-        // gap a whole request of the cores behind can use.
+        let competes = self.bus.competes_from(core, now);
+        let owed =
+            self.cores[core].presence.unseen_credit + self.unseen_shares(core, now, competes);
+        // Whole service times only, the fraction carried to the next read.
         let unseen_wait = owed / SHARE_ONE * service;
         self.cores[core].presence.unseen_credit = owed % SHARE_ONE;
-        let start = self.bus.reserve(now);
-        let booked_wait = start - now;
-        let at_bus = booked_wait + unseen_wait + service;
+        let start = self.bus.reserve(core, now, unseen_wait);
+        let wait = start - now;
+        // Its time at the bus beyond the core's own earlier requests (a
+        // burst of prefetches holds the bus for the burst, not once per
+        // request for the time to the end of it).
+        let at_bus = start + service - competes;
         let c = &mut self.cores[core];
         let presence = &mut c.presence;
-        if presence.has_requested {
-            // This read's share of the time since the last one, averaged
-            // with weight 1/8 (integers: the same on every host).
-            let since = (now - presence.last_request).max(at_bus);
-            let sample = at_bus * SHARE_ONE / since;
-            presence.share = (presence.share * 7 + sample) / 8;
-        }
+        let elapsed = if presence.has_requested {
+            now - presence.last_request
+        } else {
+            at_bus
+        };
+        // Older reads weigh 7/8 of the next (integers: the same on every host).
+        presence.busy_sum = presence.busy_sum * 7 / 8 + at_bus;
+        presence.elapsed_sum = presence.elapsed_sum * 7 / 8 + elapsed;
         presence.has_requested = true;
         presence.last_request = now;
         presence.last_busy = at_bus;
         let stats = &mut c.stats;
         stats.memory_reads += 1;
-        stats.bus_wait_ns += booked_wait + unseen_wait;
-        stats.bus_booked_wait_ns += booked_wait;
+        stats.bus_wait_ns += wait;
+        stats.bus_booked_wait_ns += wait - unseen_wait;
         stats.bus_unseen_wait_ns += unseen_wait;
-        booked_wait + unseen_wait + self.profile.memory_latency_ns
+        wait + self.profile.memory_latency_ns
     }
 
-    /// The service times a DRAM read at `now` owes to cores that are
-    /// behind `now` (their requests up to `now` have not reached the model
-    /// yet) and have been using the bus: the sum of each such core's recent
-    /// share of time at the bus, in 1/1024ths of a service time.
+    /// The service times a DRAM read at `now` (competing for the bus from
+    /// `competes`) owes to cores that are behind `now` (their requests up
+    /// to `now` have not reached the model yet), have been using the bus,
+    /// and have no known request at the bus then: the sum of each such
+    /// core's recent share of time at the bus, in 1/1024ths of a service
+    /// time.
     ///
-    /// Why: the bus books requests in the order the model hears of them.
+    /// Why: the bus knows a core's requests only up to that core's clock.
     /// Per-core timing runs one core for up to a quantum before the others
     /// catch up, so without this the core that runs first would find the
-    /// bus free for its whole turn, and the cores behind would queue after
-    /// all of it: on a saturated bus the first core would see no contention
-    /// and the others all of it, where round-robin arbitration shares it.
-    /// Waiting the expected service times of the unseen requests before
-    /// booking the core's own service leaves the gap their requests fill
-    /// when they arrive. A core in time order has nobody behind it and
-    /// pays exactly the booked wait.
-    fn unseen_shares(&self, core: usize, now: u64) -> u64 {
+    /// bus free for its whole turn, and the cores behind would share it
+    /// only after: on a saturated bus the first core would see no
+    /// contention and the others all of it. A core in time order has
+    /// nobody behind it and pays only for the requests known.
+    fn unseen_shares(&self, core: usize, now: u64, competes: u64) -> u64 {
         let mut shares = 0;
         for (index, other) in self.cores.iter().enumerate() {
             let presence = &other.presence;
@@ -991,26 +1072,23 @@ impl MemoryModel {
                 || !presence.has_requested
                 || presence.known_until >= now
                 || now - presence.known_until > self.max_skew_ns
+                || self.bus.known_at_bus(index, competes)
             {
                 continue;
             }
+            let share =
+                (presence.busy_sum * SHARE_ONE / presence.elapsed_sum.max(1)).min(SHARE_ONE);
             // A core that has run on without reading DRAM since its last
             // read is not streaming: its share decays with that time.
             let quiet_for = presence.known_until.saturating_sub(presence.last_request);
             let recent = if quiet_for > presence.last_busy {
-                presence
-                    .share
-                    .min(presence.last_busy * SHARE_ONE / quiet_for)
+                share.min(presence.last_busy * SHARE_ONE / quiet_for)
             } else {
-                presence.share
+                share
             };
-            // At the bus over half its time, a core saturates it: under
-            // round-robin arbitration it has a request waiting at every turn.
-            shares += if recent >= SHARE_ONE / 2 {
-                SHARE_ONE
-            } else {
-                recent
-            };
+            // At the bus that share of its time: the chance it is there
+            // while this one is, as the time-ordered run would find it.
+            shares += recent;
         }
         shares
     }
@@ -1018,7 +1096,7 @@ impl MemoryModel {
     /// A dirty line written to DRAM: it occupies the bus, but the core does
     /// not wait for it (the write-back leaves through the eviction buffer).
     fn memory_write(&mut self, core: usize, now: u64) {
-        self.bus.reserve(now);
+        self.bus.write(core, now);
         self.cores[core].stats.memory_writebacks += 1;
     }
 

@@ -82,6 +82,18 @@ struct File {
     coherence: CoherenceSection,
     tlb: TlbSection,
     mmio: MmioSection,
+    prefetch: Option<PrefetchSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PrefetchSection {
+    streams: u64,
+    outstanding: u64,
+    consecutive_trigger: u64,
+    strided_trigger: u64,
+    max_stride_lines: u64,
+    page_bytes: u64,
 }
 
 #[derive(Deserialize)]
@@ -218,6 +230,26 @@ pub struct TlbProfile {
     pub tlbi_broadcast_ns: u64,
 }
 
+/// The L1 data prefetcher, checked: it watches a core's data linefills for
+/// streams of lines a fixed stride apart and fetches ahead of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrefetchProfile {
+    /// Streams tracked at once.
+    pub streams: usize,
+    /// Prefetches in flight at most, per core; also how many lines ahead
+    /// of the last demand access a stream fetches.
+    pub outstanding: usize,
+    /// Linefills to consecutive lines (stride ±1) that start a stream.
+    pub consecutive_trigger: u32,
+    /// Linefills a fixed stride of more than one line apart that start one.
+    pub strided_trigger: u32,
+    /// The largest stride recognised, in lines (either direction).
+    pub max_stride_lines: u64,
+    /// Prefetches never cross a boundary of this many bytes (physical
+    /// pages: the next physical page is unrelated memory).
+    pub page_bytes: u64,
+}
+
 /// A memory-mapped device with a fixed access cost.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Device {
@@ -262,6 +294,8 @@ pub struct Profile {
     pub mmio_default_ns: u64,
     /// Devices with their own access cost, sorted by base, disjoint.
     pub devices: Vec<Device>,
+    /// The L1 data prefetcher, if the profile has one.
+    pub prefetch: Option<PrefetchProfile>,
 }
 
 impl Profile {
@@ -382,6 +416,10 @@ impl Profile {
 
         let tlb = check_tlb(&file.tlb)?;
         let devices = check_devices(&file.mmio.device)?;
+        let prefetch = match &file.prefetch {
+            Some(section) => Some(check_prefetch(section, l1d.line_bytes)?),
+            None => None,
+        };
 
         Ok(Self {
             name: file.name,
@@ -398,6 +436,7 @@ impl Profile {
             tlb,
             mmio_default_ns: file.mmio.default_cycles,
             devices,
+            prefetch,
         })
     }
 
@@ -453,6 +492,19 @@ impl Profile {
             lines.push(format!(
                 "device={},{:#x},{:#x},{}",
                 d.name, d.base, d.size, d.access_ns
+            ));
+        }
+        // Absent from the canonical text when absent from the profile, so
+        // a profile without one keeps the hash it had before prefetchers.
+        if let Some(p) = &self.prefetch {
+            lines.push(format!(
+                "prefetch={},{},{},{},{},{}",
+                p.streams,
+                p.outstanding,
+                p.consecutive_trigger,
+                p.strided_trigger,
+                p.max_stride_lines,
+                p.page_bytes
             ));
         }
         let mut text = lines.join("\n");
@@ -515,6 +567,42 @@ fn check_cache(table: &str, section: &CacheSection) -> Result<CacheGeometry, Pro
         sets: sets as usize,
         line_bytes: line,
         hit_ns: section.hit_cycles,
+    })
+}
+
+fn check_prefetch(section: &PrefetchSection, line: u64) -> Result<PrefetchProfile, ProfileError> {
+    let in_range = |key: &str, value: u64, low: u64, high: u64| {
+        if (low..=high).contains(&value) {
+            Ok(value)
+        } else {
+            Err(invalid(
+                &format!("prefetch.{key}"),
+                format!("{value} is not in {low}..={high}"),
+            ))
+        }
+    };
+    let streams = in_range("streams", section.streams, 1, 8)?;
+    let outstanding = in_range("outstanding", section.outstanding, 1, 16)?;
+    let consecutive = in_range("consecutive_trigger", section.consecutive_trigger, 2, 16)?;
+    let strided = in_range("strided_trigger", section.strided_trigger, 2, 16)?;
+    let max_stride = in_range("max_stride_lines", section.max_stride_lines, 1, 64)?;
+    let page = section.page_bytes;
+    if !page.is_power_of_two() || page < 2 * line || page > 1 << 30 {
+        return Err(invalid(
+            "prefetch.page_bytes",
+            format!(
+                "{page} is not a power of two from two lines ({}) to 1 GiB",
+                2 * line
+            ),
+        ));
+    }
+    Ok(PrefetchProfile {
+        streams: streams as usize,
+        outstanding: outstanding as usize,
+        consecutive_trigger: consecutive as u32,
+        strided_trigger: strided as u32,
+        max_stride_lines: max_stride,
+        page_bytes: page,
     })
 }
 

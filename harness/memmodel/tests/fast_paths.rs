@@ -23,7 +23,7 @@ fn pair(name: &str, cores: usize) -> (MemoryModel, MemoryModel) {
 }
 
 /// One call of a mixed run: mostly repeats and near accesses (where the
-/// fast paths answer), with misses, sharing between cores, stores to
+/// fast paths answer), with streams of lines (the prefetcher), misses, sharing between cores, stores to
 /// shared lines, line-crossing and device accesses, faults (MMU on with an
 /// unmapped upper half), and now and then a TTBR write, a world switch or a
 /// TLBI, local or broadcast.
@@ -102,6 +102,17 @@ fn next_call(
         if seq.below(20) == 0 {
             access.el = ExceptionLevel::El0;
         }
+        *last = Some(access);
+        return Call::Data(access);
+    }
+    if roll < 700
+        && let Some(previous) = *last
+    {
+        // The next line: streams that start the prefetcher (a53).
+        let mut access = previous;
+        access.virtual_address = (previous.virtual_address & !63) + 64;
+        access.physical_address = (previous.physical_address & !63) + 64;
+        access.kind = AccessKind::Load;
         *last = Some(access);
         return Call::Data(access);
     }
@@ -202,6 +213,13 @@ fn run_both(name: &str, seed: u64, calls: u64) {
         repeats_answered > calls / 4,
         "the run exercised hits: {repeats_answered}"
     );
+    if fast.profile().prefetch.is_some() {
+        let prefetches: u64 = (0..cores).map(|c| fast.core_stats(c).prefetches).sum();
+        assert!(
+            prefetches > calls / 100,
+            "the run exercised the prefetcher: {prefetches}"
+        );
+    }
 }
 
 #[test]

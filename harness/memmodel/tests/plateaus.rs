@@ -8,6 +8,11 @@ use tandem_memmodel::{BlockFetch, ExceptionLevel, MemoryModel};
 /// Instructions of one chase step (`ldr x0, [x0]; subs; b.ne`).
 const STEP_INSTRUCTIONS: u64 = 3;
 
+/// How far apart a chase's consecutive loads are, in lines: odd, so over
+/// a power-of-two number of lines it visits each once, and beyond the four
+/// lines an A53's prefetcher recognises.
+const CHASE_STRIDE_LINES: u64 = 37;
+
 /// The mean stall per load of a chase over `working_set` bytes from
 /// `base`, one load per line, after one round to warm the caches.
 fn chase(model: &mut MemoryModel, base: u64, working_set: u64, translate_at: Option<u64>) -> f64 {
@@ -17,9 +22,12 @@ fn chase(model: &mut MemoryModel, base: u64, working_set: u64, translate_at: Opt
     let mut measured = 0;
     for round in 0..3 {
         for i in 0..lines {
-            let pa = base + i * line;
+            // 37 lines apart (modulo the set): every line once a round, and
+            // never a stride the prefetcher follows.
+            let offset = (i * CHASE_STRIDE_LINES % lines) * line;
+            let pa = base + offset;
             let access = match translate_at {
-                Some(va_base) => load_at(va_base + i * line, pa),
+                Some(va_base) => load_at(va_base + offset, pa),
                 None => load(pa),
             };
             let stall = model.data_access(0, now, &access);

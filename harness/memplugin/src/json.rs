@@ -22,7 +22,7 @@ pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
             "\"tlb\": {{\"micro_data_entries\": {}, \"micro_instruction_entries\": {}, ",
             "\"main_entries\": {}, \"main_ways\": {}, \"main_hit_ns\": {}, ",
             "\"walk_cache_entries\": {}, \"walk_level_ns\": {}, \"walk_levels_charged\": {}}}, ",
-            "\"mmio_default_ns\": {}}}"
+            "\"mmio_default_ns\": {}, \"prefetch\": {}}}"
         ),
         json_string(&profile.name),
         json_string(&profile.hash()),
@@ -45,12 +45,27 @@ pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
         t.walk_level_ns,
         t.walk_levels_charged,
         profile.mmio_default_ns,
+        match profile.prefetch {
+            None => "null".to_owned(),
+            Some(p) => format!(
+                concat!(
+                    "{{\"streams\": {}, \"outstanding\": {}, \"consecutive_trigger\": {}, ",
+                    "\"strided_trigger\": {}, \"max_stride_lines\": {}, \"page_bytes\": {}}}"
+                ),
+                p.streams,
+                p.outstanding,
+                p.consecutive_trigger,
+                p.strided_trigger,
+                p.max_stride_lines,
+                p.page_bytes
+            ),
+        },
     )
 }
 
 /// One core's counters as a JSON object.
 pub fn core_stats_json(s: &CoreStats) -> String {
-    let fields: [(&str, u64); 25] = [
+    let fields: [(&str, u64); 28] = [
         ("loads", s.loads),
         ("stores", s.stores),
         ("blocks", s.blocks),
@@ -72,6 +87,9 @@ pub fn core_stats_json(s: &CoreStats) -> String {
         ("main_tlb_misses", s.main_tlb_misses),
         ("walk_cache_hits", s.walk_cache_hits),
         ("walk_reads", s.walk_reads),
+        ("prefetches", s.prefetches),
+        ("prefetch_late", s.prefetch_late),
+        ("prefetch_late_wait_ns", s.prefetch_late_wait_ns),
         ("translation_stall_ns", s.translation_stall_ns),
         ("tlbi_received", s.tlbi_received),
         ("stall_ns", s.stall_ns),

@@ -746,8 +746,8 @@ fn report(shell: &Shell) -> Result<(), String> {
             text += &format!("  \"cores\": [\n{}\n  ],\n", cores.join(",\n"));
             let bus = model.bus_stats();
             text += &format!(
-                "  \"bus\": {{\"requests\": {}, \"wait_ns\": {}, \"before_history\": {}}},\n",
-                bus.requests, bus.wait_ns, bus.before_history
+                "  \"bus\": {{\"requests\": {}, \"wait_ns\": {}, \"beyond_history\": {}}},\n",
+                bus.requests, bus.wait_ns, bus.beyond_history
             );
             text += &format!(
                 concat!(
@@ -808,7 +808,6 @@ impl Register for MemPlugin {
                     // The cores run up to a quantum (plus a block's
                     // stalls) apart.
                     max_skew_ns: 4 * quantum_ns,
-                    bus_history_ns: (20 * quantum_ns).max(20_000),
                     ..ModelOptions::default()
                 };
                 (

@@ -21,9 +21,9 @@ TLB refills the model charged.
 The checks, fixed before any run (docs/harness.md, "The memory model"):
 each plateau within 10 % of the profile's latency (L1, whose stall is 0:
 within 10 % of the L2 or DRAM step); per streaming core, core 0's DRAM
-latency grows by the bus service time within 10 % (the model gives a whole
-service time only where the bus saturates, `arm11-003`; `a53`'s is judged
-too and said not saturated), and not at all without a model (within 1 %);
+latency grows by the bus service time within 10 % (a whole service time
+only where each streaming core is always at the bus; both profiles are
+judged), and not at all without a model (within 1 %);
 the TLB knees at the configured sizes (within 2 entries: the main TLB also
 holds the kernel's and the loop's own pages), the stall per load being,
 as for the chase, the sweep with the model minus the one without at the
@@ -615,8 +615,6 @@ def report(summary: Mapping[str, object]) -> str:
         if "per_stream_ok" in c:
             service = c["bus_service_ns"]
             verdict = "met" if c["per_stream_ok"] else "NOT met"
-            if name != "arm11-003" and not c["per_stream_ok"]:
-                verdict += " (bus not saturated)"
         else:
             service, verdict = "-", "flat: " + ("met" if c["flat"] else "NOT met")
         lines.append(
@@ -626,12 +624,14 @@ def report(summary: Mapping[str, object]) -> str:
         )
     lines += [
         "",
-        "On `a53` the bus is busy 10 ns per 100 ns DRAM read and a streaming core has one "
-        "read outstanding at a time (no hit-under-miss), so it never saturates: the model "
-        "adds a core's share of the bus, not a whole service time (the crate's own tests "
-        "give 100, 101.6, 102.8, 104.1 ns). The acceptance's whole service time per core "
-        "holds only where the bus saturates, `arm11-003` (its bus is held 56 ns per 56 ns "
-        "read); `a53` cannot meet it as the model stands.",
+        "The model makes a DRAM read wait one service time for every other core that has "
+        "a request at the bus at that moment (round robin: each waiting core gets a turn "
+        "first), so a streaming core adds a whole service time only if it is always at the "
+        "bus. `arm11-003` holds the bus for the whole 56 ns access: one streaming core keeps "
+        "it busy. On `a53` the bus is busy 10 ns of a 100 ns read, and a stream keeps it "
+        "busy through its prefetcher (up to 5 lines in flight, the Cortex-A53's reset "
+        "value): alone, about half its time; the streams share the bus as they add up "
+        "(harness/memmodel, docs/harness.md).",
         "",
         "## TLB reach",
         "",
