@@ -273,8 +273,10 @@ PERCORE_MEMORY = (
     "Tandem's memory model (profile `{profile}`, harness/memmodel) adds each access's "
     "stall to its core's clock: per-core L1 caches, a shared L2 where the profile has one, "
     "one shared bus to DRAM with a service time per line (loaded cores slow each other "
-    "down), ASID-tagged TLBs with page walks through the caches, and fixed device costs; "
-    "no write buffers, prefetching, hit-under-miss or GIC latency (docs/harness.md)."
+    "down, each waiting a turn per other core at the bus), ASID-tagged TLBs with page "
+    "walks through the caches, fixed device costs, and an L1 data prefetcher where the "
+    "profile has one; no write buffers, hit-under-miss beyond the prefetcher's, or GIC "
+    "latency (docs/harness.md)."
 )
 CAUSAL_CAVEATS = {
     "max": (
