@@ -430,7 +430,8 @@ impl MemoryModel {
         let stall = self.profile.l1d.hit_ns;
         // The whole path would also let the prefetcher send what it has
         // ready by now; a fill changes the L1, so no repeat after it.
-        if c.prefetcher.is_some() && self.prefetch_ahead(core, now) {
+        if c.prefetcher.as_ref().is_some_and(|p| p.may_fetch(now)) && self.prefetch_ahead(core, now)
+        {
             self.cores[core].last_data = None;
         }
         self.finish_call(core, now, stall);
@@ -919,7 +920,7 @@ impl MemoryModel {
         if missed {
             prefetcher.on_miss(line);
         } else {
-            if prefetcher.has_in_flight() {
+            if prefetcher.has_in_flight(now) {
                 let wait = prefetcher.arrival_wait(line, now);
                 if wait > 0 {
                     c.stats.prefetch_late += 1;
@@ -929,12 +930,13 @@ impl MemoryModel {
             }
             prefetcher.on_hit(line);
         }
-        let changed = self.prefetch_ahead(core, now);
+        let changed = prefetcher.may_fetch(now) && self.prefetch_ahead(core, now);
         (stall, state, changed)
     }
 
     /// Sends the prefetches `core`'s prefetcher has ready at `now`;
     /// whether any filled a line.
+    #[inline(never)]
     fn prefetch_ahead(&mut self, core: usize, now: u64) -> bool {
         let mut filled = false;
         while let Some(line) = self.cores[core]

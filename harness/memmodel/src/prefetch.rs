@@ -43,6 +43,12 @@ pub struct Prefetcher {
     /// `(line, arrives_at)` of prefetches issued and not yet known to have
     /// arrived.
     in_flight: Vec<(u64, u64)>,
+    /// The earliest and latest arrival in `in_flight`.
+    earliest_arrival: u64,
+    latest_arrival: u64,
+    /// No stream can fetch until one changes (each is as far ahead as it
+    /// may go, or at its page's end): `next_line` answers at once.
+    blocked: bool,
     line_shift: u32,
     tick: u64,
 }
@@ -54,15 +60,26 @@ impl Prefetcher {
             profile,
             streams: vec![Stream::default(); profile.streams],
             in_flight: Vec::with_capacity(profile.outstanding),
+            earliest_arrival: 0,
+            latest_arrival: 0,
+            blocked: true,
             line_shift: line_bytes.trailing_zeros(),
             tick: 0,
         }
     }
 
-    /// Whether any prefetch may still be in flight (a demand hit must then
-    /// ask [`Self::arrival_wait`]).
-    pub fn has_in_flight(&self) -> bool {
-        !self.in_flight.is_empty()
+    /// Whether any prefetch may still be in flight at `now` (a demand hit
+    /// must then ask [`Self::arrival_wait`]).
+    pub fn has_in_flight(&mut self, now: u64) -> bool {
+        if self.in_flight.is_empty() {
+            return false;
+        }
+        if now >= self.latest_arrival {
+            // All arrived.
+            self.in_flight.clear();
+            return false;
+        }
+        true
     }
 
     /// A demand access at `now` hit `line` in the L1: how long it still
@@ -82,6 +99,7 @@ impl Prefetcher {
             if covers(stream, line) {
                 stream.last = line;
                 stream.used = self.tick;
+                self.blocked = false;
                 return;
             }
         }
@@ -90,6 +108,7 @@ impl Prefetcher {
     /// A demand linefill of `line`: trains the streams.
     pub fn on_miss(&mut self, line: u64) {
         self.tick += 1;
+        self.blocked = false;
         let max_stride = self.profile.max_stride_lines as i64;
         // A stream expecting this line, or covering it (a prefetched line
         // that left the L1 before its use).
@@ -142,12 +161,31 @@ impl Prefetcher {
         };
     }
 
+    /// Whether [`Self::next_line`] could give a line at `now` (a quick
+    /// test, so callers skip it when it could not).
+    #[inline]
+    pub fn may_fetch(&self, now: u64) -> bool {
+        !self.blocked
+            && (self.in_flight.len() < self.profile.outstanding || now >= self.earliest_arrival)
+    }
+
     /// The next line to fetch ahead at `now`, if a stream has one and
     /// fewer than `outstanding` prefetches are in flight. The caller
     /// fetches it (or finds it cached) and reports with [`Self::issued`].
     pub fn next_line(&mut self, now: u64) -> Option<u64> {
-        self.in_flight.retain(|&(_, arrives)| arrives > now);
+        // Fewer entries than the limit: fewer in flight too, whichever
+        // have arrived. Only at the limit do the arrived ones matter.
         if self.in_flight.len() >= self.profile.outstanding {
+            if now < self.earliest_arrival {
+                return None;
+            }
+            self.in_flight.retain(|&(_, arrives)| arrives > now);
+            self.earliest_arrival = self.in_flight.iter().map(|&(_, a)| a).min().unwrap_or(0);
+            if self.in_flight.len() >= self.profile.outstanding {
+                return None;
+            }
+        }
+        if self.blocked {
             return None;
         }
         let page_lines_shift = self.profile.page_bytes.trailing_zeros() - self.line_shift;
@@ -166,7 +204,10 @@ impl Prefetcher {
                 best = Some(stream);
             }
         }
-        let stream = best?;
+        let Some(stream) = best else {
+            self.blocked = true;
+            return None;
+        };
         let line = stream.next;
         stream.next = step(line, stream.stride);
         Some(line)
@@ -176,6 +217,13 @@ impl Prefetcher {
     /// `arrives_at` (`None`: it was already in the L1).
     pub fn issued(&mut self, line: u64, arrives_at: Option<u64>) {
         if let Some(arrives) = arrives_at {
+            if self.in_flight.is_empty() {
+                self.earliest_arrival = arrives;
+                self.latest_arrival = arrives;
+            } else {
+                self.earliest_arrival = self.earliest_arrival.min(arrives);
+                self.latest_arrival = self.latest_arrival.max(arrives);
+            }
             self.in_flight.push((line, arrives));
         }
     }
@@ -195,12 +243,20 @@ fn ahead_of(stride: i64, line: u64, from: u64) -> bool {
 /// Whether an active stream has fetched `line` ahead of its last demand:
 /// a whole number of strides past `last`, before `next`.
 fn covers(stream: &Stream, line: u64) -> bool {
-    let distance = line as i64 - stream.last as i64;
-    let fetched = stream.next as i64 - stream.last as i64;
-    stream.stride != 0
-        && distance % stream.stride == 0
-        && distance / stream.stride >= 1
-        && distance / stream.stride < fetched / stream.stride
+    let (line, last, next, stride) = (
+        line as i64,
+        stream.last as i64,
+        stream.next as i64,
+        stream.stride,
+    );
+    // `next` is a whole number of strides from `last`: strictly between
+    // the two and on the stride is covered.
+    let between = if stride > 0 {
+        last < line && line < next
+    } else {
+        next < line && line < last
+    };
+    stride != 0 && between && (stride.abs() == 1 || (line - last) % stride == 0)
 }
 
 /// Linefills at `stride` that start a stream.
