@@ -154,6 +154,10 @@ pub struct CoreStats {
     pub walk_cache_hits: u64,
     /// Descriptor reads charged.
     pub walk_reads: u64,
+    /// Calls whose time lay before the end of this core's previous call
+    /// (its time plus the stall returned): a shell that presents a core's
+    /// accesses out of its own time order.
+    pub calls_out_of_order: u64,
     /// Lines the prefetcher fetched ahead.
     pub prefetches: u64,
     /// Demand accesses that waited for a line still on its way from a
@@ -215,6 +219,8 @@ struct BusPresence {
     /// The core's clock is known to have reached this (its last call's
     /// time plus the stall returned).
     known_until: u64,
+    /// The end of its last call (its time plus the stall returned).
+    last_call_end: u64,
     /// Whether it has read DRAM yet.
     has_requested: bool,
     /// When it last read DRAM, and how long that read held it at the bus
@@ -1013,6 +1019,10 @@ impl MemoryModel {
     fn finish_call(&mut self, core: usize, now: u64, stall: u64) {
         let c = &mut self.cores[core];
         c.stats.stall_ns += stall;
+        if now < c.presence.last_call_end {
+            c.stats.calls_out_of_order += 1;
+        }
+        c.presence.last_call_end = now + stall;
         c.presence.known_until = c.presence.known_until.max(now + stall);
     }
 

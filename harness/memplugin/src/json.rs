@@ -65,7 +65,7 @@ pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
 
 /// One core's counters as a JSON object.
 pub fn core_stats_json(s: &CoreStats) -> String {
-    let fields: [(&str, u64); 28] = [
+    let fields: [(&str, u64); 29] = [
         ("loads", s.loads),
         ("stores", s.stores),
         ("blocks", s.blocks),
@@ -87,6 +87,7 @@ pub fn core_stats_json(s: &CoreStats) -> String {
         ("main_tlb_misses", s.main_tlb_misses),
         ("walk_cache_hits", s.walk_cache_hits),
         ("walk_reads", s.walk_reads),
+        ("calls_out_of_order", s.calls_out_of_order),
         ("prefetches", s.prefetches),
         ("prefetch_late", s.prefetch_late),
         ("prefetch_late_wait_ns", s.prefetch_late_wait_ns),
