@@ -250,6 +250,20 @@ pub struct PrefetchProfile {
     pub page_bytes: u64,
 }
 
+impl PrefetchProfile {
+    /// Every value by its key in the profile file, in the file's order.
+    pub fn fields(&self) -> [(&'static str, u64); 6] {
+        [
+            ("streams", self.streams as u64),
+            ("outstanding", self.outstanding as u64),
+            ("consecutive_trigger", u64::from(self.consecutive_trigger)),
+            ("strided_trigger", u64::from(self.strided_trigger)),
+            ("max_stride_lines", self.max_stride_lines),
+            ("page_bytes", self.page_bytes),
+        ]
+    }
+}
+
 /// A memory-mapped device with a fixed access cost.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Device {
@@ -497,15 +511,8 @@ impl Profile {
         // Absent from the canonical text when absent from the profile, so
         // a profile without one keeps the hash it had before prefetchers.
         if let Some(p) = &self.prefetch {
-            lines.push(format!(
-                "prefetch={},{},{},{},{},{}",
-                p.streams,
-                p.outstanding,
-                p.consecutive_trigger,
-                p.strided_trigger,
-                p.max_stride_lines,
-                p.page_bytes
-            ));
+            let values: Vec<String> = p.fields().iter().map(|(_, v)| v.to_string()).collect();
+            lines.push(format!("prefetch={}", values.join(",")));
         }
         let mut text = lines.join("\n");
         text.push('\n');

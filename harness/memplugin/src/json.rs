@@ -47,18 +47,14 @@ pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
         profile.mmio_default_ns,
         match profile.prefetch {
             None => "null".to_owned(),
-            Some(p) => format!(
-                concat!(
-                    "{{\"streams\": {}, \"outstanding\": {}, \"consecutive_trigger\": {}, ",
-                    "\"strided_trigger\": {}, \"max_stride_lines\": {}, \"page_bytes\": {}}}"
-                ),
-                p.streams,
-                p.outstanding,
-                p.consecutive_trigger,
-                p.strided_trigger,
-                p.max_stride_lines,
-                p.page_bytes
-            ),
+            Some(p) => {
+                let fields: Vec<String> = p
+                    .fields()
+                    .iter()
+                    .map(|(k, v)| format!("\"{k}\": {v}"))
+                    .collect();
+                format!("{{{}}}", fields.join(", "))
+            }
         },
     )
 }
