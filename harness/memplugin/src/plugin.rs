@@ -5,7 +5,7 @@ use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::fs::File;
 use std::io::Write;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use qemu_plugin::install::{Args, Info};
 use qemu_plugin::plugin::{HasCallbacks, Register};
@@ -125,6 +125,9 @@ impl Tandem {
 
 /// One block as translated: what its execution fetches.
 struct Block {
+    /// Its number among the blocks translated (from 1): an access
+    /// callback names its block by it.
+    serial: u64,
     virtual_address: u64,
     /// The host address of its first instruction (QEMU 10.0's plugin API
     /// gives no physical address for code): guest RAM is mapped 2 MiB
@@ -146,10 +149,30 @@ struct Rare {
 /// Where each vCPU is in the block it runs.
 #[derive(Clone, Copy, Default)]
 struct CoreClock {
+    /// The serial of the block whose callback ran last on this core.
+    block: u64,
     /// The clock at the block's first instruction.
     block_start: u64,
     /// Stalls charged since then.
     charged: u64,
+}
+
+/// Blocks translated so far, plus one: the next block's serial.
+static BLOCK_SERIAL: AtomicU64 = AtomicU64::new(1);
+
+/// Instructions in the block QEMU makes of an I/O instruction it runs
+/// again (`cpu_io_recompile`: one on Arm, which has no delay slots).
+const QEMU_IO_BLOCK_INSNS: u64 = 1;
+
+/// An access callback's userdata: its block's serial and its
+/// instruction's index in the block (QEMU's blocks hold at most 512).
+fn access_userdata(serial: u64, index: u64) -> u64 {
+    serial << 16 | index
+}
+
+/// The parts [`access_userdata`] packed.
+fn access_userdata_parts(userdata: u64) -> (u64, u64) {
+    (userdata >> 16, userdata & 0xffff)
 }
 
 /// Bits of the guest page QEMU translates (`TARGET_PAGE_BITS`: 12 for
@@ -469,6 +492,7 @@ unsafe extern "C" fn on_block(vcpu: c_uint, userdata: *mut c_void) {
         pages.forget_all();
     }
     inner.clocks[core] = CoreClock {
+        block: block.serial,
         block_start: start,
         charged: 0,
     };
@@ -495,7 +519,7 @@ unsafe extern "C" fn on_access(
     vaddr: u64,
     userdata: *mut c_void,
 ) {
-    let index = userdata as u64;
+    let (serial, index) = access_userdata_parts(userdata as u64);
     let shell = shell();
     let Some(tandem) = &shell.tandem else { return };
     let core = vcpu as usize;
@@ -527,12 +551,21 @@ unsafe extern "C" fn on_access(
         }
     };
     let clock = inner.clocks[core];
+    let now = if clock.block == serial {
+        clock.block_start + index + clock.charged
+    } else {
+        // A block without a block callback: QEMU runs an I/O instruction
+        // met in a block's middle again as a block of its own with memory
+        // callbacks only (cpu_io_recompile, CF_MEMI_ONLY). Its clock,
+        // which counted its instructions as it started, says when.
+        shell.clock(tandem).saturating_sub(QEMU_IO_BLOCK_INSNS) + index
+    };
     let Some(model) = inner.model.as_mut() else {
         return;
     };
     let stall = model.data_access(
         core,
-        clock.block_start + index + clock.charged,
+        now,
         &DataAccess {
             virtual_address: vaddr,
             physical_address,
@@ -665,6 +698,7 @@ unsafe extern "C" fn on_translate(_id: PluginId, tb: *mut qemu_plugin_tb) {
     // userdata pointers handed to QEMU are leaked and so outlive the block.
     unsafe {
         let n = qemu_plugin_tb_n_insns(tb);
+        let serial = BLOCK_SERIAL.fetch_add(1, Ordering::Relaxed);
         let mut bytes = 0u32;
         let mut host_address = 0u64;
         for i in 0..n {
@@ -677,13 +711,13 @@ unsafe extern "C" fn on_translate(_id: PluginId, tb: *mut qemu_plugin_tb) {
                     host_address = qemu_plugin_insn_vaddr(insn);
                 }
             }
-            // Every instruction's data accesses, with its index in the block.
+            // Every instruction's data accesses, with its block and index.
             qemu_plugin_register_vcpu_mem_cb(
                 insn,
                 Some(on_access),
                 qemu_plugin_cb_flags::QEMU_PLUGIN_CB_NO_REGS,
                 qemu_plugin_mem_rw::QEMU_PLUGIN_MEM_RW,
-                i as *mut c_void,
+                access_userdata(serial, i as u64) as *mut c_void,
             );
             if size == 4 {
                 let mut word = [0u8; 4];
@@ -706,6 +740,7 @@ unsafe extern "C" fn on_translate(_id: PluginId, tb: *mut qemu_plugin_tb) {
         let el =
             exception_level((tandem.fetch_mmu_idx)().max(0) as u32).unwrap_or(ExceptionLevel::El3);
         let block = Box::leak(Box::new(Block {
+            serial,
             virtual_address: qemu_plugin_tb_vaddr(tb),
             host_address,
             bytes,
