@@ -1,4 +1,4 @@
-//! A set-associative cache of line addresses with true LRU replacement and MOESI line states.
+//! A set-associative cache of line addresses with true LRU or pseudo-random replacement and MOESI line states.
 //!
 //! The cache holds no data, only which lines it has and in what state: the
 //! model needs hits, misses, victims and who owns a dirty line. Lines are
@@ -6,7 +6,7 @@
 //! line number's low bits (physically indexed, as the A53's caches behave),
 //! the tag the whole line number.
 
-use crate::profile::CacheGeometry;
+use crate::profile::{CacheGeometry, Replacement};
 
 /// A line's coherence state (MOESI; an L1 instruction cache or the L2 use
 /// only `Shared` for clean and `Modified` for dirty).
@@ -83,7 +83,8 @@ struct Way {
     /// `last_used << STATE_BITS | state code`: when the slot was last used,
     /// on the cache's own use counter (the smallest in a set is its least
     /// recently used way; the state bits below cannot change the order of
-    /// two different stamps), and its `LineState`.
+    /// two different stamps), and its `LineState`. Under random
+    /// replacement a hit does not count as a use: the stamp is the fill's.
     meta: u64,
 }
 
@@ -106,7 +107,13 @@ pub struct Cache {
     set_mask: u64,
     slots: Box<[Way]>,
     uses: u64,
+    replacement: Replacement,
+    /// The pseudo-random generator's state (xorshift64, a fixed seed).
+    random: u64,
 }
+
+/// The generator's seed: any nonzero value, the same in every run.
+const RANDOM_SEED: u64 = 0x9e37_79b9_7f4a_7c15;
 
 impl Cache {
     /// An empty cache of the given shape.
@@ -124,7 +131,14 @@ impl Cache {
             ]
             .into_boxed_slice(),
             uses: 0,
+            replacement: geometry.replacement,
+            random: RANDOM_SEED,
         }
+    }
+
+    /// How it replaces.
+    pub fn replacement(&self) -> Replacement {
+        self.replacement
     }
 
     #[inline]
@@ -149,12 +163,30 @@ impl Cache {
         Some(slot)
     }
 
-    /// The slot holding `line`, if present, made the most recently used.
+    /// The slot holding `line`, if present, made the most recently used
+    /// (under random replacement a hit changes nothing).
     #[inline]
     pub fn lookup(&mut self, line: u64) -> Option<Slot> {
         let slot = self.probe(line)?;
-        self.touch(slot);
+        if self.replacement == Replacement::Lru {
+            self.touch(slot);
+        }
         Some(slot)
+    }
+
+    /// When `slot` was filled (under random replacement; under LRU, last
+    /// used): a slot that holds the same line with the same stamp has not
+    /// been refilled since.
+    #[inline]
+    pub fn stamp(&self, slot: Slot) -> u64 {
+        self.slots[slot].last_used()
+    }
+
+    /// `line`'s state if `slot` still holds it, filled at `stamp`.
+    #[inline]
+    pub fn holds(&self, slot: Slot, line: u64, stamp: u64) -> Option<LineState> {
+        let way = self.slots.get(slot)?;
+        (way.line == line && way.last_used() == stamp).then(|| way.state())
     }
 
     #[inline]
@@ -188,18 +220,27 @@ impl Cache {
         let range = self.set_slots(line);
         let first = range.start;
         let set = &self.slots[range];
-        let way = set
-            .iter()
-            .position(|w| w.line == NO_LINE)
-            .unwrap_or_else(|| {
-                // Ties cannot happen (every use gets a new stamp); min_by_key
-                // keeps the first way on equal keys anyway, so it is fixed.
-                set.iter()
-                    .enumerate()
-                    .min_by_key(|(_, w)| w.last_used())
-                    .map(|(way, _)| way)
-                    .expect("a set has at least one way")
-            });
+        let empty = set.iter().position(|w| w.line == NO_LINE);
+        let way = match (empty, self.replacement) {
+            (Some(way), _) => way,
+            // Ties cannot happen (every use gets a new stamp); min_by_key
+            // keeps the first way on equal keys anyway, so it is fixed.
+            (None, Replacement::Lru) => set
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, w)| w.last_used())
+                .map(|(way, _)| way)
+                .expect("a set has at least one way"),
+            (None, Replacement::Random) => {
+                // xorshift64 (Marsaglia): one step per replacement.
+                let mut x = self.random;
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                self.random = x;
+                (x % self.ways as u64) as usize
+            }
+        };
         let slot = first + way;
         let old = self.slots[slot];
         let victim = (old.line != NO_LINE).then(|| Victim {
@@ -240,7 +281,67 @@ mod tests {
             sets,
             line_bytes: 64,
             hit_ns: 0,
+            replacement: Replacement::Lru,
         }
+    }
+
+    fn random(sets: usize, ways: usize) -> CacheGeometry {
+        CacheGeometry {
+            replacement: Replacement::Random,
+            ..geometry(sets, ways)
+        }
+    }
+
+    #[test]
+    fn random_replacement_fills_empty_ways_first_and_hits_change_nothing() {
+        let mut cache = Cache::new(&random(4, 4));
+        for line in [0, 4, 8, 12] {
+            assert_eq!(cache.insert(line, LineState::Exclusive).1, None);
+        }
+        let stamps: Vec<u64> = [0, 4, 8, 12]
+            .iter()
+            .map(|&l| cache.stamp(cache.probe(l).unwrap()))
+            .collect();
+        for _ in 0..3 {
+            assert!(cache.lookup(4).is_some());
+        }
+        let after: Vec<u64> = [0, 4, 8, 12]
+            .iter()
+            .map(|&l| cache.stamp(cache.probe(l).unwrap()))
+            .collect();
+        assert_eq!(stamps, after, "a hit is not a use");
+        let slot = cache.probe(8).unwrap();
+        assert_eq!(cache.holds(slot, 8, after[2]), Some(LineState::Exclusive));
+        assert_eq!(cache.holds(slot, 12, after[2]), None);
+    }
+
+    #[test]
+    fn random_replacement_is_the_same_every_run_and_spreads_over_the_ways() {
+        let victims = || {
+            let mut cache = Cache::new(&random(1, 4));
+            let mut out = Vec::new();
+            for line in 0..400 {
+                if let (_, Some(victim)) = cache.insert(line, LineState::Shared) {
+                    out.push(line - victim.line);
+                }
+            }
+            out
+        };
+        let (a, b) = (victims(), victims());
+        assert_eq!(a, b, "deterministic");
+        // Every way gets replaced, and a line does not always survive the
+        // same number of fills (as it would under LRU: always 4).
+        let mut ages: Vec<u64> = a.clone();
+        ages.sort_unstable();
+        ages.dedup();
+        assert!(ages.len() > 4, "ages of victims: {ages:?}");
+        let mut slots = [0u32; 4];
+        let mut cache = Cache::new(&random(1, 4));
+        for line in 0..400 {
+            let (slot, _) = cache.insert(line, LineState::Shared);
+            slots[slot] += 1;
+        }
+        assert!(slots.iter().all(|&n| n > 60), "fills per way: {slots:?}");
     }
 
     #[test]

@@ -139,5 +139,5 @@ pub use decode::{RareInstruction, Tlbi, TlbiOperation, classify};
 pub use model::{
     AccessKind, BlockFetch, CoreStats, DataAccess, MemoryModel, ModelOptions, SystemEvent,
 };
-pub use profile::{PrefetchProfile, Profile, ProfileError};
+pub use profile::{PrefetchProfile, Profile, ProfileError, Replacement};
 pub use translation::{ExceptionLevel, NoTables, TableReader, TranslationRegister};

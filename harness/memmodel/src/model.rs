@@ -4,7 +4,7 @@ use crate::bus::{BusLanes, BusStats};
 use crate::cache::{Cache, LineState};
 use crate::decode::{Tlbi, TlbiOperation};
 use crate::prefetch::Prefetcher;
-use crate::profile::{Profile, WalkEntryLevel};
+use crate::profile::{Profile, Replacement, WalkEntryLevel};
 use crate::tlb::{AsidScope, Invalidation, Mapping, MicroTlb, SetTlb, Space, SpaceId};
 use crate::translation::{
     ExceptionLevel, Half, NoTables, Registers, TableReader, TranslationRegister, synthetic_table,
@@ -188,6 +188,16 @@ struct Core {
     last_data: Option<LastData>,
     /// The last block fetch, if repeating it can only hit.
     last_fetch: Option<BlockFetch>,
+    /// Bumped whenever a translation may have changed (see
+    /// `Core::forget_repeats`): older filter entries no longer answer.
+    filter_epoch: u64,
+    /// Data lines whose next load (or store, to a Modified line) is a
+    /// plain hit, by virtual line (see `MemoryModel::filtered`); empty
+    /// unless the profile's hits change nothing.
+    filter: Box<[FilterEntry]>,
+    /// Data accesses the filter answered (not a `CoreStats` counter: the
+    /// same run without fast paths has none).
+    filtered: u64,
     presence: BusPresence,
     micro_data: MicroTlb,
     micro_instruction: MicroTlb,
@@ -211,6 +221,32 @@ struct LastData {
     /// The line is Modified: a store changes nothing either.
     modified: bool,
 }
+
+/// A data line a core used, and what must still hold for its next access
+/// to be a plain L1 hit that changes nothing (see `MemoryModel::filtered`).
+#[derive(Debug, Clone, Copy, Default)]
+struct FilterEntry {
+    /// `virtual line << 3 | el << 1 | 1` (0: empty).
+    key: u64,
+    physical_line: u64,
+    /// The L1D slot holding the line, and its fill stamp then.
+    l1d_slot: usize,
+    l1d_stamp: u64,
+    /// The data micro TLB entry that translated it and its stamp then
+    /// (`NO_MICRO`: the MMU was off).
+    micro: usize,
+    micro_stamp: u64,
+    epoch: u64,
+    /// No access to the line waits past this (a fill or prefetch of it
+    /// arrives by then).
+    ready_at: u64,
+}
+
+/// [`FilterEntry::micro`] when the access's regime had its MMU off.
+const NO_MICRO: usize = usize::MAX;
+
+/// Entries of each core's filter (direct mapped by virtual line).
+const FILTER_ENTRIES: usize = 512;
 
 /// What the model knows of a core's use of the bus, to price the requests
 /// it has not yet presented (see `MemoryModel::unseen_shares`).
@@ -251,7 +287,14 @@ impl Core {
     fn forget_repeats(&mut self) {
         self.last_data = None;
         self.last_fetch = None;
+        self.filter_epoch += 1;
     }
+}
+
+/// A filter entry's key: a virtual line at an exception level.
+#[inline]
+fn filter_key(line: u64, el: ExceptionLevel) -> u64 {
+    line << 3 | (el as u64) << 1 | 1
 }
 
 /// The whole memory system of a machine of `cores` cores under one profile.
@@ -267,6 +310,9 @@ pub struct MemoryModel {
     bus: BusLanes,
     max_skew_ns: u64,
     fast_paths: bool,
+    /// The filter answers data hits (fast paths on, and hits that change
+    /// nothing: pseudo-random L1D, first-in first-out micro TLBs).
+    filter_on: bool,
     /// First and end address of all devices: accesses outside skip the search.
     device_span: (u64, u64),
 }
@@ -274,12 +320,22 @@ pub struct MemoryModel {
 impl MemoryModel {
     /// A model with empty caches and TLBs, every core's MMU off.
     pub fn new(profile: Profile, cores: usize, options: ModelOptions) -> Self {
+        let micro = |entries| {
+            if profile.tlb.micro_fifo {
+                MicroTlb::new_fifo(entries)
+            } else {
+                MicroTlb::new(entries)
+            }
+        };
+        let filter_on = options.fast_paths
+            && profile.tlb.micro_fifo
+            && profile.l1d.replacement == Replacement::Random;
         let cores: Vec<Core> = (0..cores.max(1))
             .map(|_| Core {
                 l1d: Cache::new(&profile.l1d),
                 l1i: Cache::new(&profile.l1i),
-                micro_data: MicroTlb::new(profile.tlb.micro_data_entries),
-                micro_instruction: MicroTlb::new(profile.tlb.micro_instruction_entries),
+                micro_data: micro(profile.tlb.micro_data_entries),
+                micro_instruction: micro(profile.tlb.micro_instruction_entries),
                 main_tlb: SetTlb::new(profile.tlb.main_entries, profile.tlb.main_ways),
                 walk_cache: (profile.tlb.walk_cache_entries > 0).then(|| {
                     SetTlb::new(profile.tlb.walk_cache_entries, profile.tlb.walk_cache_ways)
@@ -289,6 +345,10 @@ impl MemoryModel {
                 stats: CoreStats::default(),
                 last_data: None,
                 last_fetch: None,
+                filter_epoch: 1,
+                filtered: 0,
+                filter: vec![FilterEntry::default(); if filter_on { FILTER_ENTRIES } else { 0 }]
+                    .into_boxed_slice(),
                 prefetcher: profile
                     .prefetch
                     .map(|p| Prefetcher::new(p, profile.l1d.line_bytes)),
@@ -306,6 +366,7 @@ impl MemoryModel {
             profile,
             max_skew_ns: options.max_skew_ns,
             fast_paths: options.fast_paths,
+            filter_on,
             device_span,
         }
     }
@@ -323,6 +384,11 @@ impl MemoryModel {
     /// A core's counters.
     pub fn core_stats(&self, core: usize) -> &CoreStats {
         &self.cores[core].stats
+    }
+
+    /// Data accesses of `core` the filter answered (see [`Self::filtered`]).
+    pub fn filtered_accesses(&self, core: usize) -> u64 {
+        self.cores[core].filtered
     }
 
     /// The bus's counters.
@@ -350,6 +416,16 @@ impl MemoryModel {
         tables: &mut R,
     ) -> u64 {
         let store = access.kind == AccessKind::Store;
+        if let Some(stall) = self.filtered(
+            core,
+            now,
+            access.virtual_address,
+            access.el,
+            store,
+            access.size,
+        ) {
+            return stall;
+        }
         {
             let stats = &mut self.cores[core].stats;
             if store {
@@ -366,7 +442,9 @@ impl MemoryModel {
             el: access.el,
             modified: false,
         };
-        if let Some(stall) = self.repeat_data(core, now, &repeat, store, first == last) {
+        if !self.filter_on
+            && let Some(stall) = self.repeat_data(core, now, &repeat, store, first == last)
+        {
             return stall;
         }
         // Repeatable only if translated (a fault walks again every time).
@@ -397,9 +475,113 @@ impl MemoryModel {
                 });
             }
         }
+        if self.filter_on && repeatable.is_some() {
+            self.remember_line(core, access, first, now + stall);
+        }
         self.cores[core].last_data = repeatable;
         self.finish_call(core, now, stall);
         stall
+    }
+
+    /// The stall of a data access answered from the filter, or `None` for
+    /// the whole path (which needs the physical address).
+    ///
+    /// The filter holds lines a core used (`remember_line`), each with what
+    /// made its use a plain hit. An access to such a line, within it, at
+    /// the same exception level, is answered as the whole path would
+    /// answer it, if all of that still holds: no translation changed since
+    /// (the epoch), the micro TLB entry that translated it is still there
+    /// (first in, first out: a hit changes nothing, an entry is only ever
+    /// replaced or emptied), the L1D slot still holds the line from the
+    /// same fill (pseudo-random replacement: a hit changes nothing), in
+    /// Modified state for a store (a store to any other state changes it),
+    /// no prefetch of it is on its way, and the prefetcher is idle and no
+    /// stream covers it (the hit would send nothing, move nothing). The
+    /// whole path would then change nothing but counters (the use counts
+    /// of the prefetcher's streams keep their order; the micro TLB's hint
+    /// of its last hit only saves a scan).
+    #[inline]
+    pub fn filtered(
+        &mut self,
+        core: usize,
+        now: u64,
+        virtual_address: u64,
+        el: ExceptionLevel,
+        store: bool,
+        size: u32,
+    ) -> Option<u64> {
+        if !self.filter_on {
+            return None;
+        }
+        let line = virtual_address >> self.line_shift;
+        if (virtual_address + u64::from(size.max(1)) - 1) >> self.line_shift != line {
+            return None;
+        }
+        let c = &mut self.cores[core];
+        let entry = c.filter[line as usize % FILTER_ENTRIES];
+        if entry.key != filter_key(line, el)
+            || entry.epoch != c.filter_epoch
+            || now < entry.ready_at
+            || (entry.micro != NO_MICRO && !c.micro_data.holds(entry.micro, entry.micro_stamp))
+        {
+            return None;
+        }
+        let state = c
+            .l1d
+            .holds(entry.l1d_slot, entry.physical_line, entry.l1d_stamp)?;
+        if store && state != LineState::Modified {
+            return None;
+        }
+        if let Some(prefetcher) = &c.prefetcher
+            && !prefetcher.hit_changes_nothing(entry.physical_line)
+        {
+            return None;
+        }
+        if store {
+            c.stats.stores += 1;
+        } else {
+            c.stats.loads += 1;
+        }
+        c.stats.l1d_hits += 1;
+        c.filtered += 1;
+        let stall = self.profile.l1d.hit_ns;
+        self.finish_call(core, now, stall);
+        Some(stall)
+    }
+
+    /// Keeps `access`'s line (`physical_line`, one line, translated, not a
+    /// device, now in the L1D) in `core`'s filter, ready from `ready_at`.
+    fn remember_line(
+        &mut self,
+        core: usize,
+        access: &DataAccess,
+        physical_line: u64,
+        ready_at: u64,
+    ) {
+        let c = &mut self.cores[core];
+        let Some(slot) = c.l1d.probe(physical_line) else {
+            return;
+        };
+        let micro = if c.registers.regime(access.el).is_some() {
+            c.micro_data.last_hit_index()
+        } else {
+            NO_MICRO
+        };
+        let line = access.virtual_address >> self.line_shift;
+        c.filter[line as usize % FILTER_ENTRIES] = FilterEntry {
+            key: filter_key(line, access.el),
+            physical_line,
+            l1d_slot: slot,
+            l1d_stamp: c.l1d.stamp(slot),
+            micro,
+            micro_stamp: if micro == NO_MICRO {
+                0
+            } else {
+                c.micro_data.stamp(micro)
+            },
+            epoch: c.filter_epoch,
+            ready_at,
+        };
     }
 
     /// A core's repeat of its last data access (`access` the same line,

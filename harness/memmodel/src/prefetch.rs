@@ -92,6 +92,19 @@ impl Prefetcher {
         arrives.saturating_sub(now)
     }
 
+    /// Whether a demand hit on `line` would change nothing here: no
+    /// stream can fetch whatever the time (so the hit sends nothing), and
+    /// no active stream covers `line` (so none moves on). Its use count
+    /// moves on, which keeps the streams' order.
+    #[inline]
+    pub fn hit_changes_nothing(&self, line: u64) -> bool {
+        self.blocked
+            && !self
+                .streams
+                .iter()
+                .any(|s| s.valid && s.active && covers(s, line))
+    }
+
     /// A demand access hit `line`: a stream that fetched it moves on.
     pub fn on_hit(&mut self, line: u64) {
         self.tick += 1;

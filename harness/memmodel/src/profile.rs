@@ -117,6 +117,26 @@ struct CacheSection {
     ways: u64,
     line_bytes: u64,
     hit_cycles: u64,
+    #[serde(default)]
+    replacement: ReplacementWord,
+}
+
+/// A cache's `replacement` as written.
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[serde(rename_all = "lowercase")]
+enum ReplacementWord {
+    #[default]
+    Lru,
+    Random,
+}
+
+/// A micro TLB's `micro_replacement` as written.
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[serde(rename_all = "lowercase")]
+enum MicroReplacementWord {
+    #[default]
+    Lru,
+    Fifo,
 }
 
 #[derive(Deserialize)]
@@ -149,6 +169,8 @@ struct TlbSection {
     flush_micro_on_context_write: bool,
     tlbi_local_cycles: u64,
     tlbi_broadcast_cycles: u64,
+    #[serde(default)]
+    micro_replacement: MicroReplacementWord,
 }
 
 #[derive(Deserialize)]
@@ -185,6 +207,19 @@ pub struct CacheGeometry {
     /// Stall of an access that hits here, in ns (see the crate's docs for
     /// why an L1 hit may cost 0).
     pub hit_ns: u64,
+    /// Which way a fill replaces in a full set.
+    pub replacement: Replacement,
+}
+
+/// How a cache chooses the way a fill replaces when its set is full (an
+/// empty way is always taken first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replacement {
+    /// The least recently used: every hit reorders the set.
+    Lru,
+    /// A pseudo-random way, from a fixed generator per cache (the same
+    /// choices in every run): a hit changes nothing.
+    Random,
 }
 
 /// Where a page walk's descriptor reads enter the cache hierarchy.
@@ -228,6 +263,9 @@ pub struct TlbProfile {
     pub tlbi_local_ns: u64,
     /// Stall of a TLBI broadcast to the inner-shareable domain, in ns.
     pub tlbi_broadcast_ns: u64,
+    /// The micro TLBs replace first in, first out (a hit changes nothing),
+    /// not the least recently used.
+    pub micro_fifo: bool,
 }
 
 /// The L1 data prefetcher, checked: it watches a core's data linefills for
@@ -469,9 +507,19 @@ impl Profile {
             format!("memory_clock_mhz={}", self.memory_clock_mhz),
         ];
         let mut cache = |label: &str, geometry: Option<CacheGeometry>| match geometry {
+            // The policy only when not LRU: a profile that does not name
+            // one keeps the hash it had before policies could be named.
             Some(g) => lines.push(format!(
-                "{label}={},{},{},{},{}",
-                g.size_bytes, g.ways, g.sets, g.line_bytes, g.hit_ns
+                "{label}={},{},{},{},{}{}",
+                g.size_bytes,
+                g.ways,
+                g.sets,
+                g.line_bytes,
+                g.hit_ns,
+                match g.replacement {
+                    Replacement::Lru => "",
+                    Replacement::Random => ",random",
+                }
             )),
             None => lines.push(format!("{label}=none")),
         };
@@ -499,7 +547,7 @@ impl Profile {
                 t.flush_micro_on_context_write,
                 t.tlbi_local_ns,
                 t.tlbi_broadcast_ns
-            ),
+            ) + if t.micro_fifo { ",fifo" } else { "" },
             format!("mmio_default_ns={}", self.mmio_default_ns),
         ]);
         for d in &self.devices {
@@ -574,6 +622,10 @@ fn check_cache(table: &str, section: &CacheSection) -> Result<CacheGeometry, Pro
         sets: sets as usize,
         line_bytes: line,
         hit_ns: section.hit_cycles,
+        replacement: match section.replacement {
+            ReplacementWord::Lru => Replacement::Lru,
+            ReplacementWord::Random => Replacement::Random,
+        },
     })
 }
 
@@ -685,6 +737,7 @@ fn check_tlb(section: &TlbSection) -> Result<TlbProfile, ProfileError> {
         flush_micro_on_context_write: section.flush_micro_on_context_write,
         tlbi_local_ns: section.tlbi_local_cycles,
         tlbi_broadcast_ns: section.tlbi_broadcast_cycles,
+        micro_fifo: section.micro_replacement == MicroReplacementWord::Fifo,
     })
 }
 

@@ -180,10 +180,16 @@ pub struct MicroTlb {
     /// then a lookup must take the first in order, as a scan does, and the
     /// hints are not used. Set at an insertion, cleared with the TLB.
     maybe_duplicates: bool,
+    /// Replaces first in, first out (`next` moves on at each replacement,
+    /// an empty entry is taken first) instead of the least recently used:
+    /// a hit then changes nothing, and an entry's stamp is its insertion's.
+    fifo: bool,
+    next: usize,
 }
 
 impl MicroTlb {
-    /// An empty TLB of `entries` entries (at least 1).
+    /// An empty TLB of `entries` entries (at least 1), replacing the
+    /// least recently used.
     pub fn new(entries: usize) -> Self {
         Self {
             entries: vec![EMPTY; entries.max(1)].into_boxed_slice(),
@@ -191,7 +197,39 @@ impl MicroTlb {
             uses: 0,
             hints: [0; HINTS],
             maybe_duplicates: false,
+            fifo: false,
+            next: 0,
         }
+    }
+
+    /// An empty TLB of `entries` entries (at least 1), replacing first
+    /// in, first out.
+    pub fn new_fifo(entries: usize) -> Self {
+        Self {
+            fifo: true,
+            ..Self::new(entries)
+        }
+    }
+
+    /// The entry that hit (or was inserted) last.
+    #[inline]
+    pub fn last_hit_index(&self) -> usize {
+        self.last_hit
+    }
+
+    /// When entry `index` was inserted (first in, first out) or last used.
+    #[inline]
+    pub fn stamp(&self, index: usize) -> u64 {
+        self.entries[index].last_used
+    }
+
+    /// Whether entry `index` still holds what it held at `stamp` (first
+    /// in, first out: not replaced, invalidated or cleared since).
+    #[inline]
+    pub fn holds(&self, index: usize, stamp: u64) -> bool {
+        self.entries
+            .get(index)
+            .is_some_and(|e| e.shift != 0 && e.last_used == stamp)
     }
 
     #[inline]
@@ -223,8 +261,10 @@ impl MicroTlb {
                 }
             }
         };
-        self.uses += 1;
-        self.entries[index].last_used = self.uses;
+        if !self.fifo {
+            self.uses += 1;
+            self.entries[index].last_used = self.uses;
+        }
         self.last_hit = index;
         self.hints[Self::hint_slot(va)] = index as u8;
         true
@@ -243,7 +283,18 @@ impl MicroTlb {
     /// Adds a translation over an empty or the least recently used entry.
     pub fn insert(&mut self, va: u64, space: Space, mapping: Mapping) {
         self.uses += 1;
-        let index = lru_or_empty(&self.entries);
+        let index = if self.fifo {
+            match self.entries.iter().position(|e| e.shift == 0) {
+                Some(empty) => empty,
+                None => {
+                    let oldest = self.next;
+                    self.next = (oldest + 1) % self.entries.len();
+                    oldest
+                }
+            }
+        } else {
+            lru_or_empty(&self.entries)
+        };
         let entry = Entry::new(va, space, mapping, self.uses);
         if !self.maybe_duplicates {
             self.maybe_duplicates = self
@@ -262,6 +313,7 @@ impl MicroTlb {
     pub fn clear(&mut self) {
         self.entries.fill(EMPTY);
         self.maybe_duplicates = false;
+        self.next = 0;
     }
 
     /// Entries in use.

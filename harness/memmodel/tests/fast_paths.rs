@@ -27,6 +27,7 @@ fn pair(name: &str, cores: usize) -> (MemoryModel, MemoryModel) {
 /// shared lines, line-crossing and device accesses, faults (MMU on with an
 /// unmapped upper half), and now and then a TTBR write, a world switch or a
 /// TLBI, local or broadcast.
+#[derive(Debug)]
 enum Call {
     Data(tandem_memmodel::DataAccess),
     Fetch(BlockFetch),
@@ -136,8 +137,12 @@ fn next_call(
         access.kind = AccessKind::Store;
     }
     if seq.below(100) == 0 {
-        // A device register (the GIC distributor in the profiles).
-        access.physical_address = 0x0800_0000 + seq.below(0x1000);
+        // A device register (the GIC distributor in the profiles), at a
+        // virtual page of its own: a virtual address keeps its physical
+        // one until a translation changes, as on a real core.
+        let register = seq.below(0x1000);
+        access.virtual_address = 0x7000_0000 + register;
+        access.physical_address = 0x0800_0000 + register;
         access.io = true;
     }
     *last = Some(access);
@@ -190,7 +195,7 @@ fn run_both(name: &str, seed: u64, calls: u64) {
         };
         assert_eq!(
             a, b,
-            "{name} seed {seed}: call {i} on core {core} stalled differently"
+            "{name} seed {seed}: call {i} on core {core} at {now} stalled differently: {call:?}"
         );
         if fast.core_stats(core).l1d_hits + fast.core_stats(core).l1i_hits > before {
             repeats_answered += 1;

@@ -1,4 +1,4 @@
-//! Pointer-chase latency plateaus: a chase whose working set fits the L1, the L2 or only DRAM stalls each load by exactly the profile's latency for that level.
+//! Pointer-chase latency plateaus: a chase whose working set fits the L1, the L2 or only DRAM stalls each load by the profile's latency for that level (exactly, or within 2 % where the A53's pseudo-random L1 keeps a few lines of a set four times its size).
 
 mod common;
 
@@ -44,14 +44,20 @@ fn chase(model: &mut MemoryModel, base: u64, working_set: u64, translate_at: Opt
 fn a53_plateaus_are_the_configured_latencies() {
     let profile = model("a53", 1).profile().clone();
     let l2 = profile.l2.expect("a53 has an L2");
-    for (working_set, expected, level) in [
-        (16 << 10, profile.l1d.hit_ns, "L1"),
-        (128 << 10, l2.hit_ns, "L2"),
-        (4 << 20, profile.memory_latency_ns, "DRAM"),
+    // Pseudo-random replacement (the TRM's) keeps a line of a chase four
+    // times the L1's size now and then: about 2 % of the loads hit.
+    for (working_set, expected, level, within) in [
+        (16 << 10, profile.l1d.hit_ns, "L1", 0.0),
+        (128 << 10, l2.hit_ns, "L2", 0.02),
+        (4 << 20, profile.memory_latency_ns, "DRAM", 0.0),
     ] {
         let mean = chase(&mut model("a53", 1), 0x4000_0000, working_set, None);
         println!("a53 {level}: {working_set} B -> {mean:.2} ns per load (configured {expected})");
-        assert_eq!(mean, expected as f64, "{level} plateau");
+        let expected = expected as f64;
+        assert!(
+            mean <= expected && mean >= expected * (1.0 - within),
+            "{level} plateau: {mean} against {expected}"
+        );
     }
     assert_eq!((l2.hit_ns, profile.memory_latency_ns), (13, 100));
 }
@@ -83,10 +89,13 @@ fn the_chase_sweep_steps_up_at_the_cache_sizes() {
         previous = mean;
     }
     println!("a53 chase: {table:?}");
-    // Up to the L1's size all hits; from twice it all L2; beyond the L2 DRAM.
+    // Up to the L1's size all hits; past it the pseudo-random L1 keeps
+    // fewer and fewer lines (a gradual step: LRU's would be sharp), all L2
+    // by eight times its size; beyond the L2 (LRU) DRAM at once.
     let at = |kib| table.iter().find(|(k, _)| *k == kib).unwrap().1;
     assert_eq!(at(32), 0.0);
-    assert_eq!(at(64), 13.0);
+    assert!(at(48) > 0.0 && at(48) < at(64) && at(64) < 13.0);
+    assert!(at(128) > 0.98 * 13.0);
     assert_eq!(at(512), 13.0);
     assert_eq!(at(1024), 100.0);
 }
@@ -133,6 +142,8 @@ fn instruction_fetch_plateaus_per_block() {
         stall_sum as f64 / (2 * blocks) as f64
     };
     assert_eq!(fetch_mean(16 << 10), 0.0);
-    assert_eq!(fetch_mean(128 << 10), 13.0);
+    // The L1I is pseudo-random too: at four times its size a few lines stay.
+    let l2 = fetch_mean(128 << 10);
+    assert!((0.98 * 13.0..=13.0).contains(&l2), "{l2}");
     assert_eq!(fetch_mean(2 << 20), 100.0);
 }

@@ -7,8 +7,16 @@ pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
     let cache = |g: Option<tandem_memmodel::profile::CacheGeometry>| match g {
         None => "null".to_owned(),
         Some(g) => format!(
-            "{{\"size_bytes\": {}, \"ways\": {}, \"sets\": {}, \"line_bytes\": {}, \"hit_ns\": {}}}",
-            g.size_bytes, g.ways, g.sets, g.line_bytes, g.hit_ns
+            "{{\"size_bytes\": {}, \"ways\": {}, \"sets\": {}, \"line_bytes\": {}, \"hit_ns\": {}, \"replacement\": \"{}\"}}",
+            g.size_bytes,
+            g.ways,
+            g.sets,
+            g.line_bytes,
+            g.hit_ns,
+            match g.replacement {
+                tandem_memmodel::Replacement::Lru => "lru",
+                tandem_memmodel::Replacement::Random => "random",
+            }
         ),
     };
     let t = &profile.tlb;
@@ -21,7 +29,8 @@ pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
             "\"coherence_transfer_ns\": {}, \"coherence_upgrade_ns\": {}, ",
             "\"tlb\": {{\"micro_data_entries\": {}, \"micro_instruction_entries\": {}, ",
             "\"main_entries\": {}, \"main_ways\": {}, \"main_hit_ns\": {}, ",
-            "\"walk_cache_entries\": {}, \"walk_level_ns\": {}, \"walk_levels_charged\": {}}}, ",
+            "\"walk_cache_entries\": {}, \"walk_level_ns\": {}, \"walk_levels_charged\": {}, ",
+            "\"micro_replacement\": \"{}\"}}, ",
             "\"mmio_default_ns\": {}, \"prefetch\": {}}}"
         ),
         json_string(&profile.name),
@@ -44,6 +53,7 @@ pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
         t.walk_cache_entries,
         t.walk_level_ns,
         t.walk_levels_charged,
+        if t.micro_fifo { "fifo" } else { "lru" },
         profile.mmio_default_ns,
         match profile.prefetch {
             None => "null".to_owned(),

@@ -530,6 +530,31 @@ unsafe extern "C" fn on_access(
         inner.counters.other_accesses += 1;
         return;
     };
+    let clock = inner.clocks[core];
+    let now = if clock.block == serial {
+        clock.block_start + index + clock.charged
+    } else {
+        // A block without a block callback: QEMU runs an I/O instruction
+        // met in a block's middle again as a block of its own with memory
+        // callbacks only (cpu_io_recompile, CF_MEMI_ONLY). Its clock,
+        // which counted its instructions as it started, says when.
+        shell.clock(tandem).saturating_sub(QEMU_IO_BLOCK_INSNS) + index
+    };
+    let Some(model) = inner.model.as_mut() else {
+        return;
+    };
+    // A line the core used, still a plain hit: answered by virtual address.
+    if let Some(stall) = model.filtered(
+        core,
+        now,
+        vaddr,
+        el,
+        decoded.store,
+        1u32 << decoded.size_shift,
+    ) {
+        shell.charge(tandem, inner, core, stall);
+        return;
+    }
     let pages = &mut inner.pages[core];
     let (physical_address, io) = match pages.get(vaddr, decoded) {
         Some(physical) if !shell.config.verify_hwaddr => (physical, false),
@@ -549,16 +574,6 @@ unsafe extern "C" fn on_access(
             }
             (physical, io)
         }
-    };
-    let clock = inner.clocks[core];
-    let now = if clock.block == serial {
-        clock.block_start + index + clock.charged
-    } else {
-        // A block without a block callback: QEMU runs an I/O instruction
-        // met in a block's middle again as a block of its own with memory
-        // callbacks only (cpu_io_recompile, CF_MEMI_ONLY). Its clock,
-        // which counted its instructions as it started, says when.
-        shell.clock(tandem).saturating_sub(QEMU_IO_BLOCK_INSNS) + index
     };
     let Some(model) = inner.model.as_mut() else {
         return;
@@ -787,9 +802,18 @@ fn report(shell: &Shell) -> Result<(), String> {
             text += &format!(
                 concat!(
                     "  \"shell\": {{\"blocks\": {}, \"accesses\": {}, \"other_accesses\": {}, ",
-                    "\"rare_events\": {}, \"stalls\": {}, \"stall_ns\": {}}}\n"
+                    "\"rare_events\": {}, \"stalls\": {}, \"stall_ns\": {}, ",
+                    "\"filtered_accesses\": {}}}\n"
                 ),
-                c.blocks, c.accesses, c.other_accesses, c.rare_events, c.stalls, c.stall_ns
+                c.blocks,
+                c.accesses,
+                c.other_accesses,
+                c.rare_events,
+                c.stalls,
+                c.stall_ns,
+                (0..model.cores())
+                    .map(|i| model.filtered_accesses(i))
+                    .sum::<u64>()
             );
         }
     }
