@@ -222,6 +222,16 @@ pub enum Replacement {
     Random,
 }
 
+impl Replacement {
+    /// The profile's word for it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Lru => "lru",
+            Self::Random => "random",
+        }
+    }
+}
+
 /// Where a page walk's descriptor reads enter the cache hierarchy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WalkEntryLevel {
@@ -509,18 +519,16 @@ impl Profile {
         let mut cache = |label: &str, geometry: Option<CacheGeometry>| match geometry {
             // The policy only when not LRU: a profile that does not name
             // one keeps the hash it had before policies could be named.
-            Some(g) => lines.push(format!(
-                "{label}={},{},{},{},{}{}",
-                g.size_bytes,
-                g.ways,
-                g.sets,
-                g.line_bytes,
-                g.hit_ns,
-                match g.replacement {
-                    Replacement::Lru => "",
-                    Replacement::Random => ",random",
+            Some(g) => {
+                let mut line = format!(
+                    "{label}={},{},{},{},{}",
+                    g.size_bytes, g.ways, g.sets, g.line_bytes, g.hit_ns
+                );
+                if g.replacement != Replacement::Lru {
+                    line += &format!(",{}", g.replacement.word());
                 }
-            )),
+                lines.push(line);
+            }
             None => lines.push(format!("{label}=none")),
         };
         cache("l1d", Some(self.l1d));

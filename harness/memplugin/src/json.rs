@@ -13,10 +13,7 @@ pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
             g.sets,
             g.line_bytes,
             g.hit_ns,
-            match g.replacement {
-                tandem_memmodel::Replacement::Lru => "lru",
-                tandem_memmodel::Replacement::Random => "random",
-            }
+            g.replacement.word()
         ),
     };
     let t = &profile.tlb;
