@@ -136,11 +136,6 @@ impl Cache {
         }
     }
 
-    /// How it replaces.
-    pub fn replacement(&self) -> Replacement {
-        self.replacement
-    }
-
     #[inline]
     fn set_slots(&self, line: u64) -> std::ops::Range<Slot> {
         let first = (line & self.set_mask) as usize * self.ways;

@@ -416,7 +416,7 @@ impl MemoryModel {
         tables: &mut R,
     ) -> u64 {
         let store = access.kind == AccessKind::Store;
-        if let Some(stall) = self.filtered(
+        match self.filtered(
             core,
             now,
             access.virtual_address,
@@ -424,8 +424,28 @@ impl MemoryModel {
             store,
             access.size,
         ) {
-            return stall;
+            Some(stall) => stall,
+            None => self.unfiltered_data_access(core, now, access, tables),
         }
+    }
+
+    /// As [`Self::data_access`], for a caller that asked [`Self::filtered`]
+    /// already and got no answer: the whole path, without asking again.
+    pub fn data_access_past_filter(&mut self, core: usize, now: u64, access: &DataAccess) -> u64 {
+        self.unfiltered_data_access(core, now, access, &mut NoTables)
+    }
+
+    /// The data access's whole path (the repeat of the last access, or
+    /// translation, the line and beyond), remembering its line in the
+    /// filter.
+    fn unfiltered_data_access<R: TableReader>(
+        &mut self,
+        core: usize,
+        now: u64,
+        access: &DataAccess,
+        tables: &mut R,
+    ) -> u64 {
+        let store = access.kind == AccessKind::Store;
         {
             let stats = &mut self.cores[core].stats;
             if store {

@@ -578,7 +578,7 @@ unsafe extern "C" fn on_access(
     let Some(model) = inner.model.as_mut() else {
         return;
     };
-    let stall = model.data_access(
+    let stall = model.data_access_past_filter(
         core,
         now,
         &DataAccess {
