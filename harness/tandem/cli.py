@@ -173,14 +173,11 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--gdb",
-        type=int,
-        nargs="?",
-        const=gdb.DEFAULT_PORT,
-        default=None,
-        metavar="PORT",
-        help="QEMU waits for gdb on this localhost port (default "
-        f"{gdb.DEFAULT_PORT}) before the first instruction; `./tandem gdb` then starts "
-        "gdb-multiarch with the monitor's, the RTOS's and Linux's symbols",
+        action="store_true",
+        help="QEMU waits for gdb before the first instruction, its stub on a unix socket "
+        f"in the boot's private log directory ({gdb.SOCKET}; no TCP port: only you can "
+        "connect); `./tandem gdb` then starts gdb-multiarch with the monitor's, the RTOS's "
+        "and Linux's symbols",
     )
 
 
@@ -271,7 +268,7 @@ def _options(args: argparse.Namespace) -> BootOptions:
         partition=args.partition,
         linux_idle=args.linux_idle,
         add=tuple(getattr(args, "add", [])),
-        gdb_port=getattr(args, "gdb", None),
+        gdb=getattr(args, "gdb", False),
     )
 
 

@@ -8,7 +8,6 @@ batch mode stops in each image."""
 from __future__ import annotations
 
 import os
-import socket
 import stat
 import subprocess
 import threading
@@ -95,19 +94,44 @@ def test_additions_go_between_tandems_initramfs_and_the_commands(tmp_path: Path)
 
 def test_the_gdb_script_loads_every_image_and_connects(tmp_path: Path) -> None:
     elf = tmp_path / "x.elf"
-    text = gdb.script(4321, [elf, Path("/b/vmlinux")])
+    sock = tmp_path / gdb.SOCKET
+    text = gdb.script(sock, [elf, Path("/b/vmlinux")])
     assert "set architecture aarch64" in text
     assert f"add-symbol-file {elf}\nadd-symbol-file /b/vmlinux\n" in text
-    assert text.endswith("target remote 127.0.0.1:4321\n")
+    assert text.endswith(f"target remote {sock}\n")
     assert gdb.vmlinux_for(Path("/k/out/arch/arm64/boot/Image")) == Path("/k/out/vmlinux")
+
+
+def test_the_gdb_stub_listens_on_a_unix_socket_in_the_private_log_directory(
+    tmp_path: Path,
+) -> None:
+    """Issue 46, hole 1: QEMU's stub on a TCP port let any local user of the
+    host reach QEMU's monitor (`monitor pmemsave ...` writes host files)."""
     argv = qemu_command.boot_argv(
-        load_board(), 1, Timing(), Path("f"), [], Path("s"), False, gdb_port=4321
+        load_board(), 1, Timing(), Path("f"), [], Path("s"), False, gdb=gdb.qemu_args(tmp_path)
     )
+    assert not [a for a in argv if "tcp:" in a or "tcp::" in a], argv
     i = argv.index("-gdb")
-    assert argv[i : i + 3] == ["-gdb", "tcp:127.0.0.1:4321", "-S"], "localhost only, stopped"
+    assert argv[i : i + 3] == ["-gdb", f"chardev:{gdb.CHARDEV_ID}", "-S"], "socket, stopped"
+    chardev = argv[argv.index("-chardev") + 1]
+    assert chardev == (
+        f"socket,id={gdb.CHARDEV_ID},path={tmp_path.resolve() / gdb.SOCKET},server=on,wait=off"
+    )
     assert "-gdb" not in qemu_command.boot_argv(
         load_board(), 1, Timing(), Path("f"), [], Path("s"), False
     )
+    deep = tmp_path / ("d" * 120)
+    with pytest.raises(TandemError, match="longer than a unix socket"):
+        gdb.qemu_args(deep)
+
+
+def test_a_boots_log_directory_is_private(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(boot, "LOGS", tmp_path / "logs")
+    run_dir, lock = boot._new_log_dir()
+    try:
+        assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
+    finally:
+        lock.close()
 
 
 def test_no_boot_waiting_for_gdb_is_a_clear_error(tmp_path: Path) -> None:
@@ -147,10 +171,56 @@ def test_a_users_static_program_runs_under_the_rtos(tmp_path: Path) -> None:
     assert 300 <= longest <= 400, r.output
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _qemu_listening_tcp_ports(run_dir: Path) -> list[int]:
+    """The TCP ports a QEMU of the boot logging to `run_dir` listens on."""
+    pids = [
+        p.name
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and _cmdline_has(p, str(run_dir)) and _cmdline_has(p, "qemu-system")
+    ]
+    inodes = set()
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    ports = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                ports.append(int(fields[1].rsplit(":", 1)[1], 16))
+    assert pids, f"no QEMU found for {run_dir}"
+    return ports
+
+
+def _cmdline_has(proc: Path, text: str) -> bool:
+    try:
+        return text in (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+
+
+def _connect_as_nobody(path: Path) -> str:
+    """Connects to a unix socket from a child process running as `nobody`:
+    what another local user of the host would get."""
+    code = (
+        "import os, socket, sys\n"
+        "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "try:\n"
+        "    s.connect(sys.argv[1]); s.sendall(b'$qRcmd,696e666f20726567697374657273#4b')\n"
+        "    print('connected', s.recv(64))\n"
+        "except OSError as e:\n"
+        "    print('refused', e.errno)\n"
+    )
+    done = subprocess.run(
+        ["python3", "-c", code, str(path)], capture_output=True, text=True, timeout=30, check=False
+    )
+    return done.stdout + done.stderr
 
 
 @pytest.mark.qemu
@@ -159,8 +229,7 @@ def test_gdb_stops_in_the_monitor_the_rtos_and_linux(tmp_path: Path) -> None:
     breakpoint in each image is hit in the order they run (the monitor's
     cold boot, the RTOS's timer handler, Linux's start_kernel), then gdb
     lets the boot go on and the commands run to their end."""
-    port = _free_port()
-    options = BootOptions(timing=Timing("percore"), smp=2, gdb_port=port)
+    options = BootOptions(timing=Timing("percore"), smp=2, gdb=True)
     result: dict[str, object] = {}
 
     def boot_it() -> None:
@@ -179,7 +248,15 @@ def test_gdb_stops_in_the_monitor_the_rtos_and_linux(tmp_path: Path) -> None:
         except TandemError:
             time.sleep(0.2)
     assert script is not None, "no boot waiting for gdb"
-    assert f"127.0.0.1:{port}" in script.read_text()
+    # Issue 46, hole 1: the stub is on a unix socket only its owner can
+    # reach (before: `tcp:127.0.0.1:1234`, open to every local user).
+    sock = script.parent / gdb.SOCKET
+    assert f"target remote {sock.resolve()}" in script.read_text()
+    assert stat.S_ISSOCK(sock.stat().st_mode)
+    assert stat.S_IMODE(script.parent.stat().st_mode) == 0o700
+    assert _qemu_listening_tcp_ports(script.parent) == []
+    if os.geteuid() == 0:
+        assert _connect_as_nobody(sock).startswith("refused 13"), "EACCES for another user"
     commands = []
     for where in (
         "tandem_monitor::primary_main",

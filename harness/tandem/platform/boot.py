@@ -104,9 +104,9 @@ class BootOptions:
     # Host files and directories put into the guest's file system for this
     # boot (`--add HOST[:GUEST]`), appended to the initramfs.
     add: tuple[cpio.Added, ...] = ()
-    # QEMU waits for gdb on this TCP port (localhost) before the first
-    # instruction (`--gdb`); None: no gdb stub.
-    gdb_port: int | None = None
+    # QEMU waits for gdb before the first instruction (`--gdb`), its stub
+    # on a unix socket in the boot's private log directory (gdb.qemu_args).
+    gdb: bool = False
 
 
 @dataclass
@@ -160,8 +160,6 @@ def _check(options: BootOptions, board: Board) -> None:
         )
     for a in options.add:
         a.check()
-    if options.gdb_port is not None and not 1 <= options.gdb_port <= 65535:
-        raise TandemError(f"--gdb port must be 1..65535, got {options.gdb_port}")
     if not 0 <= options.disk_mib <= 65536:
         raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
     missing = missing_artifacts(board.name)
@@ -209,7 +207,10 @@ def _new_log_dir() -> tuple[Path, BinaryIO]:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now // 10**9))
         run_dir = LOGS / f"{stamp}-{now % 10**9:09d}"
         try:
-            run_dir.mkdir()
+            # Only its owner may enter: it holds the secure console's log
+            # and, with --gdb, the socket of QEMU's gdb stub, whose
+            # `monitor` command reaches QEMU's monitor (gdb.py).
+            run_dir.mkdir(mode=0o700)
         except FileExistsError:
             continue
         break
@@ -529,22 +530,23 @@ def command_line(
         ),
         consoles=None if consoles is None else consoles.serials,
         run_dir=run_dir,
-        gdb_port=options.gdb_port,
+        gdb=gdb.qemu_args(run_dir) if options.gdb else None,
     )
 
 
 def gdb_script(options: BootOptions, plan: Layout, kernel: Path, run_dir: Path) -> Path | None:
     """Step 10 (`--gdb`): the boot's gdb script (gdbinit): every image's
     symbols and the connection to QEMU's stub; None without `--gdb`."""
-    if options.gdb_port is None:
+    if not options.gdb:
         return None
-    return gdb.write_script(run_dir, options.gdb_port, kernel, bool(plan.partitions), options.board)
+    return gdb.write_script(run_dir, kernel, bool(plan.partitions), options.board)
 
 
 def _announce_gdb(options: BootOptions, prepared: Prepared) -> None:
-    if options.gdb_port is not None:
+    if options.gdb:
         print(
-            f"tandem: QEMU waits for gdb on 127.0.0.1:{options.gdb_port} (every core stopped); "
+            f"tandem: QEMU waits for gdb on {gdb.socket_path(prepared.run_dir)} "
+            "(every core stopped; only you can connect); "
             f"`./tandem gdb` in another terminal, or gdb-multiarch -x "
             f"{prepared.run_dir / gdb.SCRIPT}",
             file=sys.stderr,

@@ -1,6 +1,7 @@
 """A gdb session on all three images: `--gdb` on `run` and `exec` makes
-QEMU wait for gdb (its gdb stub on localhost, every core stopped before its
-first instruction), and the boot's log directory gets a gdb script that
+QEMU wait for gdb (its gdb stub on a unix socket in the boot's private log
+directory, every core stopped before its first instruction), and the
+boot's log directory gets a gdb script that
 loads the monitor's, the RTOS's and Linux's symbols at their load addresses
 (each ELF is linked where it runs: the monitor at secure flash and RAM, the
 RTOS at its secure RAM, vmlinux at its kernel virtual addresses, Linux
@@ -11,6 +12,14 @@ QEMU's breakpoints are its own (checked as it translates code, by address),
 not the architecture's: they stop a core at EL3, S-EL1 or NS-EL1 alike,
 whatever the secure debug settings (MDCR_EL3.SDD). Each core is a thread
 (`info threads`).
+
+Why a unix socket and not a TCP port: QEMU's stub passes gdb's `monitor`
+command to QEMU's own monitor (`pmemsave` writes guest bytes to any host
+path QEMU can write, `xp` reads secure RAM), and a TCP port on 127.0.0.1
+is open to every local user of the host while QEMU waits or after gdb
+detaches. The socket lives in the boot's log directory, which only its
+owner may enter (mode 0700, `boot._new_log_dir`), so only the user who
+started the boot can connect (docs/security.md, issue 46 hole 1).
 """
 
 from __future__ import annotations
@@ -22,9 +31,38 @@ from pathlib import Path
 from tandem.errors import TandemError
 from tandem.platform.paths import KERNEL, LOGS, firmware_elf
 
-DEFAULT_PORT = 1234
 PROGRAM = "gdb-multiarch"
 SCRIPT = "gdbinit"
+# The stub's socket in the boot's log directory, and QEMU's name for it.
+SOCKET = "gdb.sock"
+CHARDEV_ID = "tandem-gdb"
+# A unix socket's path, with its terminating NUL, fits sockaddr_un.sun_path.
+SOCKET_PATH_MAX = 107
+
+
+def socket_path(run_dir: Path) -> Path:
+    """Where QEMU's stub listens for this boot; an error if the path is too
+    long for a unix socket (a clone in a deep directory)."""
+    path = run_dir.resolve() / SOCKET
+    if len(os.fsencode(path)) > SOCKET_PATH_MAX:
+        raise TandemError(
+            f"--gdb: the stub's socket path {path} is longer than a unix socket's "
+            f"{SOCKET_PATH_MAX} bytes: clone Tandem into a shorter path"
+        )
+    return path
+
+
+def qemu_args(run_dir: Path) -> list[str]:
+    """QEMU's options for the stub: a unix socket server in the boot's
+    private directory (no TCP port), every core stopped (-S)."""
+    path = socket_path(run_dir)
+    return [
+        "-chardev",
+        f"socket,id={CHARDEV_ID},path={path},server=on,wait=off",
+        "-gdb",
+        f"chardev:{CHARDEV_ID}",
+        "-S",
+    ]
 
 
 def vmlinux_for(kernel: Path | None) -> Path:
@@ -47,9 +85,9 @@ def symbol_files(kernel: Path | None, partitions: bool, board: str) -> list[Path
     return files
 
 
-def script(port: int, files: list[Path]) -> str:
+def script(socket: Path, files: list[Path]) -> str:
     """gdb's commands: aarch64, every image's symbols at the addresses its
-    ELF gives, then the connection to QEMU's stub."""
+    ELF gives, then the connection to QEMU's stub on its unix socket."""
     lines = [
         "# Written by `tandem --gdb` for this boot: `./tandem gdb` runs it.",
         "set pagination off",
@@ -57,16 +95,14 @@ def script(port: int, files: list[Path]) -> str:
         "set architecture aarch64",
     ]
     lines += [f"add-symbol-file {f}" for f in files]
-    lines.append(f"target remote 127.0.0.1:{port}")
+    lines.append(f"target remote {socket}")
     return "\n".join(lines) + "\n"
 
 
-def write_script(
-    run_dir: Path, port: int, kernel: Path | None, partitions: bool, board: str
-) -> Path:
+def write_script(run_dir: Path, kernel: Path | None, partitions: bool, board: str) -> Path:
     """The boot's gdb script (LOGDIR/gdbinit)."""
     path = run_dir / SCRIPT
-    path.write_text(script(port, symbol_files(kernel, partitions, board)))
+    path.write_text(script(socket_path(run_dir), symbol_files(kernel, partitions, board)))
     return path
 
 

@@ -113,7 +113,7 @@ def boot_argv(
     instruments: tuple[str, ...] = (),
     consoles: tuple[Path | None, Path | None] | None = None,
     run_dir: Path | None = None,
-    gdb_port: int | None = None,
+    gdb: list[str] | None = None,
 ) -> list[str]:
     """A whole boot's command line.
 
@@ -122,8 +122,9 @@ def boot_argv(
     options from `exec_log_args` or `plugin_args`. `consoles` (partitions:
     EL2 on, a second Linux): the first and second Linux's consoles, a file
     each or None for stdio (exactly one). `run_dir`: where the memory
-    model (if the timing has one) writes its counters. `gdb_port`: QEMU's
-    gdb stub on that localhost port, every core stopped until gdb continues."""
+    model (if the timing has one) writes its counters. `gdb`: the options
+    of QEMU's gdb stub (`gdb.qemu_args`: a unix socket, every core stopped
+    until gdb continues)."""
     el2 = consoles is not None
     argv = [program(), *machine_args(board, smp, el2), *timing.qemu_args(run_dir)]
     argv += ["-bios", str(firmware)]
@@ -149,8 +150,8 @@ def boot_argv(
             "-device",
             "virtio-blk-device,drive=disk0",
         ]
-    if gdb_port is not None:
-        argv += ["-gdb", f"tcp:127.0.0.1:{gdb_port}", "-S"]
+    if gdb is not None:
+        argv += gdb
     return argv + list(instruments)
 
 
