@@ -166,6 +166,10 @@ pub enum PartitionError {
     Flags(usize),
     /// Partition `index`'s images header is not 8-byte aligned.
     Images(usize),
+    /// RPC servers (the boot configuration's `rpc_cores`, this mask) on a
+    /// core outside the partition with Tandem's services: every call and
+    /// doorbell of that partition would take another partition's core.
+    RpcCores(u32),
 }
 
 impl core::fmt::Display for PartitionError {
@@ -196,6 +200,10 @@ impl core::fmt::Display for PartitionError {
             ),
             Self::Flags(i) => write!(f, "partition {i}: bad flags"),
             Self::Images(i) => write!(f, "partition {i}: images header unaligned"),
+            Self::RpcCores(m) => write!(
+                f,
+                "RPC server cores {m:#x} outside the partition with Tandem's services"
+            ),
         }
     }
 }
@@ -314,6 +322,22 @@ impl Partitions {
             Some(&p) if p != NO_PARTITION => Some(p as usize),
             _ => None,
         }
+    }
+
+    /// Checks the RPC and RPMsg servers' cores (`rpc_cores`, a mask): all
+    /// of them in the partition with Tandem's services. Only that partition
+    /// can call or ring them, and the RTOS runs first where they serve, so
+    /// a server on another partition's core would let one partition take
+    /// the other's core at the cost of an SMC (issue 46, hole 3).
+    pub fn check_rpc_cores(&self, rpc_cores: u32) -> Result<(), PartitionError> {
+        let tandem = self.iter().position(Partition::tandem);
+        let outside = (0..32)
+            .filter(|&c| rpc_cores & 1 << c != 0)
+            .any(|c| tandem.is_none() || self.of_core(c) != tandem);
+        if outside {
+            return Err(PartitionError::RpcCores(rpc_cores));
+        }
+        Ok(())
     }
 }
 
@@ -594,6 +618,32 @@ mod tests {
         assert_eq!(a.console().unwrap().base, 0x0900_0000);
         assert_eq!(p.get(1).unwrap().letter(), 'B');
         assert!(!PartitionTable { magic: 0, ..t }.present());
+    }
+
+    #[test]
+    fn rpc_servers_belong_to_the_partition_with_tandems_services() {
+        let p = PartitionTable::new(&dualunix()).validate(&MACHINE).unwrap();
+        assert_eq!(p.check_rpc_cores(0), Ok(()));
+        assert_eq!(p.check_rpc_cores(0b0100), Ok(()));
+        assert_eq!(p.check_rpc_cores(0b0111), Ok(()));
+        // Core 3 is B's: A's calls would take B's only core.
+        assert_eq!(
+            p.check_rpc_cores(0b1000),
+            Err(PartitionError::RpcCores(0b1000))
+        );
+        assert_eq!(
+            p.check_rpc_cores(0b1100),
+            Err(PartitionError::RpcCores(0b1100))
+        );
+        assert_eq!(
+            p.check_rpc_cores(1 << 31),
+            Err(PartitionError::RpcCores(1 << 31))
+        );
+        let mut none = dualunix();
+        none[0].flags = FLAG_SHARED_REGION;
+        let p = PartitionTable::new(&none).validate(&MACHINE).unwrap();
+        assert_eq!(p.check_rpc_cores(0b0001), Err(PartitionError::RpcCores(1)));
+        assert_eq!(p.check_rpc_cores(0), Ok(()));
     }
 
     /// The table with `f` applied to it, validated.

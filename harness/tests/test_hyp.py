@@ -299,3 +299,56 @@ echo "B back"
     status = rtos_status.last(secure)
     assert sorted(status.cores) == [0, 1, 2, 3]
     rtos_status.check_ran_on(status)
+
+
+def test_partition_a_cannot_take_bs_core_through_the_rtos() -> None:
+    """Issue 46, hole 3, in dualunix-rtos (the RTOS first on every core): A
+    floods the RTOS's RPC servers with 64 KiB echo calls on four channels
+    from its three cores; B, alone on core 3, counts in a loop. The servers
+    run on A's cores (before: core 3, where every call of A took B's time),
+    so B keeps at least 90 % of its quiet rate."""
+    phase = MAILBOX + 16
+    a = f"""
+{wait_for(5, 1)}
+{put(4, 1)}
+sleep 2
+{put(4, 2)}
+pids=""
+for c in 0 1 2 3; do
+    tandem-rpc bench -c $c -m busy -n 1000000 65536 >/dev/null 2>&1 & pids="$pids $!"
+done
+sleep 2
+{put(4, 3)}
+kill $pids
+echo "A flooded"
+{wait_for(5, 2)}
+"""
+    b = f"""
+{put(5, 1)}
+n=0; seen=0
+while [ $seen != 3 ]; do
+    case $(devmem {phase:#x} 32) in
+        0x00000001) p=1 ;; 0x00000002) p=2 ;; 0x00000003) p=3 ;; *) p=0 ;;
+    esac
+    if [ $p != $seen ]; then echo "phase $p $n $(cut -d' ' -f1 /proc/uptime)"; seen=$p; fi
+    n=$((n + 1))
+done
+{put(5, 2)}
+"""
+    r = run_exec(
+        BootOptions(
+            config="dualunix-rtos", timing=Timing("percore"), partition_scripts=(("B", b),)
+        ),
+        a,
+        timeout_s=300,
+    )
+    assert r.status == 0 and "A flooded" in r.output, r.output
+    marks = {
+        int(w[1]): (int(w[2]), float(w[3]))
+        for w in (line.split() for line in r.partitions["B"].lines)
+        if len(w) == 4 and w[0] == "phase"
+    }
+    assert sorted(marks) == [1, 2, 3], r.partitions["B"].lines
+    (n1, t1), (n2, t2), (n3, t3) = marks[1], marks[2], marks[3]
+    quiet, flooded = (n2 - n1) / (t2 - t1), (n3 - n2) / (t3 - t2)
+    assert flooded >= 0.9 * quiet, f"B counted {quiet:.0f}/s quiet, {flooded:.0f}/s in A's flood"

@@ -65,6 +65,25 @@ def test_dualunix_partitions_and_their_table() -> None:
     assert load_config("tandem").partition_table(BOARD, 4, {}, None) == b""
 
 
+def test_rpc_servers_run_on_the_partition_with_tandems_driver() -> None:
+    """Issue 46, hole 3: in dualunix-rtos the default server core was core 3,
+    B's only core: A's calls and doorbells took it from B. The default is
+    A's highest core now, and a server on B's core is refused."""
+    config = load_config("dualunix-rtos")
+    assert config.default_rpc_cores(4) == (2,)
+    assert config.default_rpc_cores(3) == (2,)
+    config.check_rpc_cores(4, (0, 1, 2))
+    with pytest.raises(TandemError, match="RPC server core 3: with partitions"):
+        config.check_rpc_cores(4, (3,))
+    with pytest.raises(TandemError, match="RPC server core 3"):
+        config.boot_blob(4, rpc_cores=(2, 3))
+    mask = struct.unpack_from("<QII8BII", config.boot_blob(4))[-1]
+    assert mask == 0b0100
+    # Without partitions nothing changes: the highest RTOS core.
+    assert load_config("tandem").default_rpc_cores(4) == (3,)
+    assert load_config("heteroos").default_rpc_cores(4) == (3,)
+
+
 def test_partitions_are_refused_on_a_machine_whose_gic_has_an_its() -> None:
     """Issue 31, hole 8c: an ITS would make LPIs, which the EL2 layer hides
     from partitions; QEMU's virt machine has one unless told its=off."""

@@ -209,20 +209,46 @@ class PlatformConfig:
         """Whether the RTOS runs anywhere when QEMU has `smp` cores."""
         return any(self.policy(c) != "linux" for c in range(smp))
 
-    def default_rpc_cores(self, smp: int) -> tuple[int, ...]:
-        """Where the RPC server runs unless asked otherwise: the highest RTOS
-        core the RTOS has a server for (none without an RTOS)."""
+    def _rpc_candidates(self, smp: int) -> list[int]:
+        """Cores an RPC (and RPMsg) server may run on: RTOS cores the RTOS
+        has a server for and, with partitions, only those of the partition
+        with Tandem's driver. Only that partition calls and rings the
+        servers, and the RTOS runs first where they serve: a server on
+        another partition's core would let the one take the other's core
+        for the cost of an SMC (issue 46, hole 3; the monitor refuses it
+        too, abi/src/partition.rs `check_rpc_cores`)."""
         cores = [c for c in range(min(smp, RPC_SERVER_CORES)) if self.policy(c) != "linux"]
+        if self.partitions:
+            owner = [p for p in self.partitions if p.shared == "tandem"]
+            cores = [c for c in cores if owner and c in owner[0].cores]
+        return cores
+
+    def default_rpc_cores(self, smp: int) -> tuple[int, ...]:
+        """Where the RPC server runs unless asked otherwise: the highest
+        core of `_rpc_candidates` (none without an RTOS, or with partitions
+        of which none has Tandem's driver)."""
+        cores = self._rpc_candidates(smp)
         return (cores[-1],) if cores else ()
 
     def check_rpc_cores(self, smp: int, cores: tuple[int, ...]) -> None:
-        """The monitor and the RTOS refuse servers where there is no RTOS."""
+        """The monitor and the RTOS refuse servers where there is no RTOS,
+        and the monitor those outside the partition with Tandem's driver."""
+        allowed = self._rpc_candidates(smp)
         for c in cores:
-            if not 0 <= c < min(smp, RPC_SERVER_CORES) or self.policy(c) == "linux":
+            if c in allowed:
+                continue
+            if self.partitions and 0 <= c < smp and self.policy(c) != "linux":
+                owner = [p.name for p in self.partitions if p.shared == "tandem"]
                 raise TandemError(
-                    f"RPC server core {c}: must be a core running the RTOS "
-                    f"(0..{min(smp, RPC_SERVER_CORES) - 1}, policy shared or rtos)"
+                    f"RPC server core {c}: with partitions, servers run on cores of the "
+                    f"partition with Tandem's driver ({', '.join(owner) or 'none here'}: "
+                    f"cores {', '.join(map(str, allowed)) or 'none'}), never on another "
+                    "partition's core"
                 )
+            raise TandemError(
+                f"RPC server core {c}: must be a core running the RTOS "
+                f"(0..{min(smp, RPC_SERVER_CORES) - 1}, policy shared or rtos)"
+            )
 
     def boot_blob(
         self,

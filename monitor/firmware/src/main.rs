@@ -294,6 +294,11 @@ extern "C" fn primary_main(core: usize) -> ! {
             BOARD.boot_config + partition::OFFSET
         )),
     };
+    if let Some(parts) = &partitions
+        && let Err(e) = parts.check_rpc_cores(u32::from(blob.rpc_cores()))
+    {
+        refuse(format_args!("boot configuration refused: {e}"));
+    }
     if partitions.is_some() {
         if !has_el2() {
             refuse(format_args!(
