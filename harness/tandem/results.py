@@ -121,10 +121,20 @@ def pack_raw(run_dir: Path) -> Path | None:
     raw = run_dir / RAW
     if not raw.is_dir():
         return None
+    paths = sorted(raw.rglob("*"))
+    for path in paths:
+        # The archive is committed: a link's target (a private key) would
+        # go into it. A run's units write files (exp/units.py), and merge
+        # refuses a shard's links; this is the last gate.
+        if path.is_symlink():
+            raise TandemError(
+                f"{path}: a link (to {path.readlink()}), refused: its target would be "
+                "packed into the run's raw archive"
+            )
     archive = run_dir / RAW_ARCHIVE
     tmp = archive.with_name(archive.name + ".tmp")
     with tarfile.open(tmp, "w:xz", preset=9) as tar:
-        for path in sorted(p for p in raw.rglob("*") if p.is_file()):
+        for path in (p for p in paths if p.is_file()):
             name = path.relative_to(run_dir).as_posix()
             data = path.read_bytes()
             if path.suffix == ".gz":

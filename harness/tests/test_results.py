@@ -125,3 +125,17 @@ def test_raw_data_over_a_cap_is_refused_before_it_is_read(
         tar.addfile(link)
     with pytest.raises(TandemError, match=r"raw/key is not a file"):
         results.raw_file(tmp_path, "key")
+
+
+def test_packing_refuses_a_link_in_raw_data(tmp_path: Path) -> None:
+    """Issue 46, hole 5b, the last gate: the archive is committed, and a
+    link in raw/ would put its target (a private key) into it."""
+    key = tmp_path / "id_ed25519"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    run = tmp_path / "run"
+    (run / "raw").mkdir(parents=True)
+    (run / "raw" / "a.console.log").write_text("hi\n")
+    (run / "raw" / "a.sh").symlink_to(key)
+    with pytest.raises(TandemError, match=r"raw/a\.sh: a link .*, refused"):
+        results.pack_raw(run)
+    assert not (run / "raw.tar.xz").exists() and (run / "raw" / "a.console.log").exists()
