@@ -3,6 +3,7 @@ link beside, and files that appear whole or not at all."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -10,7 +11,14 @@ import secrets
 import shutil
 import tarfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from tandem.errors import TandemError
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 # Suffix of a run directory still being written; renamed when the run ends well.
 PARTIAL = ".partial"
@@ -18,6 +26,17 @@ PARTIAL = ".partial"
 # becomes when the run finishes (pack_raw).
 RAW = "raw"
 RAW_ARCHIVE = "raw.tar.xz"
+# What reading a run's raw data may cost. A committed raw.tar.xz is input
+# like any other, and xz packs a gigabyte of one byte into 150 KB (issue
+# 46, hole 5a). The kept runs are far below (results/, 2026-11): the
+# largest member 0.5 MB, the largest archive 333 members, 1.5 MB unpacked.
+# One file read, into memory or streamed:
+RAW_MEMBER_MAX = 128 << 20
+# An archive is looked through from its start for the member asked for:
+# what is unpacked on the way costs time, and each member's header stays
+# in memory (tarfile keeps them).
+RAW_ARCHIVE_MAX = 1 << 30
+RAW_MEMBERS_MAX = 10_000
 
 
 def _claim(parent: Path, suffix: str = "", tag: str = "") -> Path:
@@ -102,10 +121,20 @@ def pack_raw(run_dir: Path) -> Path | None:
     raw = run_dir / RAW
     if not raw.is_dir():
         return None
+    paths = sorted(raw.rglob("*"))
+    for path in paths:
+        # The archive is committed: a link's target (a private key) would
+        # go into it. A run's units write files (exp/units.py), and merge
+        # refuses a shard's links; this is the last gate.
+        if path.is_symlink():
+            raise TandemError(
+                f"{path}: a link (to {path.readlink()}), refused: its target would be "
+                "packed into the run's raw archive"
+            )
     archive = run_dir / RAW_ARCHIVE
     tmp = archive.with_name(archive.name + ".tmp")
     with tarfile.open(tmp, "w:xz", preset=9) as tar:
-        for path in sorted(p for p in raw.rglob("*") if p.is_file()):
+        for path in (p for p in paths if p.is_file()):
             name = path.relative_to(run_dir).as_posix()
             data = path.read_bytes()
             if path.suffix == ".gz":
@@ -120,19 +149,98 @@ def pack_raw(run_dir: Path) -> Path | None:
 
 
 def raw_file(run_dir: Path, name: str) -> bytes | None:
-    """raw/NAME of a run, wherever it is kept: the raw/ folder of a run
-    still measuring (NAME, or NAME.gz), or the raw.tar.xz of a finished run;
-    None if the run has none."""
-    for path in (run_dir / RAW / name, run_dir / RAW / f"{name}.gz"):
-        if path.is_file():
-            data = path.read_bytes()
-            return gzip.decompress(data) if path.suffix == ".gz" else data
-    archive = run_dir / RAW_ARCHIVE
-    if not archive.is_file():
-        return None
-    with tarfile.open(archive, "r:xz") as tar:
-        try:
-            member = tar.extractfile(f"{RAW}/{name}")
-        except KeyError:
-            return None
-        return member.read() if member is not None else None
+    """raw/NAME of a run, wherever it is kept (open_raw), whole; None if
+    the run has none."""
+    with open_raw(run_dir, name) as f:
+        return None if f is None else f.read()
+
+
+@contextlib.contextmanager
+def open_raw(run_dir: Path, name: str) -> Iterator[IO[bytes] | None]:
+    """raw/NAME of a run as a stream, wherever it is kept: the raw/ folder
+    of a run still measuring or merged (NAME, or NAME.gz), or the
+    raw.tar.xz of a finished run; None if the run has none. More than
+    RAW_MEMBER_MAX bytes is an error that names the file: refused from the
+    archive's header before any is unpacked, or, gzipped (no size up
+    front), when the reader gets there."""
+    with contextlib.ExitStack() as stack:
+        for path in (run_dir / RAW / name, run_dir / RAW / f"{name}.gz"):
+            if path.is_file():
+                if path.suffix == ".gz":
+                    f: io.BufferedIOBase = stack.enter_context(gzip.open(path))
+                else:
+                    f = stack.enter_context(path.open("rb"))
+                yield io.BufferedReader(_Capped(f, str(path)))
+                return
+        archive = run_dir / RAW_ARCHIVE
+        if not archive.is_file():
+            yield None
+            return
+        tar = stack.enter_context(tarfile.open(archive, "r:xz"))
+        member = _member(tar, archive, f"{RAW}/{name}")
+        if member is None:
+            yield None
+            return
+        if not member.isreg():
+            # pack_raw writes files only; a link would be followed inside
+            # the archive.
+            raise TandemError(
+                f"{archive}: {member.name} is not a file (pack_raw writes files only)"
+            )
+        if member.size > RAW_MEMBER_MAX:
+            raise TandemError(
+                f"{archive}: {member.name} unpacks to {member.size} bytes, over the cap of "
+                f"{RAW_MEMBER_MAX} (results.RAW_MEMBER_MAX): refused as a decompression bomb"
+            )
+        data = tar.extractfile(member)
+        assert data is not None, "a regular member has data"
+        yield io.BufferedReader(_Capped(stack.enter_context(data), f"{archive}: {member.name}"))
+
+
+def _member(tar: tarfile.TarFile, archive: Path, name: str) -> tarfile.TarInfo | None:
+    """The member `name`, looked for from the archive's start (tarfile's
+    getmember would read every header first), within RAW_MEMBERS_MAX
+    members and RAW_ARCHIVE_MAX bytes unpacked on the way."""
+    passed = 0
+    for count, member in enumerate(tar, 1):
+        if member.name == name:
+            return member
+        if count >= RAW_MEMBERS_MAX:
+            raise TandemError(
+                f"{archive}: more than {RAW_MEMBERS_MAX} members before {name} "
+                "(results.RAW_MEMBERS_MAX): refused"
+            )
+        passed += tarfile.BLOCKSIZE + member.size
+        if passed > RAW_ARCHIVE_MAX:
+            raise TandemError(
+                f"{archive}: more than {RAW_ARCHIVE_MAX} bytes to unpack before {name} "
+                "(results.RAW_ARCHIVE_MAX): refused as a decompression bomb"
+            )
+    return None
+
+
+class _Capped(io.RawIOBase):
+    """A stream that is an error once more than RAW_MEMBER_MAX bytes came
+    out of it (a gzipped file says its size only at its end)."""
+
+    def __init__(self, inner: io.BufferedIOBase | IO[bytes], what: str) -> None:
+        super().__init__()
+        self._inner = inner
+        self._what = what
+        self._count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer).cast("B")
+        # One byte past the cap shows there is more than the cap.
+        data = self._inner.read(min(len(view), RAW_MEMBER_MAX + 1 - self._count))
+        self._count += len(data)
+        if self._count > RAW_MEMBER_MAX:
+            raise TandemError(
+                f"{self._what}: unpacks to more than {RAW_MEMBER_MAX} bytes, over the cap "
+                "(results.RAW_MEMBER_MAX): refused as a decompression bomb"
+            )
+        view[: len(data)] = data
+        return len(data)

@@ -83,6 +83,42 @@ def test_bad_additions_are_clear_errors(added: cpio.Added, why: str) -> None:
         added.entries()
 
 
+@pytest.mark.parametrize("bits", [stat.S_ISUID, stat.S_ISGID])
+def test_a_set_id_program_is_refused(tmp_path: Path, bits: int) -> None:
+    """Issue 46, hole 5c: the archive's owner is root, so a set-user-ID (or
+    set-group-ID) file of the user's would run as root for any process in
+    the guest. Refused, alone or anywhere in a folder."""
+    d = _tree(tmp_path)
+    tool = d / "sub" / "tool"
+    tool.write_text("#!/bin/sh\nid\n")
+    tool.chmod(0o755 | bits)
+    mode = f"{0o755 | bits:04o}"
+    with pytest.raises(TandemError, match=f"--add: {tool}: set-.*-ID \\(mode {mode}\\), refused"):
+        cpio.Added(tool, "/usr/bin/t").entries()
+    with pytest.raises(TandemError, match=f"--add: {tool}: set-.*-ID"):
+        cpio.added((cpio.Added(d, "/opt/tool"),))
+    tool.chmod(0o755)
+    assert cpio.Added(tool, "/usr/bin/t").entries()["usr/bin/t"][0] == stat.S_IFREG | 0o755
+
+
+def test_no_addition_goes_through_a_link_another_made(tmp_path: Path) -> None:
+    """Issue 46, hole 5c: the kernel follows a link in the path of a file
+    it unpacks (init/initramfs.c opens the whole path). A folder added with
+    a link to /tandem, then a file added below the link, would write the
+    harness's own scripts, which no guest path may name."""
+    d = _tree(tmp_path)
+    (d / "h").symlink_to("/tandem")
+    f = tmp_path / "exec.sh"
+    f.write_text("echo @@TANDEM-EXEC-END status=0@@\n")
+    with pytest.raises(
+        TandemError, match=r"--add: /opt/tool/h/exec\.sh goes through /opt/tool/h, a link "
+    ):
+        cpio.added((cpio.Added(d, "/opt/tool"), cpio.Added(f, "/opt/tool/h/exec.sh")))
+    # The link alone, or a file beside it, is fine.
+    data = cpio.added((cpio.Added(d, "/opt/tool"), cpio.Added(f, "/opt/tool/exec.sh")))
+    assert b"/tandem" in data
+
+
 def test_additions_go_between_tandems_initramfs_and_the_commands(tmp_path: Path) -> None:
     f = tmp_path / "hello"
     f.write_text("hi\n")

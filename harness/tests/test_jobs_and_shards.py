@@ -226,6 +226,31 @@ def test_merge_refuses_a_missing_or_duplicate_unit(lhp_replayed: Path) -> None:
     assert sorted((lhp_replayed / "lhp").iterdir()) == before, "a refused merge leaves nothing"
 
 
+def test_merge_refuses_links_in_a_shards_raw_data(lhp_replayed: Path) -> None:
+    """Issue 46, hole 5b: a shard's raw/ is packed into the run's archive,
+    which is committed. A link there (to a private key, say) would put
+    what it points at into the archive; a link in place of raw/ itself,
+    a whole folder."""
+    one, two = _shards(lhp_replayed)
+    key = lhp_replayed / "id_ed25519"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    before = sorted((lhp_replayed / "lhp").iterdir())
+    script = next((two / "raw").glob("*.sh"))
+    script.unlink()
+    script.symlink_to(key)
+    with pytest.raises(TandemError, match=f"merge: {script}: a link .* refused"):
+        exp.merge("lhp", [one, two], out_root=lhp_replayed)
+    assert sorted((lhp_replayed / "lhp").iterdir()) == before, "a refused merge leaves nothing"
+    script.unlink()
+    script.write_text("true\n")
+    elsewhere = lhp_replayed / "elsewhere"
+    (two / "raw").rename(elsewhere)
+    (two / "raw").symlink_to(elsewhere)
+    with pytest.raises(TandemError, match=f"merge: {two / 'raw'}: a link .* refused"):
+        exp.merge("lhp", [one, two], out_root=lhp_replayed)
+    assert sorted((lhp_replayed / "lhp").iterdir()) == before
+
+
 def test_merge_refuses_shards_of_another_commit_scenario_or_unfinished(
     lhp_replayed: Path,
 ) -> None:

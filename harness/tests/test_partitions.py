@@ -14,9 +14,11 @@ import pytest
 
 from tandem.errors import TandemError
 from tandem.platform import abi_generated as abi
+from tandem.platform import board as board_module
 from tandem.platform import dtb, flash, qemu_command
 from tandem.platform.board import load_board
 from tandem.platform.configs import load_config
+from tandem.platform.paths import ROOT
 from tandem.platform.timing import Timing
 
 BOARD = load_board()
@@ -139,6 +141,64 @@ def test_bad_partitions_are_refused_with_the_reason(
     (tmp_path / "bad.toml").write_text('default_policy = "linux"\n' + table + "\n")
     with pytest.raises(TandemError, match=message):
         load_config("bad", tmp_path)
+
+
+# Devices that master the bus, as QEMU's virt machine has them: a virtio
+# transport and fw_cfg (its DMA interface), each said to be one (dma).
+BUS_MASTERS = """
+[partition_devices.virtio0]
+base = 0x0A00_0000
+size = 0x1000
+spis = [16]
+node = "virtio_mmio@a000000"
+dma = true
+[partition_devices.fwcfg]
+base = 0x0902_0000
+size = 0x1000
+spis = []
+node = "fw-cfg@9020000"
+dma = true
+"""
+
+
+@pytest.mark.parametrize("device", ["virtio0", "fwcfg"])
+def test_a_device_that_masters_the_bus_is_refused_in_a_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, device: str
+) -> None:
+    """Issue 46, hole 5d: a device that does DMA writes wherever it is told,
+    past every stage 2, and the EL2 layer has no SMMU to confine it
+    (docs/hyp.md): given to a partition it would reach every other's RAM.
+    Refused when the configuration is read and again when its table is
+    made for the board in use."""
+    boards = tmp_path / "boards"
+    boards.mkdir()
+    text = (ROOT / "boards" / "qemu-virt.toml").read_text()
+    (boards / "qemu-virt.toml").write_text(text + BUS_MASTERS)
+    board = load_board(directory=boards)
+    monkeypatch.setattr(board_module, "load_board", lambda: board)
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    dualunix = (ROOT / "configs" / "dualunix.toml").read_text()
+    assert 'devices = ["uart2"]' in dualunix
+    (configs / "dma.toml").write_text(
+        dualunix.replace('devices = ["uart2"]', f'devices = ["uart2", "{device}"]')
+    )
+    why = f"partition.* device '{device}' masters the bus .*no SMMU"
+    with pytest.raises(TandemError, match=why):
+        load_config("dma", configs)
+    # A configuration let through elsewhere, on a board that has the device.
+    config = load_config("dualunix")
+    a, b = config.partitions
+    config = dataclasses.replace(
+        config, partitions=(a, dataclasses.replace(b, devices=("uart2", device)))
+    )
+    with pytest.raises(TandemError, match=why):
+        config.partition_table(board, 4, {"A": 0, "B": 0x100}, None)
+    assert board.partition_devices[device].dma and not board.partition_devices["uart2"].dma
+    # Said of every device, never assumed.
+    (boards / "qemu-virt.toml").write_text(text + BUS_MASTERS.replace("dma = true\n", ""))
+    with pytest.raises(TandemError, match=r"virtio0\]: 'dma' must be true or false"):
+        load_board(directory=boards)
 
 
 # The top-level nodes of QEMU's virt tree that matter here, as it dumps them

@@ -244,10 +244,14 @@ def merge(
         raw = partial.dir / RAW
         raw.mkdir()
         for d, _ in plans:
+            _no_link(d / RAW)
             for f in sorted((d / RAW).iterdir()):
+                _no_link(f)
+                if not f.is_file():
+                    raise TandemError(f"merge: {f}: not a file; a shard's raw/ holds files only")
                 if (raw / f.name).exists():
                     raise TandemError(f"merge: {f.name} is in more than one shard")
-                shutil.copy2(f, raw / f.name)
+                shutil.copy2(f, raw / f.name, follow_symlinks=False)
         summary = exp.summarize(s, partial.dir, Measured(partial.dir))
         summary["command"] = first.command
         summary["provenance"] = first.provenance | {
@@ -269,6 +273,18 @@ def merge(
         partial.discard()
         raise
     return partial.finish()
+
+
+def _no_link(path: Path) -> None:
+    """Refuses a link in a shard's raw data: what merge copies is packed
+    into the run's archive, which is committed, and a link's target (a
+    private key, a home folder) would go with it. A shard's raw/ holds the
+    files its units wrote (units.measure), never links."""
+    if path.is_symlink():
+        raise TandemError(
+            f"merge: {path}: a link (to {path.readlink()}), refused: its target would be "
+            "packed into the run's raw archive"
+        )
 
 
 def resolve_run(name: str, run_id: str | None, out_root: Path = RESULTS) -> Path:

@@ -26,13 +26,16 @@ class Range:
 @dataclass(frozen=True)
 class Device:
     """A normal-world device a partition may be given: its MMIO (whole
-    pages), its SPIs (SPI numbers, INTID - 32) and QEMU's device tree node."""
+    pages), its SPIs (SPI numbers, INTID - 32), QEMU's device tree node and
+    whether it masters the bus (DMA: a virtio transport, fw_cfg's DMA
+    interface), which no stage 2 confines."""
 
     name: str
     base: int
     size: int
     spis: tuple[int, ...]
     node: str
+    dma: bool
     # The QEMU serial port a UART is (-serial's order), else None.
     serial: int | None = None
 
@@ -140,12 +143,20 @@ def _devices(data: dict[str, object], where: str) -> dict[str, Device]:
             isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 988 for s in spis
         ):
             raise TandemError(f"{at}: 'spis' must be a list of SPI numbers (0..987)")
+        # Said of every device, never assumed: a device that does DMA
+        # reaches all memory (configs.check_no_dma).
+        dma = value.get("dma")
+        if not isinstance(dma, bool):
+            raise TandemError(
+                f"{at}: 'dma' must be true or false (does the device master the bus?), got {dma!r}"
+            )
         out[name] = Device(
             name,
             _int(value, "base", at),
             _int(value, "size", at),
             tuple(spis),
             _str(value, "node", at),
+            dma,
             _int(value, "serial", at) if "serial" in value else None,
         )
     return out

@@ -360,6 +360,9 @@ class PlatformConfig:
         if not parts:
             return b""
         check_no_its(board)
+        for p in parts:
+            for device in p.devices:
+                check_no_dma(board, device, f"configuration '{self.name}': partition {p.name}")
         out = struct.pack("<QII", abi.PARTITIONS_MAGIC, abi.PARTITIONS_VERSION, len(parts))
         for p in parts:
             flags = 0
@@ -408,6 +411,19 @@ def check_no_its(board: Board) -> None:
             f"board {board.name}: partitions need a GIC without an ITS, and [qemu] "
             f"machine_el2 = '{board.qemu_machine_el2}' does not say its=off: an ITS makes "
             "LPIs, whose tables the GIC writes past any partition's stage 2 (docs/hyp.md)"
+        )
+
+
+def check_no_dma(board: Board, device: str, where: str) -> None:
+    """No device that masters the bus in a partition: its DMA goes wherever
+    Linux tells it, past every stage 2, into another partition's RAM, and
+    the EL2 layer has no SMMU to confine it (docs/hyp.md, "What the
+    isolation gives"). The board says which devices do (`dma`)."""
+    if board.partition_devices[device].dma:
+        raise TandemError(
+            f"{where}: device '{device}' masters the bus (dma = true in board {board.name}'s "
+            "[partition_devices]) and the EL2 layer has no SMMU to confine its DMA, which "
+            "would reach every partition's RAM: a partition may not have it"
         )
 
 
@@ -521,6 +537,7 @@ def _partitions(table: object, path: Path) -> tuple[Partition, ...]:
                     f"{where}: no device {d!r} on the board "
                     f"(known: {', '.join(sorted(board.partition_devices))})"
                 )
+            check_no_dma(board, d, where)
         if len(devices) > abi.PARTITION_MAX_DEVICES:
             raise TandemError(f"{where}: at most {abi.PARTITION_MAX_DEVICES} devices")
         shared = value.get("shared", "none")

@@ -149,6 +149,15 @@ class Added:
                 for child in children:
                     add(child, f"{guest}/{child.name}")
             elif stat.S_ISREG(st.st_mode):
+                # The archive's owner is root: a set-ID bit would make the
+                # file run as root for any process in the guest. (A
+                # folder's set-group-ID only gives new files its group,
+                # root's: kept.)
+                if perm & (stat.S_ISUID | stat.S_ISGID):
+                    raise TandemError(
+                        f"--add: {host}: set-user-ID or set-group-ID (mode {perm:04o}), refused: "
+                        "the guest would run it as root (chmod ug-s, or copy it)"
+                    )
                 try:
                     out[guest] = (stat.S_IFREG | perm, host.read_bytes())
                 except OSError as e:
@@ -164,8 +173,27 @@ class Added:
 
 
 def added(paths: tuple[Added, ...]) -> bytes:
-    """One archive of every `--add` (a later one wins where two overlap)."""
+    """One archive of every `--add` (a later one wins where two overlap).
+    No path may go through a link one of them made: the kernel follows
+    it when it unpacks the path (init/initramfs.c opens the whole path),
+    so a link to /tandem and a file below it would write the harness's
+    own files, which Added.check refuses by name."""
     entries: dict[str, tuple[int, bytes]] = {}
     for a in paths:
         entries.update(a.entries())
+    links = {
+        p: data.decode(errors="replace")
+        for p, (mode, data) in entries.items()
+        if stat.S_ISLNK(mode)
+    }
+    for path in entries:
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            parent = "/".join(parts[:i])
+            if parent in links:
+                raise TandemError(
+                    f"--add: /{path} goes through /{parent}, a link (to {links[parent]}) "
+                    "another --add made, refused: the kernel would follow it when it unpacks "
+                    "the file, anywhere, /tandem too (give the path without the link)"
+                )
     return archive_entries(entries)

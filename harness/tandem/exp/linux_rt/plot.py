@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import csv
 import statistics
-from io import StringIO
+from io import TextIOWrapper
 from pathlib import Path
 
 from tandem.exp.common import summary_list
 from tandem.exp.linux_rt.analysis import TAIL_US
 from tandem.exp.linux_rt.orderings import core_counts, find, rep_max
 from tandem.exp.linux_rt.spec import PAPER
-from tandem.results import raw_file
+from tandem.results import open_raw
 
 
 def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
@@ -99,20 +99,21 @@ def plot(run_dir: Path, summary: dict[str, object]) -> list[Path]:
 def _timeline(run_dir: Path, plt: object) -> Path | None:
     """Free memory and the tail samples of the boot cell with the most
     tail samples, against the time since its loads started."""
-    tail_csv, memory_csv = raw_file(run_dir, "tail.csv"), raw_file(run_dir, "memory.csv")
-    if tail_csv is None or memory_csv is None:
-        return None
-    late: dict[tuple[str, str, str], list[tuple[float, int]]] = {}
-    for rec in csv.DictReader(StringIO(tail_csv.decode(), newline="")):
-        key = (rec["cores"], rec["rep"], rec["cell"])
-        late.setdefault(key, []).append((float(rec["time_s"]), int(rec["latency_us"])))
-    if not late:
-        return None
-    key = max(late, key=lambda k: (len(late[k]), k))
-    mem = []
-    for rec in csv.DictReader(StringIO(memory_csv.decode(), newline="")):
-        if (rec["cores"], rec["rep"], rec["cell"]) == key and int(rec["loops"]) >= 0:
-            mem.append((float(rec["time_s"]), int(rec["memfree_kib"]) / 1024))
+    # Streamed: only the rows plotted are kept.
+    with open_raw(run_dir, "tail.csv") as tail_csv, open_raw(run_dir, "memory.csv") as memory_csv:
+        if tail_csv is None or memory_csv is None:
+            return None
+        late: dict[tuple[str, str, str], list[tuple[float, int]]] = {}
+        for rec in csv.DictReader(TextIOWrapper(tail_csv, encoding="utf-8", newline="")):
+            key = (rec["cores"], rec["rep"], rec["cell"])
+            late.setdefault(key, []).append((float(rec["time_s"]), int(rec["latency_us"])))
+        if not late:
+            return None
+        key = max(late, key=lambda k: (len(late[k]), k))
+        mem = []
+        for rec in csv.DictReader(TextIOWrapper(memory_csv, encoding="utf-8", newline="")):
+            if (rec["cores"], rec["rep"], rec["cell"]) == key and int(rec["loops"]) >= 0:
+                mem.append((float(rec["time_s"]), int(rec["memfree_kib"]) / 1024))
     import matplotlib.pyplot as pyplot
 
     assert plt is pyplot
