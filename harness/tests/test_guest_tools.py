@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -254,7 +255,11 @@ def _connect_as_nobody(path: Path) -> str:
         "    print('refused', e.errno)\n"
     )
     done = subprocess.run(
-        ["python3", "-c", code, str(path)], capture_output=True, text=True, timeout=30, check=False
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
     )
     return done.stdout + done.stderr
 
