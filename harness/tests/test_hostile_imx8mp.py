@@ -28,6 +28,10 @@ from test_hostile import (
 )
 from test_rpmsg import hostile_rings_and_floods
 
+from tandem.platform import rtos_status
+from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.timing import Timing
+
 pytestmark = pytest.mark.qemu
 
 BOARD = "imx8mp-evk"
@@ -73,3 +77,43 @@ def test_an_interrupt_parked_on_a_core_without_linux_does_not_keep_it_awake(
 
 def test_hostile_rpmsg_rings_and_floods_cost_the_rtos_nothing() -> None:
     hostile_rings_and_floods(BOARD)
+
+
+# The secure world's devices, Secure-only behind the SoC's CSU (patch 0008
+# models the CSU as the firmware sets it): each write would stop, reset or
+# impersonate the secure world were it let through.
+SECURE_DEVICE_WRITES = (
+    # SNVS_LP LPCR = DP_EN | TOP: the machine powers off.
+    ("snvs", 0x3037_0038, 32, 0x60),
+    # WDOGn WCR = 0 (SRS and WDA low): an immediate reset, the RTOS with it.
+    ("wdog1", 0x3028_0000, 16, 0),
+    ("wdog2", 0x3029_0000, 16, 0),
+    ("wdog3", 0x302A_0000, 16, 0),
+    # UART4 UTXD: a character in the secure console, which tests parse.
+    ("uart4", 0x30A6_0040, 32, ord("#")),
+)
+
+
+def test_linux_cannot_reach_the_secure_worlds_devices() -> None:
+    """Issue 46, hole 2: SNVS, the three watchdogs and UART4 (the secure
+    console) were plain Non-secure devices in QEMU's EVK, only disabled in
+    Linux's tree: `devmem` powered the machine off, reset it or forged
+    lines in the secure log. Now every read and write of them is a bus
+    error (SIGBUS, 135) for Linux, which goes on; the secure log shows one
+    monitor banner, no forged character, and no release missed."""
+    lines = []
+    for name, address, width, value in SECURE_DEVICE_WRITES:
+        lines.append(f'devmem {address:#x} {width}; echo "read {name}: $?"')
+        lines.append(f'devmem {address:#x} {width} {value:#x}; echo "write {name}: $?"')
+    script = "\n".join(lines) + "\nsleep 1.2\necho alive\n"
+    r = run_exec(BootOptions(board=BOARD, timing=Timing("percore")), script, timeout_s=300)
+    assert r.qemu_status == 0, f"QEMU exited {r.qemu_status} ({r.console_log})"
+    for name, *_ in SECURE_DEVICE_WRITES:
+        for access in ("read", "write"):
+            assert f"{access} {name}: 135" in r.lines, (access, name, r.output)
+    assert r.lines[-1] == "alive", r.output
+    secure = r.secure_log.read_text()
+    assert secure.count("Tandem monitor 0.1.0 on imx8mp-evk") == 1, "one boot, no reset"
+    assert "#" not in secure, "no character of Linux's in the secure console"
+    status = rtos_status.last(secure)
+    rtos_status.check_ran_on(status)
