@@ -37,6 +37,15 @@ def test_parse_reads_every_core_in_order() -> None:
     assert t.switches[1] == [(50, "rtos"), (9000, "idle")]
 
 
+def test_the_read_time_is_kept_beside_the_dump_time() -> None:
+    # tandem-trace stamps the dump before it reads any ring and prints only
+    # the switches up to then; `# read` is when it had read them all.
+    text = GOOD.replace("# now 20000\n", "# now 20000\n# read 31000\n")
+    t = trace.parse(text.splitlines())
+    assert (t.now, t.read) == (20000, 31000)
+    assert trace.parse(GOOD.splitlines()).read is None
+
+
 def test_intervals_clip_to_the_window_and_end_at_the_dump() -> None:
     t = trace.parse(GOOD.splitlines())
     win = trace.window(t, 10.0)  # ticks 10000..20000
@@ -116,6 +125,9 @@ ONE = "# counter_hz 10 cores 1\n# now 5\n"
         (ONE + "# core 0 written 1\n0 1 1\n0 2 2\n", "more entries"),
         (ONE + "# core 0 written 3\n", "none readable"),
         (ONE + "# now 6\n", "second '# now'"),
+        (ONE + "# read 4\n", "'# read' must follow '# now' and not be before it"),
+        ("# counter_hz 10 cores 1\n# read 4\n# now 5\n", "must follow '# now'"),
+        (ONE + "# read 6\n# read 7\n", "second '# read'"),
         (ONE + "BUG: soft lockup\n", "not a trace line"),
         (ONE + "# core 0 written 1\n0 -1 1\n", "not a trace line"),
     ],
@@ -144,10 +156,26 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
 
 @pytest.mark.qemu
 def test_heteroos_trace_shows_core_3_never_in_linux(tmp_path: Path) -> None:
-    # Per-core timing: the RTOS's 1 ms tick on core 3 then lands in every
-    # 10 ms window. In host timing a host busy with the three loaded vCPUs
-    # can hold core 3's timer back for the whole window (2 of 14 boots on
-    # 2026-11-26, one under make test, read core 3 100 % idle).
+    """Core 3 (the RTOS alone) is never in Linux, and its RTOS's 1 ms
+    releases show to the end of the window.
+
+    Per-core timing: the RTOS's tick on core 3 then lands in every 10 ms
+    window. In host timing a host busy with the three loaded vCPUs can hold
+    core 3's timer back for the whole window (2 of 14 boots on 2026-11-26,
+    one under make test, read core 3 100 % idle).
+
+    The dump's time (`# now`) is taken before tandem-trace reads any ring
+    and each ring is cut there. It used to be taken after the last ring:
+    hackbench's load can preempt the reader in between, and the window then
+    ended up to tens of ms after core 3's newest entry read, all of it drawn
+    as idle (a build failed this test 3 of 3 with 11 ms; the same boot
+    replayed with both tools, 2026-11-28, q=1000 phase 0: one dump in 15
+    ended 21.9 ms after core 3's last entry read, while the ring, read again
+    later, held 42 switches in those 21.9 ms; the new tool's reads took
+    0.06-0.10 ms there). So the last RTOS slice must end near the window's
+    end: within 3 ms (the longest gap between two of core 3's releases in
+    10 boots' rings, 1.7 ms, plus margin), not the 10 ms the failure showed.
+    """
     options = BootOptions(config="heteroos", timing=Timing("percore"))
     out = trace.run(options, 10.0, "hackbench", tmp_path)
     assert out.parent == tmp_path / "trace"
@@ -156,8 +184,11 @@ def test_heteroos_trace_shows_core_3_never_in_linux(tmp_path: Path) -> None:
     assert share["3"]["linux"] == 0.0, share
     assert share["3"]["rtos"] > 0.0, share
     assert share["0"]["linux"] > 0.0, share
+    assert summary["read_us"] is not None and summary["read_us"] >= 0, summary
     rows = (out / "trace.csv").read_text().splitlines()
     assert rows[0] == "core,start_us,end_us,world"
     assert not [r for r in rows[1:] if r.startswith("3,") and r.endswith(",linux")]
+    rtos = [r.split(",") for r in rows[1:] if r.startswith("3,") and r.endswith(",rtos")]
+    assert 10_000.0 - float(rtos[-1][2]) < 3_000.0, (rtos[-1], summary["read_us"])
     assert (out / "timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "trace" / "latest").resolve() == out.resolve()

@@ -4,15 +4,21 @@
  * region through the tandem driver's debugfs, as text for the harness:
  *
  *   # counter_hz H cores C
- *   # now TICKS                 the counter once every ring had been read
- *   # core N written W          switches the monitor recorded on core N
+ *   # now TICKS                 the counter just before any ring was read
+ *   # read TICKS                the counter once every ring had been read
+ *   # core N written W          switches the monitor recorded on core N by now
  *   N TICKS EVENT               1: to the RTOS, 2: to Linux, 3: to idle
  *
  * Each core's entries follow its "# core" line, oldest first. Only entries
- * the monitor cannot have overwritten while we copied them are printed.
+ * the monitor cannot have overwritten while we copied them are printed, and
+ * only those up to "# now": every ring was read after it, so each holds every
+ * switch up to then, however long the reading took (a reader preempted by a
+ * loaded Linux between rings, or between the last ring and a counter read
+ * after it, once cut a core's newest switches from a window that ended
+ * after them). "# read" says how long reading took.
  *
- * tandem-trace --clock prints, after "# now", eight "# clock" samples (below):
- * where Linux's raw clock was when the rings were read.
+ * tandem-trace --clock prints, after "# now", eight "# clock" samples (below),
+ * taken with "# now": where Linux's raw clock was when the reading began.
  *
  * tandem-trace clock [N] relates Linux's raw monotonic clock (the clock
  * Linux's tracer stamps its events with, `trace_clock` mono_raw) to the
@@ -220,23 +226,42 @@ static uint64_t counter_now(void)
 
 #define MARKER "/sys/kernel/tracing/trace_marker"
 
-static int clock_samples(long n, int marker)
+struct clock_sample {
+	uint64_t before, raw_ns, after;
+};
+
+/* The counter, Linux's raw clock, the counter again. */
+static int clock_sample(struct clock_sample *s)
 {
 	struct timespec t;
+
+	s->before = counter_now();
+	if (clock_gettime(CLOCK_MONOTONIC_RAW, &t)) {
+		perror("tandem-trace: clock_gettime");
+		return 1;
+	}
+	s->after = counter_now();
+	s->raw_ns = (uint64_t)t.tv_sec * 1000000000ull + t.tv_nsec;
+	return 0;
+}
+
+static void print_clock_sample(const struct clock_sample *s)
+{
+	printf("# clock %llu %llu %llu\n", (unsigned long long)s->before,
+	       (unsigned long long)s->raw_ns, (unsigned long long)s->after);
+}
+
+static int clock_samples(long n, int marker)
+{
+	struct clock_sample s;
 	uint64_t before, after;
 	char text[64];
 	int fd, len;
 
 	for (long i = 0; i < n; i++) {
-		before = counter_now();
-		if (clock_gettime(CLOCK_MONOTONIC_RAW, &t)) {
-			perror("tandem-trace: clock_gettime");
+		if (clock_sample(&s))
 			return 1;
-		}
-		after = counter_now();
-		printf("# clock %llu %llu %llu\n", (unsigned long long)before,
-		       (unsigned long long)t.tv_sec * 1000000000ull + t.tv_nsec,
-		       (unsigned long long)after);
+		print_clock_sample(&s);
 	}
 	if (!marker)
 		return 0;
@@ -258,13 +283,17 @@ static int clock_samples(long n, int marker)
 	return 0;
 }
 
+/* Clock samples taken with "# now" (tandem-trace --clock). */
+#define NOW_CLOCK_SAMPLES 8
+
 int main(int argc, char **argv)
 {
 	static struct ring rings[TANDEM_SHM_MAX_CORES];
+	struct clock_sample clock[NOW_CLOCK_SAMPLES];
 	struct layout l;
-	uint64_t now;
+	uint64_t now, read;
 	uint32_t c;
-	int fd, with_clock;
+	int fd, with_clock, i;
 
 	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "clock")) {
 		long n = argc == 3 ? strtol(argv[2], NULL, 0) : 16;
@@ -291,33 +320,48 @@ int main(int argc, char **argv)
 		close(fd);
 		return 1;
 	}
+	/*
+	 * The dump's time, before the first ring is read: each ring then holds
+	 * every switch up to it, whenever the reading below is preempted.
+	 */
+	now = counter_now();
+	for (i = 0; with_clock && i < NOW_CLOCK_SAMPLES; i++) {
+		if (clock_sample(&clock[i])) {
+			close(fd);
+			return 1;
+		}
+	}
 	for (c = 0; c < l.cores; c++) {
 		if (read_ring(fd, &l, c, &rings[c])) {
 			close(fd);
 			return 1;
 		}
 	}
-	now = counter_now();
+	read = counter_now();
 	close(fd);
 
 	printf("# counter_hz %u cores %u\n", l.counter_hz, l.cores);
 	printf("# now %llu\n", (unsigned long long)now);
-	if (with_clock && clock_samples(8, 0))
-		return 1;
+	printf("# read %llu\n", (unsigned long long)read);
+	for (i = 0; with_clock && i < NOW_CLOCK_SAMPLES; i++)
+		print_clock_sample(&clock[i]);
 	for (c = 0; c < l.cores; c++) {
 		const struct ring *r = &rings[c];
-		uint64_t i, kept = r->written - r->first;
+		uint64_t n, kept = r->written - r->first;
 
-		if (kept && r->entries[kept - 1].time > now) {
-			fprintf(stderr, "tandem-trace: core %u's last switch is after now (%llu > %llu)\n",
-				c, (unsigned long long)r->entries[kept - 1].time,
-				(unsigned long long)now);
+		/* The switches made after "# now", while the rings were read. */
+		while (kept && r->entries[kept - 1].time > now)
+			kept--;
+		if (!kept && r->first) {
+			/* Lapped since "# now": its world then is lost. */
+			fprintf(stderr, "tandem-trace: core %u's ring was overwritten after now (%llu); run again\n",
+				c, (unsigned long long)now);
 			return 1;
 		}
-		printf("# core %u written %llu\n", c, (unsigned long long)r->written);
-		for (i = 0; i < kept; i++)
-			printf("%u %llu %llu\n", c, (unsigned long long)r->entries[i].time,
-			       (unsigned long long)r->entries[i].event);
+		printf("# core %u written %llu\n", c, (unsigned long long)(r->first + kept));
+		for (n = 0; n < kept; n++)
+			printf("%u %llu %llu\n", c, (unsigned long long)r->entries[n].time,
+			       (unsigned long long)r->entries[n].event);
 	}
 	return fflush(stdout) ? 1 : 0;
 }

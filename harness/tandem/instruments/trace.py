@@ -2,9 +2,13 @@
 monitor's per-core world-switch trace rings, dumped in Linux by tandem-trace.
 
 The rings hold switch times only; a core stays in a world from one switch to
-the next, and in the last one until the dump (`# now`). The window ends at the
-dump and may reach back only as far as every core's ring does: before a
-core's oldest kept entry its world is unknown.
+the next, and in the last one until the dump (`# now`). The dump's time is
+the counter just before tandem-trace read the first ring (`# read`: once it
+had read them all), and it prints each ring's switches up to it: every ring
+was read after that moment, so each is complete up to it however long a
+loaded Linux kept the reader from running. The window ends at the dump and
+may reach back only as far as every core's ring does: before a core's oldest
+kept entry its world is unknown.
 
 Every run also writes the timeline as a Perfetto trace (instruments/perfetto.py);
 with `--linux-sched`, Linux's own sched_switch events (instruments/linuxsched.py)
@@ -38,6 +42,7 @@ TRACE_FILE = "trace.perfetto-trace"
 
 _HEADER = re.compile(r"# counter_hz (\d+) cores (\d+)")
 _NOW = re.compile(r"# now (\d+)")
+_READ = re.compile(r"# read (\d+)")
 _CORE = re.compile(r"# core (\d+) written (\d+)")
 _ENTRY = re.compile(r"(\d+) (\d+) (\d+)")
 
@@ -83,7 +88,8 @@ done
 # Only the events from {margin_us} µs before the window to as long after
 # its end (the tracer ran from the settle's end to after the dump, and a
 # busy Linux wakes the shell late), and the clock marker: the raw clock
-# when the rings were read, in µs, gives the bounds.
+# at the dump's time (`# now`, before the rings were read), in µs, gives
+# the bounds.
 at=$(awk '/^# clock / {{ print int($4 / 1000); exit }}' /tmp/trace.txt)
 since=$((at - {window_us} - {margin_us}))
 until=$((at + {margin_us}))
@@ -129,6 +135,8 @@ class Trace:
     now: int
     written: dict[int, int]
     switches: dict[int, list[tuple[int, str]]]
+    # When tandem-trace had read every ring (None from a dump without it).
+    read: int | None = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +169,7 @@ def parse(lines: Iterable[str]) -> Trace:
     line, since the region it came from is writable by Linux."""
     counter_hz = cores = 0
     now: int | None = None
+    read: int | None = None
     written: dict[int, int] = {}
     switches: dict[int, list[tuple[int, str]]] = {}
     core: int | None = None
@@ -185,6 +194,12 @@ def parse(lines: Iterable[str]) -> Trace:
             if now is not None:
                 raise bad("second '# now'")
             now = int(m[1])
+        elif m := _READ.fullmatch(line):
+            if read is not None:
+                raise bad("second '# read'")
+            if now is None or int(m[1]) < now:
+                raise bad("'# read' must follow '# now' and not be before it")
+            read = int(m[1])
         elif m := _CORE.fullmatch(line):
             core = int(m[1])
             if core >= cores or core in written:
@@ -219,7 +234,7 @@ def parse(lines: Iterable[str]) -> Trace:
             raise TandemError(f"core {c}: {written[c]} switches written, none readable")
         if mine and mine[-1][0] > now:
             raise TandemError(f"core {c}: switch after the dump time")
-    return Trace(counter_hz, cores, now, written, switches)
+    return Trace(counter_hz, cores, now, written, switches, read)
 
 
 def window(trace: Trace, window_ms: float) -> Window:
@@ -499,6 +514,10 @@ def run(
         "counter_hz": trace.counter_hz,
         "cores_traced": list(win.cores),
         "switches_written": {str(c): n for c, n in trace.written.items()},
+        # How long tandem-trace took to read the rings after the dump's time.
+        "read_us": None
+        if trace.read is None
+        else round((trace.read - trace.now) * 1e6 / trace.counter_hz, 1),
         "share": per_core,
     }
     if linux is not None:
