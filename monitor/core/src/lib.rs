@@ -4,8 +4,9 @@
 //! (`lifecycle`), the world-switch state machine of each core, stolen-time
 //! accounting, the exception made for a refused access (`inject`), the rings
 //! of log lines kept for later (`logring`), the small interface a board
-//! implements (`platform`), and the monitor's own address space
-//! (`memory_map`). `monitor/firmware` is the thin hardware layer
+//! implements (`platform`), the monitor's own address space
+//! (`memory_map`), and a restart's steps: devices quiesced, then the image
+//! copy's decisions and cache maintenance (`restart`). `monitor/firmware` is the thin hardware layer
 //! around it.
 #![no_std]
 
@@ -18,6 +19,7 @@ pub mod logring;
 pub mod memory_map;
 pub mod platform;
 pub mod psci;
+pub mod restart;
 pub mod services;
 pub mod smc;
 pub mod steal;
