@@ -64,6 +64,15 @@ struct DevicesSection {
     secure_uart: u64,
     uart_clock_hz: u32,
     power: Power,
+    virtio_mmio: Option<VirtioMmio>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct VirtioMmio {
+    base: u64,
+    stride: u64,
+    count: u32,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -179,6 +188,22 @@ fn main() {
             "    power: Power::ImxSnvsWdog {{ snvs: {snvs:#x}, wdog: {wdog:#x} }},"
         ),
     }
+    .unwrap();
+    let v = d.virtio_mmio.unwrap_or(VirtioMmio {
+        base: 0,
+        stride: 0,
+        count: 0,
+    });
+    assert!(
+        v.count == 0 || (v.stride >= 0x100 && v.stride.is_power_of_two()),
+        "{}: devices.virtio_mmio.stride must be a power of two of at least 0x100 (a transport's registers)",
+        path.display()
+    );
+    writeln!(
+        out,
+        "    virtio_mmio: VirtioMmio {{ base: {:#x}, stride: {:#x}, count: {} }},",
+        v.base, v.stride, v.count
+    )
     .unwrap();
     let i = &f.interrupts;
     writeln!(out, "    secure_timer_intid: {},", i.secure_timer).unwrap();

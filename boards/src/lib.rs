@@ -68,6 +68,9 @@ pub struct Board {
     pub uart_clock_hz: u32,
     /// How the monitor powers the machine off and resets it.
     pub power: Power,
+    /// Linux's virtio-mmio transports, which the monitor resets before a
+    /// restart copies Linux's images ([`VirtioMmio::NONE`] without).
+    pub virtio_mmio: VirtioMmio,
     /// Secure physical timer PPI (the RTOS tick).
     pub secure_timer_intid: u32,
     /// Software-generated interrupts by role.
@@ -133,6 +136,42 @@ impl Power {
             Self::Pl061 { base, .. } => [base, base],
             Self::ImxSnvsWdog { snvs, wdog } => [snvs, wdog],
         }
+    }
+}
+
+/// Normal-world virtio-mmio transports: `count` register blocks, `stride`
+/// bytes apart from `base` (QEMU virt: 32 of 0x200 from 0x0A00_0000, a
+/// `-device virtio-*-device` taking one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VirtioMmio {
+    /// The first transport's registers.
+    pub base: u64,
+    /// Bytes from one transport to the next.
+    pub stride: u64,
+    /// Transports.
+    pub count: u32,
+}
+
+impl VirtioMmio {
+    /// No transports.
+    pub const NONE: Self = Self {
+        base: 0,
+        stride: 0,
+        count: 0,
+    };
+
+    /// The registers of all of them.
+    pub const fn range(&self) -> MemoryRange {
+        MemoryRange {
+            base: self.base,
+            size: self.stride * self.count as u64,
+        }
+    }
+
+    /// Each transport's registers' base.
+    pub fn transports(&self) -> impl Iterator<Item = u64> + use<> {
+        let (base, stride) = (self.base, self.stride);
+        (0..u64::from(self.count)).map(move |i| base + i * stride)
     }
 }
 
@@ -290,6 +329,15 @@ mod tests {
         // 64 MiB for the kernel image and its bss before the device tree.
         assert!(b.kernel_entry + 0x400_0000 <= b.dtb);
         assert!(b.normal_ram.contains(b.shared.base, b.shared.size));
+        // The virtio-mmio transports lie in no RAM nor flash.
+        let v = b.virtio_mmio.range();
+        for r in [b.secure_flash, b.secure_ram, b.normal_ram] {
+            assert!(v.size == 0 || v.end() <= r.base || v.base >= r.end());
+        }
+        assert_eq!(
+            b.virtio_mmio.transports().count(),
+            b.virtio_mmio.count as usize
+        );
         for addr in [b.kernel_entry, b.dtb, b.initrd] {
             assert!(b.normal_ram.contains(addr, 1));
             assert!(!b.shared.contains(addr, 1));

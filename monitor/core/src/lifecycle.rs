@@ -28,7 +28,7 @@ use spin::Once;
 use tandem_abi::MAX_CORES;
 use tandem_abi::boot::Policies;
 use tandem_abi::image::Span;
-use tandem_abi::partition::{MAX_PARTITIONS, Partitions};
+use tandem_abi::partition::{MAX_DEVICES, MAX_PARTITIONS, Partitions};
 
 /// The core Linux boots on without partitions, at cold boot and at every
 /// restart.
@@ -49,12 +49,40 @@ pub struct Instance {
     pub images: u64,
     /// Its power-off powers the machine off.
     pub off_stops_machine: bool,
+    /// The devices it owns: quiesced before it restarts.
+    pub devices: Devices,
+}
+
+/// The normal-world devices one Linux owns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Devices {
+    /// All of them: the one Linux, without partitions.
+    All,
+    /// Its partition's MMIO ranges: the EL2 layer maps it no others.
+    Ranges {
+        /// The ranges; entries past `count` are unused.
+        list: [Span; MAX_DEVICES],
+        /// Ranges in use.
+        count: usize,
+    },
 }
 
 impl Instance {
     /// Whether `core` is one of its cores.
     pub const fn has_core(&self, core: usize) -> bool {
         core < 64 && self.cores >> core & 1 != 0
+    }
+
+    /// Whether the device whose registers are the `size` bytes at `base`
+    /// is its own: a partition's restart resets its own devices, never
+    /// another partition's, which that partition's Linux may be using.
+    pub fn owns_device(&self, base: u64, size: u64) -> bool {
+        match self.devices {
+            Devices::All => true,
+            Devices::Ranges { list, count } => list[..count.min(MAX_DEVICES)]
+                .iter()
+                .any(|r| r.holds(base, size)),
+        }
     }
 }
 
@@ -84,6 +112,7 @@ impl Instances {
             ram: normal_ram,
             images: 0,
             off_stops_machine: off_stops,
+            devices: Devices::All,
         };
         let mut out = Self {
             count: 1,
@@ -101,6 +130,9 @@ impl Instances {
             Some(parts) => {
                 out.count = parts.count();
                 for (i, p) in parts.iter().enumerate() {
+                    let mut list = [Span { base: 0, size: 0 }; MAX_DEVICES];
+                    let count = p.devices().len().min(MAX_DEVICES);
+                    list[..count].copy_from_slice(&p.devices()[..count]);
                     out.list[i] = Instance {
                         name: p.name,
                         cores: p.cores.into(),
@@ -108,6 +140,7 @@ impl Instances {
                         ram: p.ram,
                         images: p.images,
                         off_stops_machine: p.off_stops_machine(),
+                        devices: Devices::Ranges { list, count },
                     };
                 }
                 for (core, slot) in out.of_core.iter_mut().enumerate() {
@@ -323,6 +356,68 @@ mod tests {
         l.restart_refused(0);
         assert_eq!(l.restart_due(0), None);
         assert_eq!(l.generation(0), 1);
+    }
+
+    #[test]
+    fn a_restart_quiesces_the_instances_own_devices_only() {
+        use tandem_abi::partition::{Machine, Partition, PartitionTable};
+        // Without partitions the one Linux owns every device.
+        let l = one_linux(4);
+        let one = l.instances().unwrap().get(0);
+        assert!(one.owns_device(0x0A00_3E00, 0x200));
+        // With partitions, each owns the pages it was given: A a UART and
+        // the page of eight virtio-mmio transports at 0x0A00_3000, B a UART.
+        let span = |base, size| Span { base, size };
+        let part = |name, cores: u32, ram, devices: &[Span]| {
+            let mut p = Partition {
+                name,
+                boot_core: cores.trailing_zeros() as u8,
+                device_count: devices.len() as u8,
+                cores,
+                ram,
+                ..Partition::EMPTY
+            };
+            p.devices[..devices.len()].copy_from_slice(devices);
+            p
+        };
+        let a = part(
+            b'A',
+            0b0111,
+            span(0x4000_0000, 0x2000_0000),
+            &[span(0x0900_0000, 0x1000), span(0x0A00_3000, 0x1000)],
+        );
+        let b = part(
+            b'B',
+            0b1000,
+            span(0x6000_0000, 0x1FC0_0000),
+            &[span(0x090C_0000, 0x1000)],
+        );
+        let machine = Machine {
+            cores: 4,
+            linux_cores: 0b1111,
+            normal_ram: RAM,
+            shared: span(0x7FE0_0000, 0x20_0000),
+            hyp_ram: span(0x7FC0_0000, 0x20_0000),
+            reserved_mmio: [span(0x0800_0000, 0x1_0000), span(0x080A_0000, 0x10_0000)],
+        };
+        let parts = PartitionTable::new(&[a, b]).validate(&machine).unwrap();
+        let policies = Policies::uniform(4, Policy::Shared);
+        let instances = Instances::new(&policies, Some(&parts), RAM, false);
+        let (a, b) = (instances.get(0), instances.get(1));
+        assert!(a.owns_device(0x0A00_3000, 0x200) && a.owns_device(0x0A00_3E00, 0x200));
+        assert!(
+            !a.owns_device(0x0A00_2E00, 0x200),
+            "the page below is no one's"
+        );
+        assert!(
+            !a.owns_device(0x0A00_3F00, 0x200),
+            "straddles the page's end"
+        );
+        assert!(
+            !b.owns_device(0x0A00_3E00, 0x200),
+            "A's transport is not B's"
+        );
+        assert!(b.owns_device(0x090C_0000, 0x200));
     }
 
     #[test]

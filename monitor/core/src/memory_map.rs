@@ -11,7 +11,9 @@
 //! executable Normal memory (the monitor runs from it), secure RAM as
 //! read/write Normal memory, never executed, the devices as Device-nGnRnE,
 //! and Linux's RAM (with the shared region in it) as non-secure Normal
-//! write-back, never executed, the attributes Linux maps it with. Nothing
+//! write-back, never executed, the attributes Linux maps it with; and
+//! Linux's virtio-mmio transports as non-secure Device-nGnRnE, which the
+//! monitor only resets before a restart copies Linux's images. Nothing
 //! else is mapped: a stray access faults instead of reaching a device.
 //!
 //! Tables: one level-1 table (T0SZ = 32, 4 GiB) and a level-2 table per
@@ -81,6 +83,9 @@ pub enum Kind {
     NonSecureData,
     /// Device registers.
     Device,
+    /// A normal-world device's registers (Linux's virtio-mmio transports):
+    /// non-secure, as Linux reaches them.
+    NonSecureDevice,
 }
 
 impl Kind {
@@ -93,6 +98,7 @@ impl Kind {
             Self::SecureData => normal | XN,
             Self::NonSecureData => normal | XN | NS,
             Self::Device => DEVICE | AF | AP1 | XN | BLOCK,
+            Self::NonSecureDevice => DEVICE | AF | AP1 | XN | BLOCK | NS,
         }
     }
 
@@ -104,6 +110,7 @@ impl Kind {
             Self::SecureData,
             Self::NonSecureData,
             Self::Device,
+            Self::NonSecureDevice,
         ]
         .into_iter()
         .find(|k| k.attributes() == attrs)
@@ -177,6 +184,14 @@ impl Tables {
         }
         for (name, address) in devices {
             self.map(name, device(address), Kind::Device)?;
+        }
+        let virtio = board.virtio_mmio.range();
+        if virtio.size != 0 {
+            self.map(
+                "virtio-mmio transports",
+                around(virtio),
+                Kind::NonSecureDevice,
+            )?;
         }
         if !board
             .normal_ram
@@ -314,6 +329,27 @@ mod tests {
         }
         let last_redistributor = BOARD.gicr + BOARD.max_cores as u64 * GICR_FRAMES_PER_CORE - 1;
         assert_eq!(t.kind_of(last_redistributor), Some(Kind::Device));
+    }
+
+    #[test]
+    fn linuxs_virtio_transports_are_non_secure_device_memory() {
+        let t = board_tables();
+        let v = BOARD.virtio_mmio;
+        assert!(v.count > 0, "QEMU virt has them");
+        for address in [v.base, v.range().end() - 4] {
+            assert_eq!(t.kind_of(address), Some(Kind::NonSecureDevice));
+            let d = t.level2[0][(address / BLOCK) as usize];
+            assert_eq!(d >> 2 & 7, 0, "MAIR attribute 0: Device-nGnRnE");
+            assert_ne!(d & bits::NS, 0, "the non-secure physical address space");
+            assert_ne!(d & bits::XN, 0);
+        }
+        let none = Board {
+            virtio_mmio: tandem_board::VirtioMmio::NONE,
+            ..BOARD
+        };
+        let mut t = Box::new(Tables::EMPTY);
+        t.map_board(&none, AT).unwrap();
+        assert_eq!(t.kind_of(v.base), None, "a board without them maps none");
     }
 
     #[test]

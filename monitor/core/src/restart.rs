@@ -36,8 +36,8 @@ pub const STEP: u64 = 32 * 1024;
 /// and caches on.
 pub trait Machine {
     /// Resets every device of the instance that could write its RAM, and
-    /// waits until each says it is reset; returns how many were.
-    fn quiesce(&mut self) -> u32;
+    /// waits until each says it is reset.
+    fn quiesce(&mut self) -> Quiesced;
     /// The 8-byte word at `addr` (8-byte aligned), through the caches.
     fn read(&self, addr: u64) -> u64;
     /// Writes the 8-byte word at `addr` (8-byte aligned), through the caches.
@@ -53,6 +53,15 @@ pub trait Machine {
     /// Cleans the lines holding `[addr, addr + len)` to the point of
     /// coherency (`dc cvac`, then a barrier).
     fn clean(&mut self, addr: u64, len: u64);
+}
+
+/// What quiescing the devices did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Quiesced {
+    /// Devices reset.
+    pub reset: u32,
+    /// Devices that did not say they were reset in time.
+    pub stuck: u32,
 }
 
 /// One piece of an image copy.
@@ -148,8 +157,8 @@ pub enum Progress {
 /// What one step of a restart did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stepped {
-    /// The instance's devices were reset: this many.
-    Quiesced(u32),
+    /// The instance's devices were reset.
+    Quiesced(Quiesced),
     /// A piece of an image was copied.
     Copied(Copied),
     /// Every image is copied; the next step starts a new restart.
@@ -162,9 +171,9 @@ pub enum Stepped {
 pub fn step<M: Machine>(m: &mut M, progress: &mut Progress, images: &[Image]) -> Stepped {
     match *progress {
         Progress::Start => {
-            let count = m.quiesce();
+            let quiesced = m.quiesce();
             *progress = Progress::Copying { image: 0, done: 0 };
-            Stepped::Quiesced(count)
+            Stepped::Quiesced(quiesced)
         }
         Progress::Copying { image, done } => {
             let Some(i) = images.get(image) else {
@@ -332,9 +341,9 @@ mod tests {
     }
 
     impl Machine for Fake {
-        fn quiesce(&mut self) -> u32 {
+        fn quiesce(&mut self) -> Quiesced {
             self.ops.push(Op::Quiesce);
-            1
+            Quiesced { reset: 1, stuck: 0 }
         }
 
         fn read(&self, addr: u64) -> u64 {
@@ -539,7 +548,11 @@ mod tests {
                     break;
                 }
             }
-            assert_eq!(steps[0], Stepped::Quiesced(1), "restart {restart}");
+            assert_eq!(
+                steps[0],
+                Stepped::Quiesced(Quiesced { reset: 1, stuck: 0 }),
+                "restart {restart}"
+            );
             assert_eq!(steps.len(), 1 + 4 + 1 + 1, "quiesce, 4 + 1 pieces, done");
             assert_eq!(m.ops[0], Op::Quiesce, "before any cache operation or write");
             assert_eq!(m.ops.iter().filter(|&&o| o == Op::Quiesce).count(), 1);
