@@ -6,16 +6,19 @@
 //! flash, so every Linux starts from the images the machine started with,
 //! whatever the last one did to its RAM. The stub, which lies in normal
 //! memory Linux can write, is written again and checked before every
-//! restart for the same reason. When a restart happens, and that no Linux
-//! runs while it copies, is `tandem_monitor_core::lifecycle`'s protocol;
-//! the trap code carries it out (`trap.rs`).
+//! restart for the same reason. Before a restart copies, the devices that
+//! Linux owns are reset (`virtio.rs`), and the copy's decisions and cache
+//! maintenance are `tandem_monitor_core::restart`'s. When a restart
+//! happens, and that no Linux runs while it copies, is
+//! `tandem_monitor_core::lifecycle`'s protocol; the trap code carries it
+//! out (`trap.rs`).
 
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use spin::Once;
+use spin::{Mutex, Once};
 use tandem_abi::image::{LinuxImages, LinuxImagesError, Span};
 use tandem_abi::partition::MAX_PARTITIONS;
 use tandem_board::BOARD;
 use tandem_monitor_core::lifecycle::{Instance, Instances};
+use tandem_monitor_core::restart::{self, Image, Machine, Piece, Progress, Quiesced, Stepped};
 
 /// Arm64 Image header magic ("ARM\x64") at offset 0x38.
 const IMAGE_MAGIC: u32 = 0x644D_5241;
@@ -132,49 +135,78 @@ fn header(instance: &Instance) -> Result<LinuxImages, LoadError> {
     Ok(header)
 }
 
-/// Words compared, and written if any differs, at a time: a cache line.
-const BLOCK_WORDS: usize = 8;
+/// Linux's RAM and its images in flash as the monitor sees them (MMU and
+/// caches on), the cache maintenance, and the devices of the instance
+/// being restarted: the machine `restart` in `monitor/core` decides on.
+struct Ram<'a> {
+    /// Whose devices `quiesce` resets (none at cold boot).
+    instance: Option<&'a Instance>,
+}
 
-/// Copies `len` bytes at `at` of `part` (checked by `header`); `kernel`:
-/// cleaned to the point of coherency too, as the arm64 boot protocol asks
-/// of the kernel image, which Linux's boot core reads with its MMU off (the
-/// device tree and initramfs it reads with its MMU on, as the monitor wrote
-/// them: cached, non-secure).
-///
-/// Only the cache lines that differ from the image are written: after a
-/// restart most of the kernel's code is still what the image holds, and
-/// leaving it unwritten keeps an emulator's translations of it (QEMU drops
-/// those of any code it sees written, so the next Linux's boot translated
-/// the whole kernel again); the result is the same image either way. Words
-/// are compared one by one: a slice comparison would be a bytewise memcmp.
-fn copy(header_at: u64, part: tandem_abi::image::Part, at: u64, len: u64, kernel: bool) {
-    let (from, to) = (header_at + part.offset + at, part.load + at);
-    let words = (len / 8) as usize;
-    // SAFETY: `header` kept the source inside the flash after the header and
-    // the destination inside normal RAM, clear of the shared region and of
-    // the other images, both 8-byte aligned (as is `at`, a multiple of
-    // `STEP`); `at + len` stays within the part (callers); no Linux runs to
-    // see a half copy, nothing else holds these bytes.
-    let (from_words, to_words, from_tail, to_tail) = unsafe {
-        (
-            core::slice::from_raw_parts(from as *const u64, words),
-            core::slice::from_raw_parts_mut(to as *mut u64, words),
-            core::slice::from_raw_parts((from + 8 * words as u64) as *const u8, len as usize % 8),
-            core::slice::from_raw_parts_mut((to + 8 * words as u64) as *mut u8, len as usize % 8),
-        )
-    };
-    for (from, to) in from_words
-        .chunks(BLOCK_WORDS)
-        .zip(to_words.chunks_mut(BLOCK_WORDS))
-    {
-        if from.iter().zip(to.iter()).any(|(a, b)| a != b) {
-            to.copy_from_slice(from);
-        }
+impl Ram<'_> {
+    /// # Safety
+    ///
+    /// Every address the copy is given must lie in an image in secure flash
+    /// or in normal RAM where `header` let it go, and no Linux may run on
+    /// that RAM meanwhile (cold boot, or a restart with that Linux off on
+    /// all its cores).
+    unsafe fn new(instance: Option<&Instance>) -> Ram<'_> {
+        Ram { instance }
     }
-    to_tail.copy_from_slice(from_tail);
-    if kernel {
-        crate::mmu::clean_to_poc(part.load + at, len);
+}
+
+impl Machine for Ram<'_> {
+    fn quiesce(&mut self) -> Quiesced {
+        let (reset, stuck) = self.instance.map_or((0, 0), crate::virtio::reset);
+        Quiesced { reset, stuck }
     }
+
+    #[inline(always)]
+    fn read(&self, addr: u64) -> u64 {
+        // SAFETY: `Ram::new`'s promise: inside an image in flash or in
+        // normal RAM, mapped (`mmu.rs`), 8-byte aligned (`restart::copy`).
+        unsafe { (addr as *const u64).read() }
+    }
+
+    #[inline(always)]
+    fn write(&mut self, addr: u64, value: u64) {
+        // SAFETY: `Ram::new`'s promise: normal RAM no Linux uses now,
+        // mapped writable, 8-byte aligned.
+        unsafe { (addr as *mut u64).write(value) }
+    }
+
+    fn read_byte(&self, addr: u64) -> u8 {
+        // SAFETY: as in `read`.
+        unsafe { (addr as *const u8).read() }
+    }
+
+    fn write_byte(&mut self, addr: u64, value: u8) {
+        // SAFETY: as in `write`.
+        unsafe { (addr as *mut u8).write(value) }
+    }
+
+    fn clean_invalidate(&mut self, addr: u64, len: u64) {
+        crate::mmu::clean_invalidate_to_poc(addr, len);
+    }
+
+    fn clean(&mut self, addr: u64, len: u64) {
+        crate::mmu::clean_to_poc(addr, len);
+    }
+}
+
+/// Instance `header`'s images as `restart` copies them (checked by
+/// `header`): from flash after the header at `header_at` to their load
+/// addresses; the kernel cleaned to the point of coherency, as the arm64
+/// boot protocol asks (Linux's boot core reads it with its MMU off; the
+/// device tree and initramfs it reads with its MMU on, as the monitor
+/// wrote them: cached, non-secure).
+fn images(header_at: u64, header: &LinuxImages) -> [Image; 3] {
+    header.parts().map(|(_, part)| Image {
+        from: header_at + part.offset,
+        to: part.load,
+        size: part.size,
+        kernel: part.load == header.kernel.load,
+    })
 }
 
 /// After the copy: the images must be what they say.
@@ -193,41 +225,43 @@ fn check(header: &LinuxImages) -> Result<Start, LoadError> {
     })
 }
 
-/// Bytes copied per step of a restart: the boot core copies in steps so
-/// that the RTOS's interrupts there wait for one step at most (a few
-/// thousand instructions), never for the whole copy.
-const STEP: u64 = 32 * 1024;
-/// Per instance, a restart's copy so far: the image, and the bytes of it
-/// done.
-static COPY_PART: [AtomicUsize; MAX_PARTITIONS] = [const { AtomicUsize::new(0) }; MAX_PARTITIONS];
-static COPY_DONE: [AtomicU64; MAX_PARTITIONS] = [const { AtomicU64::new(0) }; MAX_PARTITIONS];
+/// Per instance, where its restart is (its boot core alone steps it).
+static PROGRESS: [Mutex<Progress>; MAX_PARTITIONS] =
+    [const { Mutex::new(Progress::Start) }; MAX_PARTITIONS];
 
-/// One step of instance `index`'s restart copy (its boot core only, with
-/// that Linux off on every core): `None` while there is more to copy, then
-/// the images and the stub checked.
-pub fn copy_step(instances: &Instances, index: usize) -> Option<Result<Start, LoadError>> {
+/// What a step of a restart did.
+pub enum Restart {
+    /// The instance's devices were reset (its first step).
+    Quiesced(Quiesced),
+    /// Part of an image was copied: more to do.
+    Copying,
+    /// All copied, the images and the stub checked: Linux starts here.
+    Ready(Start),
+}
+
+/// One step of instance `index`'s restart (its boot core only, with that
+/// Linux off on every core): its devices reset, then its images copied
+/// from flash `restart::STEP` bytes at a time, each destination cleaned
+/// and invalidated before it is compared (`restart.rs` in `monitor/core`
+/// says why), then the stub written and everything checked.
+pub fn copy_step(instances: &Instances, index: usize) -> Result<Restart, LoadError> {
     // Restarts follow a cold boot whose `load` succeeded, which kept the
     // header; without one Linux never ran and cannot ask to restart.
     let Some(header) = IMAGES[index].get() else {
-        return Some(Err(LoadError::NotLoaded));
+        return Err(LoadError::NotLoaded);
     };
-    let header_at = BOARD.linux_images + instances.get(index).images;
-    let parts = header.parts();
-    let part_index = COPY_PART[index].load(Ordering::Relaxed);
-    let Some((_, part)) = parts.get(part_index) else {
-        COPY_PART[index].store(0, Ordering::Relaxed);
-        return Some(install_stub().and_then(|()| check(header)));
-    };
-    let done = COPY_DONE[index].load(Ordering::Relaxed);
-    let len = STEP.min(part.size - done);
-    copy(header_at, *part, done, len, part.load == header.kernel.load);
-    if done + len == part.size {
-        COPY_PART[index].store(part_index + 1, Ordering::Relaxed);
-        COPY_DONE[index].store(0, Ordering::Relaxed);
-    } else {
-        COPY_DONE[index].store(done + len, Ordering::Relaxed);
+    let instance = instances.get(index);
+    let images = images(BOARD.linux_images + instance.images, header);
+    // SAFETY: the images are the header's, checked at cold boot; no Linux
+    // of this instance runs (the caller's promise).
+    let mut ram = unsafe { Ram::new(Some(instance)) };
+    match restart::step(&mut ram, &mut PROGRESS[index].lock(), &images) {
+        Stepped::Quiesced(q) => Ok(Restart::Quiesced(q)),
+        Stepped::Copied(_) => Ok(Restart::Copying),
+        Stepped::Done => install_stub()
+            .and_then(|()| check(header))
+            .map(Restart::Ready),
     }
-    None
 }
 
 /// Checks every instance's images in secure flash and copies them to its
@@ -238,14 +272,18 @@ pub fn load(instances: &Instances) -> Result<[Option<Start>; MAX_PARTITIONS], (u
         let header = IMAGES[index]
             .try_call_once(|| header(instance))
             .map_err(|e| (index, e))?;
-        let header_at = BOARD.linux_images + instance.images;
-        for (_, part) in header.parts() {
-            copy(
-                header_at,
-                part,
-                0,
-                part.size,
-                part.load == header.kernel.load,
+        // SAFETY: the images are the header's, just checked; nothing runs
+        // Linux yet. No device to quiesce: the machine was just reset.
+        let mut ram = unsafe { Ram::new(None) };
+        for image in images(BOARD.linux_images + instance.images, header) {
+            restart::copy(
+                &mut ram,
+                Piece {
+                    from: image.from,
+                    to: image.to,
+                    len: image.size,
+                    kernel: image.kernel,
+                },
             );
         }
         starts[index] = Some(check(header).map_err(|e| (index, e))?);

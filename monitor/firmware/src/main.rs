@@ -15,6 +15,7 @@ mod plat;
 mod power;
 mod shm;
 mod trap;
+mod virtio;
 
 use arm_sysregs::el0::accessors::write_cntfrq_el0;
 use arm_sysregs::el0::registers::CntfrqEl0;

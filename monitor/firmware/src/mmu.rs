@@ -79,6 +79,25 @@ pub fn clean_to_poc(base: u64, len: u64) {
     unsafe { core::arch::asm!("dsb sy", options(nostack)) };
 }
 
+/// Cleans and invalidates `[base, base + len)` to the point of coherency:
+/// dirty lines are written back and every line is dropped, so that what
+/// the monitor reads next comes from memory, as an observer with its MMU
+/// off sees it (a restart's copy, before it compares: `restart.rs` in
+/// `monitor/core`).
+pub fn clean_invalidate_to_poc(base: u64, len: u64) {
+    let line = data_line();
+    let mut at = base & !(line - 1);
+    while at < base + len {
+        // SAFETY: `dc civac` writes a dirty line back before dropping it,
+        // so no value changes, whatever else the line holds; the address
+        // is mapped (callers pass normal RAM they are about to compare).
+        unsafe { core::arch::asm!("dc civac, {}", in(reg) at, options(nostack)) };
+        at += line;
+    }
+    // SAFETY: a barrier only.
+    unsafe { core::arch::asm!("dsb sy", options(nostack)) };
+}
+
 /// Invalidates every core's instruction cache: code the monitor just wrote
 /// (a Linux image over the last one's, the stub, the RTOS) must not be
 /// fetched from stale lines.

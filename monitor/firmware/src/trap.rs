@@ -294,15 +294,30 @@ impl core::fmt::Display for PartitionName {
 }
 
 /// On an instance's boot core, with its Linux off everywhere: one step of
-/// copying its images from flash again; after the last (and the stub
-/// written again), it starts here as at cold boot. Between steps the look
+/// its restart (first its devices reset, then its images copied from flash
+/// again a piece at a time); after the last (and the stub written again),
+/// it starts here as at cold boot. Between steps the look
 /// loop lets the RTOS run.
 #[cold]
 #[inline(never)]
 fn restart_linux(core: usize, instance: usize) {
     match linux::copy_step(instances(), instance) {
-        None => {}
-        Some(Ok(start)) => {
+        Ok(linux::Restart::Copying) => {}
+        Ok(linux::Restart::Quiesced(q)) => {
+            note!(
+                "Linux{}: reset {} virtio-mmio device(s) before copying its images",
+                partition_name(instance),
+                q.reset
+            );
+            if q.stuck != 0 {
+                note!(
+                    "Linux{}: {} virtio-mmio device(s) did not read back reset",
+                    partition_name(instance),
+                    q.stuck
+                );
+            }
+        }
+        Ok(linux::Restart::Ready(start)) => {
             let generation = MONITOR.restart_linux(instance, start.entry, start.dtb);
             // The shared region's count is the first instance's (the
             // one Linux, or partition A, which has Tandem's driver).
@@ -318,7 +333,7 @@ fn restart_linux(core: usize, instance: usize) {
                 note!("Linux restarts (generation {generation}); the RTOS ran on (core {core})");
             }
         }
-        Some(Err(e)) => {
+        Err(e) => {
             MONITOR.lifecycle.restart_refused(instance);
             note!(
                 "Linux{} not restarted: its images in secure flash are unusable: {e}",
