@@ -48,6 +48,16 @@ def test_boot_names_every_device_and_takes_no_defaults() -> None:
     ]
     # Nothing that would pull in a network device or its option ROM.
     assert not {"-nic", "-net", "-netdev"} & set(argv)
+    assert _options(argv, "-drive") == ["file=disk.img,if=none,format=raw,id=disk0"]
+
+
+def test_a_throttled_disk_keeps_its_requests_in_flight() -> None:
+    argv = qemu_command.boot_argv(
+        BOARD, 1, Timing("host"), Path("fw"), [], Path("s"), False, Path("d.img"), disk_bps=16384
+    )
+    assert _options(argv, "-drive") == [
+        "file=d.img,if=none,format=raw,id=disk0,throttling.bps-total=16384"
+    ]
 
 
 def test_interactive_boot_multiplexes_the_monitor_onto_the_console() -> None:

@@ -24,6 +24,7 @@ from tandem.platform.console import PROMPT, Console
 from tandem.platform.timing import Timing
 
 SYSFS = "/sys/bus/platform/devices/tandem"
+HOSTILE = "/sys/kernel/debug/tandem-hostile"
 
 
 def percore(**options: object) -> BootOptions:
@@ -218,6 +219,35 @@ def test_a_linux_that_scribbles_restarts_from_the_secure_copies() -> None:
     secure = r.secure_log.read_text()
     assert "Linux restarts (generation 2); the RTOS ran on" in secure
     assert secure.count("Tandem monitor") == 1, "the machine was not reset"
+    assert_rtos_ran_on(secure)
+
+
+@pytest.mark.qemu
+def test_a_disk_read_in_flight_at_reboot_lands_before_the_images_are_copied() -> None:
+    # A hostile Linux aims a virtio-blk read of its (blank) disk at the page
+    # its device tree lies in, with the disk throttled to 16 KiB/s so that
+    # the read waits in QEMU for some 15 s behind a 256 KiB one, and
+    # reboots at once. Unless the monitor resets the device before it copies
+    # the images (QEMU then drains the read into the old Linux's RAM, which
+    # the copy overwrites), the read lands in the new Linux's device tree
+    # when that Linux's virtio driver resets the device: zeros at its start.
+    board = load_board()
+    script = GENERATION + (
+        'if [ "$g" = 1 ]; then\n'
+        "  insmod /lib/modules/tandem_hostile.ko\n"
+        f"  echo '{board.dtb:#x} 256' > {HOSTILE}/dma_read\n"
+        '  echo "dma_read status $?"\n'
+        "  reboot -f\n"
+        "fi\n"
+        f'echo "dtb now $(devmem {board.dtb:#x} 32)"\n'
+    )
+    r = run_exec(percore(disk_mib=64, disk_bps=16384), script, timeout_s=600)
+    assert "dma_read status 0" in r.lines, r.lines
+    assert r.reboots == 1, r.console_log
+    assert r.lines[-2:] == ["generation 2 boot 1 cores 4", "dtb now 0xEDFE0DD0"], r.lines
+    secure = r.secure_log.read_text()
+    assert "Linux: reset 1 virtio-mmio device(s) before copying its images" in secure
+    assert secure.index("reset 1 virtio-mmio") < secure.index("Linux restarts (generation 2)")
     assert_rtos_ran_on(secure)
 
 

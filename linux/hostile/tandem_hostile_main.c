@@ -23,15 +23,24 @@
  *   cpu_on_reset     write "MPIDR ENTRY DELAY_US": PSCI CPU_ON of that core
  *                    at ENTRY, then, DELAY_US later, SYSTEM_RESET: a CPU_ON
  *                    racing the monitor's restart of this Linux
+ *   dma_read         write "PHYS FILL_KIB": read FILL_KIB from 1 MiB into
+ *                    /dev/vda and wait for it (on a throttled disk this
+ *                    fills the throttle's bucket), then start a read of the
+ *                    disk's first page into the page at PHYS and return
+ *                    without waiting: a DMA still in flight when this Linux
+ *                    reboots, aimed at what the next one's images will be
  */
 
 #include <linux/arm-smccc.h>
+#include <linux/bio.h>
+#include <linux/blkdev.h>
 #include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/gfp.h>
 #include <linux/io.h>
 #include <linux/irqflags.h>
 #include <linux/kernel.h>
+#include <linux/mm.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/of.h>
@@ -62,6 +71,8 @@ struct trap_run {
 
 static struct dentry *dir;
 static unsigned long cpu_off_page;
+/* The disk dma_read reads, open until the module goes. */
+static struct block_device *dma_disk;
 static DEFINE_PER_CPU(struct trap_run, trap_runs);
 
 
@@ -233,6 +244,69 @@ static const struct file_operations cpu_on_reset_fops = {
 	.llseek = default_llseek,
 };
 
+static void dma_read_done(struct bio *bio)
+{
+	pr_info("tandem_hostile: dma_read landed (status %d)\n", bio->bi_status);
+	bio_put(bio);
+}
+
+static ssize_t dma_read_write(struct file *file, const char __user *ubuf,
+			      size_t len, loff_t *ppos)
+{
+	unsigned long long phys;
+	unsigned int fill_kib, order;
+	struct page *fill;
+	struct bio *bio;
+	char buf[64];
+	int ret;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+	if (sscanf(buf, "%llx %u", &phys, &fill_kib) != 2 || offset_in_page(phys) ||
+	    !pfn_valid(PHYS_PFN(phys)) || !fill_kib || fill_kib > 1024)
+		return -EINVAL;
+	if (!dma_disk) {
+		struct block_device *disk = blkdev_get_by_path("/dev/vda", FMODE_READ, NULL);
+
+		if (IS_ERR(disk))
+			return PTR_ERR(disk);
+		dma_disk = disk;
+	}
+	order = get_order(fill_kib * 1024);
+	fill = alloc_pages(GFP_KERNEL, order);
+	if (!fill)
+		return -ENOMEM;
+	bio = bio_alloc(dma_disk, 1, REQ_OP_READ, GFP_KERNEL);
+	bio->bi_iter.bi_sector = 2048;
+	if (bio_add_page(bio, fill, fill_kib * 1024, 0) != fill_kib * 1024)
+		ret = -EIO;
+	else
+		ret = submit_bio_wait(bio);
+	bio_put(bio);
+	__free_pages(fill, order);
+	if (ret)
+		return ret;
+	bio = bio_alloc(dma_disk, 1, REQ_OP_READ, GFP_KERNEL);
+	bio->bi_iter.bi_sector = 0;
+	if (bio_add_page(bio, pfn_to_page(PHYS_PFN(phys)), PAGE_SIZE, 0) != PAGE_SIZE) {
+		bio_put(bio);
+		return -EIO;
+	}
+	bio->bi_end_io = dma_read_done;
+	submit_bio(bio);
+	pr_info("tandem_hostile: dma_read of /dev/vda into %#llx started\n", phys);
+	return len;
+}
+
+static const struct file_operations dma_read_fops = {
+	.owner = THIS_MODULE,
+	.write = dma_read_write,
+	.llseek = default_llseek,
+};
+
 /* The CPU_OFF entry: x0 = CPU_OFF, smc #0; should it return, stay. */
 static void write_cpu_off_code(u32 *code)
 {
@@ -272,6 +346,7 @@ static int __init tandem_hostile_init(void)
 	debugfs_create_file("trap_group0", 0600, dir, NULL, &trap_group0_fops);
 	debugfs_create_file("pend_spi", 0200, dir, NULL, &pend_spi_fops);
 	debugfs_create_file("cpu_on_reset", 0200, dir, NULL, &cpu_on_reset_fops);
+	debugfs_create_file("dma_read", 0200, dir, NULL, &dma_read_fops);
 	pr_info("tandem_hostile: loaded (a test module that attacks the secure side)\n");
 	return 0;
 }
@@ -279,6 +354,8 @@ static int __init tandem_hostile_init(void)
 static void __exit tandem_hostile_exit(void)
 {
 	debugfs_remove_recursive(dir);
+	if (dma_disk)
+		blkdev_put(dma_disk, FMODE_READ);
 	free_page(cpu_off_page);
 }
 

@@ -72,6 +72,9 @@ class BootOptions:
     # A blank virtio-blk disk of this many MiB (a sparse host file in the
     # boot's log directory, removed afterwards), /dev/vda in Linux; 0: none.
     disk_mib: int = 0
+    # The disk's throughput in bytes per second (QEMU's block throttling),
+    # so that its requests stay in flight for host seconds; 0: unlimited.
+    disk_bps: int = 0
     # What the RTOS runs (None: its demo application).
     workload: Workload | None = None
     # Protected tasks handing off (paper 004); instead of `workload`.
@@ -162,6 +165,8 @@ def _check(options: BootOptions, board: Board) -> None:
         a.check()
     if not 0 <= options.disk_mib <= 65536:
         raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
+    if options.disk_bps < 0 or (options.disk_bps and not options.disk_mib):
+        raise TandemError(f"a disk throughput needs a disk and >= 0, got {options.disk_bps}")
     missing = missing_artifacts(board.name)
     if options.timing.memmodel is not None and not memmodel.PLUGIN.exists():
         missing.append(memmodel.PLUGIN)
@@ -525,6 +530,7 @@ def command_line(
         run_dir / "secure.log",
         interactive=interactive,
         disk=disk,
+        disk_bps=options.disk_bps,
         instruments=tuple(
             arg.replace("{run_dir}", str(run_dir)) for arg in options.extra_qemu_args
         ),

@@ -17,7 +17,8 @@ The devices a boot has:
   its console on stdio, the other's goes to a file;
 - generic loaders placing the boot configuration, kernel, DTB and initramfs
   in normal RAM, and the firmware in secure flash (`-bios`);
-- optionally one virtio-blk disk on virtio-mmio (no option ROM).
+- optionally one virtio-blk disk on virtio-mmio (no option ROM), its
+  throughput optionally throttled.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ def boot_argv(
     secure_log: Path,
     interactive: bool,
     disk: Path | None = None,
+    disk_bps: int = 0,
     instruments: tuple[str, ...] = (),
     consoles: tuple[Path | None, Path | None] | None = None,
     run_dir: Path | None = None,
@@ -122,9 +124,10 @@ def boot_argv(
     options from `exec_log_args` or `plugin_args`. `consoles` (partitions:
     EL2 on, a second Linux): the first and second Linux's consoles, a file
     each or None for stdio (exactly one). `run_dir`: where the memory
-    model (if the timing has one) writes its counters. `gdb`: the options
-    of QEMU's gdb stub (`gdb.qemu_args`: a unix socket, every core stopped
-    until gdb continues)."""
+    model (if the timing has one) writes its counters. `disk_bps`: the
+    disk's throughput limit in bytes per second (0: none). `gdb`: the
+    options of QEMU's gdb stub (`gdb.qemu_args`: a unix socket, every core
+    stopped until gdb continues)."""
     el2 = consoles is not None
     argv = [program(), *machine_args(board, smp, el2), *timing.qemu_args(run_dir)]
     argv += ["-bios", str(firmware)]
@@ -144,9 +147,10 @@ def boot_argv(
         argv += ["-serial", f"file:{secure_log}"]
         argv += ["-serial", stdio if second is None else f"file:{second}"]
     if disk is not None:
+        throttle = f",throttling.bps-total={disk_bps}" if disk_bps else ""
         argv += [
             "-drive",
-            f"file={disk},if=none,format=raw,id=disk0",
+            f"file={disk},if=none,format=raw,id=disk0{throttle}",
             "-device",
             "virtio-blk-device,drive=disk0",
         ]
