@@ -66,10 +66,11 @@ def test_a_failed_task_stops_the_others_and_its_error_is_raised() -> None:
 
     tasks = [pool.Task("a", "", slow), pool.Task("b", "", fail)]
     tasks += [pool.Task(f"later{n}", "", slow) for n in range(3)]
-    begun = time.monotonic()
     with pytest.raises(TandemError, match="boot b failed"):
         pool.run("test", tasks, jobs=2, stream=io.StringIO())
-    assert time.monotonic() - begun < 3, "the running boot was stopped, not waited for"
+    # "a" was stopped, not waited for: left alone it returns after 5 s
+    # without a word in `stopped` (no bound on the host's time, which moves
+    # with its load).
     assert stopped == ["a"] and not any(s.startswith("later") for s in started)
 
 

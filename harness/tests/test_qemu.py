@@ -172,10 +172,10 @@ def test_monitor_refuses_a_bad_boot_configuration_and_powers_off(
 
     good = PlatformConfig.boot_blob
     monkeypatch.setattr(PlatformConfig, "boot_blob", stale)
-    start = time.monotonic()
+    # The refusal ends the machine: a hang would end in run_exec's time-out,
+    # whose error does not match.
     with pytest.raises(TandemError, match=r"refused to start: cannot start: .*Version\(1\)"):
         run_exec(BootOptions(), "true\n", timeout_s=60)
-    assert time.monotonic() - start < 20, "refusal must end the machine, not hang it"
 
 
 def test_reboot_runs_the_commands_again_in_a_new_linux() -> None:
