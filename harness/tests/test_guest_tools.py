@@ -281,7 +281,7 @@ def test_gdb_stops_in_the_monitor_the_rtos_and_linux(tmp_path: Path) -> None:
 
     booting = threading.Thread(target=boot_it)
     booting.start()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300
     script: Path | None = None
     while script is None and time.monotonic() < deadline:
         try:
