@@ -329,10 +329,24 @@ def _ctxsw_boot(
     _keep(raw, label, text, result)
     if result.status != 0:
         raise TandemError(f"{label}: exited with {result.status} ({result.console_log})")
-    record = parse_record(result.lines, label)
+    return handoffs(
+        options, mode, spec, result.lines, memmodel.read_stats(result.console_log.parent)
+    )
+
+
+def handoffs(
+    options: BootOptions,
+    mode: str,
+    spec: str | None,
+    lines: Sequence[str],
+    stats: Mapping[str, object] | None,
+) -> CtxswResult:
+    """One ctxsw boot's result, from the commands' output (the RTOS's record,
+    in its counter's ticks) and the model's counters."""
+    label = f"ctxsw-{mode}-{Path(spec).stem if spec else 'none'}"
+    record = parse_record(list(lines), label)
     mean, _ = per_switch(record, load_board().counter_hz)
-    stats = memmodel.read_stats(result.console_log.parent)
-    core0: dict[str, object] = {}
+    core0: Mapping[str, object] = {}
     if stats is not None:
         cores = stats["cores"]
         assert isinstance(cores, list) and isinstance(cores[0], dict)
