@@ -345,7 +345,7 @@ def handoffs(
     in its counter's ticks) and the model's counters."""
     label = f"ctxsw-{mode}-{Path(spec).stem if spec else 'none'}"
     record = parse_record(list(lines), label)
-    mean, _ = per_switch(record, load_board().counter_hz)
+    mean, _ = per_switch(record, load_board(options.board).counter_hz)
     core0: Mapping[str, object] = {}
     if stats is not None:
         cores = stats["cores"]
