@@ -15,7 +15,8 @@ from tandem.errors import TandemError
 from tandem.instruments import bench, trace
 from tandem.platform import apps, capacity, cpio, gdb
 from tandem.platform.board import DEFAULT_BOARD, boards, load_board
-from tandem.platform.boot import BootOptions, choose_timing, run_exec, run_interactive
+from tandem.platform.boot import run_exec, run_interactive
+from tandem.platform.boot_options import BootOptions, choose_timing
 from tandem.platform.configs import LINUX_OFF, Workload, available
 from tandem.platform.dtb import LINUX_IDLE
 from tandem.platform.memmodel import BUILTIN as MEMORY_PROFILES

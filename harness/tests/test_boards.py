@@ -16,7 +16,8 @@ from tandem.exp.common import Boot
 from tandem.instruments import bench
 from tandem.platform import dtb, gdb, paths, qemu_command
 from tandem.platform.board import _serials, boards, load_board
-from tandem.platform.boot import BootOptions, bootargs
+from tandem.platform.boot_inputs import bootargs
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import FIRMWARE, firmware
 from tandem.platform.timing import Timing
 

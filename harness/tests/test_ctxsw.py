@@ -18,7 +18,8 @@ from tandem.exp import ctxsw
 from tandem.exp.ctxsw import parse as ctxsw_parse
 from tandem.exp.ctxsw import script as ctxsw_script
 from tandem.platform.apps import AppRun, workload_blob
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import Ctxsw, load_config
 from tandem.platform.timing import Timing
 

@@ -1119,7 +1119,9 @@ def test_a_run_is_stamped_before_it_measures(
     from tandem import provenance
     from tandem.exp import units
     from tandem.exp.common import Boot
-    from tandem.platform.boot import BEGIN, BootOptions, ExecResult
+    from tandem.platform.boot import ExecResult
+    from tandem.platform.boot_options import BootOptions
+    from tandem.platform.commands_output import BEGIN
 
     events: list[str] = []
 
@@ -1202,7 +1204,8 @@ def test_cyclictest_measures_through_its_json() -> None:
     """The experiments' guest function, in a real boot: cyclictest's JSON
     comes back and reads as a measurement."""
     from tandem.instruments import measure
-    from tandem.platform.boot import BootOptions, run_exec
+    from tandem.platform.boot import run_exec
+    from tandem.platform.boot_options import BootOptions
     from tandem.platform.timing import Timing
 
     script = measure.script_header(1000, "4M", 1, "16M", settle_ms=10)

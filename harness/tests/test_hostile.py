@@ -26,7 +26,8 @@ from tandem.platform import abi_generated as abi
 from tandem.platform import rtos_status
 from tandem.platform.apps import AppRun
 from tandem.platform.board import DEFAULT_BOARD, load_board
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import Workload
 from tandem.platform.timing import DEFAULT_QUANTUM_NS, Timing
 

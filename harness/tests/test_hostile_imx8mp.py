@@ -29,7 +29,8 @@ from test_hostile import (
 from test_rpmsg import hostile_rings_and_floods
 
 from tandem.platform import rtos_status
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import Timing
 
 pytestmark = pytest.mark.qemu

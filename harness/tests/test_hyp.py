@@ -12,7 +12,8 @@ import pytest
 from tandem.platform import rtos_status
 from tandem.platform.abi import constants, core_parts, tandem_parts
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import Timing
 
 pytestmark = pytest.mark.qemu

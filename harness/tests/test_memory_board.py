@@ -5,10 +5,10 @@ read at virt's 62.5 MHz made its hand-offs 7.8 times too long)."""
 from __future__ import annotations
 
 import pytest
+from test_ctxsw import record_line
 
 from tandem.instruments import memory
-from tandem.platform.boot import BootOptions
-from test_ctxsw import record_line
+from tandem.platform.boot_options import BootOptions
 
 # 20 000 ticks over 1 000 hand-offs (999 intervals).
 TICKS, SWITCHES = 20_000, 1_000

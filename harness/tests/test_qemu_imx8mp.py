@@ -14,7 +14,8 @@ from test_qemu import rtos_keeps_its_deadlines_after_linux_panics
 
 from tandem.platform import rtos_status
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.console import PROMPT, Console
 from tandem.platform.timing import Timing
 

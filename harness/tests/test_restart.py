@@ -18,7 +18,8 @@ from tandem.instruments import restart as restart_bench
 from tandem.platform import abi_generated as abi
 from tandem.platform import flash, rtos_status
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import PlatformConfig, load_config
 from tandem.platform.console import PROMPT, Console
 from tandem.platform.timing import Timing

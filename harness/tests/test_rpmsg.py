@@ -20,7 +20,8 @@ from tandem.instruments import rpmsg as rpmsg_bench
 from tandem.platform import abi_generated as abi
 from tandem.platform import rtos_status
 from tandem.platform.board import DEFAULT_BOARD
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import Timing
 
 SYSFS = "/sys/bus/platform/devices/tandem"

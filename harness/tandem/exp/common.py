@@ -17,7 +17,7 @@ from typing import Any
 from tandem.errors import TandemError
 from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import Latency
-from tandem.platform.boot import BootOptions
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import PERCORE, Timing
 from tandem.results import PARTIAL, write_atomic
 

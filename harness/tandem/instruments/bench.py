@@ -10,7 +10,8 @@ from pathlib import Path
 
 from tandem.platform import qemu_command
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import RESULTS
 from tandem.results import mark_latest, new_run_dir
 

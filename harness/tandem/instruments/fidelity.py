@@ -37,7 +37,8 @@ from pathlib import Path
 
 from tandem import pool
 from tandem.errors import TandemError
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import load_config
 from tandem.platform.memmodel import provenance as memmodel_provenance
 from tandem.platform.paths import RESULTS

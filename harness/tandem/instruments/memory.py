@@ -47,7 +47,8 @@ from tandem.exp.ctxsw.parse import parse_record, per_switch
 from tandem.exp.ctxsw.script import guest_script as ctxsw_script
 from tandem.platform import memmodel
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import Ctxsw
 from tandem.platform.paths import RESULTS
 from tandem.platform.timing import PERCORE, Timing

@@ -30,7 +30,8 @@ from pathlib import Path
 from tandem import provenance
 from tandem.errors import TandemError
 from tandem.platform import rtos_status
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import RESULTS
 from tandem.results import mark_latest, new_run_dir, write_atomic
 

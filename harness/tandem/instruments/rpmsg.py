@@ -26,7 +26,8 @@ from tandem import provenance
 from tandem.errors import TandemError
 from tandem.platform import abi_generated as abi
 from tandem.platform import rtos_status
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import RESULTS
 from tandem.results import RAW, PartialRun, write_atomic
 

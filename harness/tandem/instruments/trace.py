@@ -28,7 +28,8 @@ from pathlib import Path
 from tandem.errors import TandemError
 from tandem.instruments import linuxsched, perfetto
 from tandem.platform.abi_generated import MAX_CORES
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import RESULTS
 from tandem.results import PartialRun
 

@@ -72,7 +72,7 @@ from tandem.exp.units import Measured
 from tandem.instruments import pathcount
 from tandem.instruments.measure import from_rtos
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import Workload
 from tandem.platform.timing import Timing
 from tandem.results import write_atomic

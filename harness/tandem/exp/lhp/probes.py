@@ -25,7 +25,8 @@ from pathlib import Path
 from tandem.exp.lhp.parse import LONGEST_HEAD
 from tandem.exp.lhp.script import SPINSTAT
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import PERCORE, Timing
 
 # Where Linux's patch 0004 keeps each CPU's longest spin wait since reset.

@@ -27,7 +27,8 @@ from tandem import pool, provenance
 from tandem.errors import TandemError
 from tandem.exp.linux_rt.spec import PERIOD_US
 from tandem.instruments.measure import from_cyclictest_json, script_header
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import BUILD, RESULTS
 from tandem.platform.timing import PERCORE, Timing
 from tandem.results import PartialRun, write_atomic
