@@ -17,7 +17,7 @@ from tandem.platform import apps, capacity, cpio, gdb
 from tandem.platform.board import DEFAULT_BOARD, boards, load_board
 from tandem.platform.boot import run_exec, run_interactive
 from tandem.platform.boot_options import BootOptions, choose_timing
-from tandem.platform.configs import LINUX_OFF, Workload, available
+from tandem.platform.configs import LINUX_OFF, Workload, available, load_config
 from tandem.platform.dtb import LINUX_IDLE
 from tandem.platform.memmodel import BUILTIN as MEMORY_PROFILES
 from tandem.platform.timing import (
@@ -255,9 +255,11 @@ def _shard(text: str) -> Shard:
 
 
 def _options(args: argparse.Namespace) -> BootOptions:
+    """The boot options of `run`, `exec`, `bench` and `trace`: the board and
+    configuration named read here, once."""
     return BootOptions(
-        config=args.config,
-        board=args.board,
+        config=load_config(args.config),
+        board=load_board(args.board),
         timing=Timing.parse(args.timing, args.quantum_ns, args.memmodel, args.causal),
         smp=args.smp,
         extra_bootargs=args.bootargs,
@@ -494,6 +496,13 @@ def parser() -> argparse.ArgumentParser:
     er.add_argument("--timing", choices=MODES, help="override the file's timing mode")
     er.add_argument("--reps", type=int, help="override the file's repetitions")
     er.add_argument(
+        "--board",
+        choices=boards(),
+        help="the machine the boots run on (boards/NAME.toml; default: the file's, else "
+        f"{DEFAULT_BOARD}); a run whose boots cannot be made there is refused before the "
+        "first boot, saying why",
+    )
+    er.add_argument(
         "--set",
         action="append",
         default=[],
@@ -592,6 +601,8 @@ def _exp(args: argparse.Namespace) -> int:
         overrides["timing"] = args.timing
     if args.reps is not None:
         overrides["reps"] = args.reps
+    if args.board is not None:
+        overrides["board"] = args.board
     out = exp.run(args.name, args.quick, overrides, jobs=args.jobs, shard=args.shard)
     if args.shard is not None:
         print(f"shard {args.shard.index}/{args.shard.count}: {out}")

@@ -88,7 +88,7 @@ CASES: dict[str, tuple[BootOptions, str | None]] = {
     "exec-phase": (BootOptions(timing=Timing("percore"), phase_us=1370), "echo hi\n"),
     "linux-only-disk": (
         BootOptions(
-            config="linux-only",
+            config=load_config("linux-only"),
             smp=1,
             disk_mib=16,
             extra_bootargs="tandem_lockstate=on",
@@ -103,7 +103,7 @@ CASES: dict[str, tuple[BootOptions, str | None]] = {
     "steal": (BootOptions(capacity="steal", workload=WORKLOAD), "true\n"),
     "heteroos-static": (
         BootOptions(
-            config="heteroos",
+            config=load_config("heteroos"),
             capacity="static",
             workload=Workload(core=3, period_us=1000, work_us=200),
         ),
@@ -120,17 +120,17 @@ CASES: dict[str, tuple[BootOptions, str | None]] = {
         "true\n",
     ),
     "rtos-runs-on": (BootOptions(linux_off="rtos-runs-on"), "true\n"),
-    "dualunix-run": (BootOptions(config="dualunix"), None),
+    "dualunix-run": (BootOptions(config=load_config("dualunix")), None),
     "dualunix-both": (
         BootOptions(
-            config="dualunix",
+            config=load_config("dualunix"),
             partition="B",
             partition_scripts=(("A", "echo a\n"),),
             phase_us=100,
         ),
         "echo b\n",
     ),
-    "tandem-hyp": (BootOptions(config="tandem-hyp"), "true\n"),
+    "tandem-hyp": (BootOptions(config=load_config("tandem-hyp")), "true\n"),
     "smp8": (BootOptions(smp=8), "true\n"),
 }
 
@@ -182,30 +182,37 @@ def test_layout_gives_each_partition_its_commands_with_the_phase() -> None:
     assert plain.linux_cores == [0, 1, 2, 3]
     assert boot_inputs.layout(BootOptions(), None).scripts == {}, "run: no commands"
     both = boot_inputs.layout(
-        BootOptions(config="dualunix", partition="B", partition_scripts=(("A", "a\n"),)), "b\n"
+        BootOptions(
+            config=load_config("dualunix"), partition="B", partition_scripts=(("A", "a\n"),)
+        ),
+        "b\n",
     )
     assert both.primary is not None and both.primary.name == "B"
     assert both.scripts == {"B": "b\n", "A": "a\n"} and both.others == ["A"]
-    assert boot_inputs.layout(BootOptions(config="heteroos"), None).linux_cores == [0, 1, 2]
+    assert boot_inputs.layout(BootOptions(config=load_config("heteroos")), None).linux_cores == [
+        0,
+        1,
+        2,
+    ]
 
 
 @pytest.mark.parametrize(
     ("options", "script", "message"),
     [
         (
-            BootOptions(config="dualunix", partition_scripts=(("B", "x\n"),)),
+            BootOptions(config=load_config("dualunix"), partition_scripts=(("B", "x\n"),)),
             None,
             "need commands for this one",
         ),
         (BootOptions(partition_scripts=(("B", "x\n"),)), "x\n", "has no partitions to run"),
         (
-            BootOptions(config="dualunix", partition_scripts=(("A", "x\n"),)),
+            BootOptions(config=load_config("dualunix"), partition_scripts=(("A", "x\n"),)),
             "x\n",
             "partition A runs the commands already",
         ),
-        (BootOptions(config="dualunix", partition="Z"), "x\n", "has no partition Z"),
+        (BootOptions(config=load_config("dualunix"), partition="Z"), "x\n", "has no partition Z"),
         (
-            BootOptions(config="dualunix", partition_scripts=(("Z", "x\n"),)),
+            BootOptions(config=load_config("dualunix"), partition_scripts=(("Z", "x\n"),)),
             "x\n",
             "has no partition Z",
         ),
@@ -222,7 +229,8 @@ def test_initramfs_appends_the_commands_and_keeps_them_beside_the_logs(built: Pa
     run_dir = built / "run"
     run_dir.mkdir()
     plan = boot_inputs.layout(
-        BootOptions(config="dualunix", partition_scripts=(("B", "echo b\n"),)), "echo a\n"
+        BootOptions(config=load_config("dualunix"), partition_scripts=(("B", "echo b\n"),)),
+        "echo a\n",
     )
     chunks = boot_inputs.initramfs(plan, run_dir)
     assert chunks[0] == (built / "initramfs.cpio").read_bytes(), "Tandem's first"
@@ -242,7 +250,7 @@ def test_bootargs_and_what_linuxs_power_off_does() -> None:
         "run: the configuration's"
     )
     assert boot_inputs.linux_off(one, boot_inputs.layout(one, "true\n")) == "machine-off"
-    two = BootOptions(config="dualunix", partition_scripts=(("B", "x\n"),))
+    two = BootOptions(config=load_config("dualunix"), partition_scripts=(("B", "x\n"),))
     assert boot_inputs.linux_off(two, boot_inputs.layout(two, "x\n")) == "rtos-runs-on"
     asked = BootOptions(linux_off="rtos-runs-on")
     assert boot_inputs.linux_off(asked, boot_inputs.layout(asked, "true\n")) == "rtos-runs-on"
@@ -272,7 +280,7 @@ def test_device_trees_place_each_linuxs_images(built: Path) -> None:
     assert (kernel.load, tree.load, initrd.load) == (BOARD.kernel, BOARD.dtb, BOARD.initrd)
     assert tree.chunks == ((built / "tandem.dtb").read_bytes(),)
     assert "capacity-dmips-mhz = <512>" in (built / "tandem.dts").read_text()
-    two = BootOptions(config="dualunix")
+    two = BootOptions(config=load_config("dualunix"))
     sets = boot_inputs.device_trees(
         two, BOARD, boot_inputs.layout(two, None), "console=ttyAMA0", (b"I" * 10,), b"K", built
     )
@@ -290,13 +298,13 @@ def test_partition_consoles_put_the_commands_linux_on_stdio(tmp_path: Path) -> N
         is None
     )
     a = boot_inputs.partition_consoles(
-        BOARD, boot_inputs.layout(BootOptions(config="dualunix"), None), tmp_path
+        BOARD, boot_inputs.layout(BootOptions(config=load_config("dualunix")), None), tmp_path
     )
     assert a is not None
     assert a.serials == (None, tmp_path / "console-B.log") and a.files == {
         "B": tmp_path / "console-B.log"
     }
-    b_options = BootOptions(config="dualunix", partition="B")
+    b_options = BootOptions(config=load_config("dualunix"), partition="B")
     b = boot_inputs.partition_consoles(BOARD, boot_inputs.layout(b_options, None), tmp_path)
     assert b is not None and b.serials == (tmp_path / "console-A.log", None)
 
@@ -314,13 +322,13 @@ def test_partition_table_names_the_linux_whose_power_off_ends_the_machine(
         )
 
     assert table(BootOptions(), None) == b"", "one Linux: no table"
-    assert table(BootOptions(config="dualunix", partition="B"), "x\n") == config.partition_table(
-        BOARD, 4, offsets, "B"
-    ), "exec: the commands' Linux"
-    assert table(BootOptions(config="dualunix"), None) == config.partition_table(
+    assert table(
+        BootOptions(config=load_config("dualunix"), partition="B"), "x\n"
+    ) == config.partition_table(BOARD, 4, offsets, "B"), "exec: the commands' Linux"
+    assert table(BootOptions(config=load_config("dualunix")), None) == config.partition_table(
         BOARD, 4, offsets, "A"
     ), "run: the first, as the configuration's machine-off says"
-    both = BootOptions(config="dualunix", partition_scripts=(("B", "x\n"),))
+    both = BootOptions(config=load_config("dualunix"), partition_scripts=(("B", "x\n"),))
     assert table(both, "x\n") == config.partition_table(BOARD, 4, offsets, None)
     assert (tmp_path / "partitions.bin").read_bytes() == config.partition_table(
         BOARD, 4, offsets, None

@@ -27,6 +27,7 @@ from tandem.exp.rpc import parse as rpc_parse
 from tandem.exp.rpc import script as rpc_script
 from tandem.instruments.measure import Latency, parse_results
 from tandem.platform.apps import AppRun
+from tandem.platform.configs import load_config
 from tandem.results import PARTIAL, raw_file
 
 DOMAINS_ROW = {
@@ -166,7 +167,7 @@ def test_domains_phases_and_script() -> None:
     agent = domains_script.load_agent_script(s)
     assert 'load_start memory 1 "$core"' in agent
     assert "load_start scheduling 1 0-2" in agent
-    mailbox = f"{domains_script.mailbox():#x}"
+    mailbox = f"{domains_script.mailbox(s.board):#x}"
     assert mailbox in agent and mailbox in b
 
 
@@ -1125,8 +1126,8 @@ def test_a_run_is_stamped_before_it_measures(
 
     events: list[str] = []
 
-    def stamp(values: object, jobs: int, board: str) -> dict[str, object]:
-        events.append(f"stamp {board}")
+    def stamp(boots: list[BootOptions], jobs: int) -> dict[str, object]:
+        events.append(f"stamp {' '.join(b.board.name for b in boots)}")
         return {"commit": "at-start"}
 
     def boot(unit: Boot, ctx: object) -> ExecResult:
@@ -1211,7 +1212,9 @@ def test_cyclictest_measures_through_its_json() -> None:
     script = measure.script_header(1000, "4M", 1, "16M", settle_ms=10)
     script += "measure_cyclictest p1 64 any no\n"
     r = run_exec(
-        BootOptions(config="linux-only", timing=Timing("percore"), smp=1), script, timeout_s=300
+        BootOptions(config=load_config("linux-only"), timing=Timing("percore"), smp=1),
+        script,
+        timeout_s=300,
     )
     assert r.status == 0, r.output
     assert "@@RESULT p1 cyclictest-json@@" in r.lines, r.output

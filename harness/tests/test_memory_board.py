@@ -8,6 +8,7 @@ import pytest
 from test_ctxsw import record_line
 
 from tandem.instruments import memory
+from tandem.platform.board import load_board
 from tandem.platform.boot_options import BootOptions
 
 # 20 000 ticks over 1 000 hand-offs (999 intervals).
@@ -19,7 +20,7 @@ TICKS, SWITCHES = 20_000, 1_000
 )
 def test_hand_offs_are_timed_with_the_boards_counter(board: str, counter_hz: int) -> None:
     lines = ["noise", record_line(ticks=TICKS, switches=SWITCHES)]
-    result = memory.handoffs(BootOptions(board=board), "asid", None, lines, None)
+    result = memory.handoffs(BootOptions(board=load_board(board)), "asid", None, lines, None)
     assert result.per_switch_ns == pytest.approx(
         TICKS * 1e9 / counter_hz / (SWITCHES - 1), abs=0.01
     )

@@ -308,6 +308,11 @@ def test_restart_bench_reports_every_restart(tmp_path: Path) -> None:
     for r in summary["restarts"]:
         assert 0 < r["host_stop_s"] < r["host_s"] and r["host_boot_s"] > 0
         assert r["monitor_ms"] > 0 and 0 < r["linux_uptime_s"] < 5
-    assert summary["provenance"]["timing"] == {"timing": "percore", "quantum_ns": 1000}
+    assert summary["provenance"]["timing"] == {
+        "modes": ["percore"],
+        "quantum_ns": 1000,
+        "causal": "off",
+        "memmodel": "none",
+    }
     for name in ("report.md", "restarts.csv", "restart.png", "secure.log"):
         assert (out / name).stat().st_size > 0, name

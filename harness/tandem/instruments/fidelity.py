@@ -39,7 +39,6 @@ from tandem import pool
 from tandem.errors import TandemError
 from tandem.platform.boot import run_exec
 from tandem.platform.boot_options import BootOptions
-from tandem.platform.configs import load_config
 from tandem.platform.memmodel import provenance as memmodel_provenance
 from tandem.platform.paths import RESULTS
 from tandem.platform.timing import CAUSAL_OFF, DEFAULT_CAUSAL, Timing
@@ -201,10 +200,10 @@ def boot(
 ) -> Samples:
     """Boots once, runs the probes, keeps the console log under raw/
     (`ctx`: a boot of the pool, stopped with it)."""
-    config = load_config(options.config)
+    config = options.config
     servers = options.rpc_cores or config.default_rpc_cores(options.smp)
     if not servers:
-        raise TandemError(f"configuration '{options.config}' runs no RPC server (no RTOS core)")
+        raise TandemError(f"configuration '{config.name}' runs no RPC server (no RTOS core)")
     if options.smp < 3 or CPU_B not in config.linux_cores(options.smp):
         raise TandemError(f"the probes need Linux on CPUs 0-{CPU_B}: use 3 or more cores")
     marks: dict[str, float] = {}
@@ -641,7 +640,7 @@ def run(
         "benchmark": "fidelity",
         "run": run_dir.final.name,
         "command": command,
-        "config": base.config,
+        "config": base.config.name,
         "smp": base.smp,
         "rounds": rounds,
         "overlap_iterations": iters,

@@ -46,10 +46,9 @@ from tandem.errors import TandemError
 from tandem.exp.ctxsw.parse import parse_record, per_switch
 from tandem.exp.ctxsw.script import guest_script as ctxsw_script
 from tandem.platform import memmodel
-from tandem.platform.board import load_board
 from tandem.platform.boot import ExecResult, run_exec
 from tandem.platform.boot_options import BootOptions
-from tandem.platform.configs import Ctxsw
+from tandem.platform.configs import Ctxsw, load_config
 from tandem.platform.paths import RESULTS
 from tandem.platform.timing import PERCORE, Timing
 from tandem.results import PartialRun, write_atomic
@@ -276,7 +275,9 @@ def _membench_boot(
     profile = memmodel.profile(spec or "a53")
     text = script(profile, loads, tlb_loads, pages)
     label = f"membench-{Path(spec).stem if spec else 'none'}"
-    options = replace(base, config="linux-only", timing=replace(base.timing, memmodel=spec), smp=4)
+    options = replace(
+        base, config=load_config("linux-only"), timing=replace(base.timing, memmodel=spec), smp=4
+    )
     result = run_exec(options, text, timeout_s=3600, echo=_noter(ctx), cancel=ctx.cancel)
     _keep(raw, label, text, result)
     if result.status != 0:
@@ -320,7 +321,7 @@ def _ctxsw_boot(
     label = f"ctxsw-{mode}-{Path(spec).stem if spec else 'none'}"
     options = replace(
         base,
-        config="tandem",
+        config=load_config("tandem"),
         smp=1,
         timing=replace(base.timing, memmodel=spec),
         ctxsw=Ctxsw(core=0, mode=mode, pages=CTXSW_PAGES, switches=switches),
@@ -346,7 +347,7 @@ def handoffs(
     in its counter's ticks) and the model's counters."""
     label = f"ctxsw-{mode}-{Path(spec).stem if spec else 'none'}"
     record = parse_record(list(lines), label)
-    mean, _ = per_switch(record, load_board(options.board).counter_hz)
+    mean, _ = per_switch(record, options.board.counter_hz)
     core0: Mapping[str, object] = {}
     if stats is not None:
         cores = stats["cores"]
@@ -371,7 +372,9 @@ def quick_plateaus(spec: str, quantum_ns: int, loads: int = 100_000) -> list[Pla
     text = f"tandem-membench chase -l {line_bytes(profile)} -n {loads} " + " ".join(
         str(s) for s in sizes
     )
-    options = BootOptions(config="linux-only", timing=Timing(PERCORE, quantum_ns, spec), smp=4)
+    options = BootOptions(
+        config=load_config("linux-only"), timing=Timing(PERCORE, quantum_ns, spec), smp=4
+    )
     result = run_exec(options, text + "\n", timeout_s=900)
     if result.status != 0:
         raise TandemError(f"membench exited with {result.status} ({result.console_log})")

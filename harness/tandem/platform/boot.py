@@ -23,7 +23,6 @@ from tandem.platform import gdb, qemu_command
 from tandem.platform.boot_inputs import DISK_NAME, FLASH_NAME, Prepared, prepare
 from tandem.platform.boot_options import BootOptions
 from tandem.platform.commands_output import CONSOLE_ENCODING, CommandsOutput, script_output
-from tandem.platform.configs import load_config
 
 # Seconds QEMU may take to exit once the commands are done (poweroff).
 POWEROFF_GRACE_S = 10.0
@@ -60,7 +59,7 @@ def monitor_refusal(secure_log: Path) -> str | None:
 def run_interactive(options: BootOptions) -> int:
     """Boots with the Linux console on this terminal; returns QEMU's status."""
     prepared = prepare(options)
-    off = options.linux_off or load_config(options.config).linux_off
+    off = options.linux_off or options.config.linux_off
     print(f"tandem: secure console (monitor/RTOS) -> {prepared.secure_log}", file=sys.stderr)
     for name, log in prepared.consoles.items():
         print(f"tandem: partition {name}'s console -> {log}", file=sys.stderr)

@@ -13,9 +13,9 @@ from typing import BinaryIO
 from tandem.errors import TandemError
 from tandem.platform import capacity, cpio, dtb, flash, gdb, logdir, qemu_command
 from tandem.platform.apps import workload_blob
-from tandem.platform.board import Board, load_board
-from tandem.platform.boot_options import BootOptions, check
-from tandem.platform.configs import Partition, PlatformConfig, load_config
+from tandem.platform.board import Board
+from tandem.platform.boot_options import BootOptions, check, check_built
+from tandem.platform.configs import Partition, PlatformConfig
 from tandem.platform.paths import INITRAMFS, KERNEL, firmware
 
 # The blank disk BootOptions.disk_mib asks for, in the boot's log directory.
@@ -67,7 +67,7 @@ def layout(options: BootOptions, exec_script: str | None) -> Layout:
     """Step 1: the configuration's cores and partitions for this boot, and
     which commands run in which Linux; an error for commands a partition
     cannot run."""
-    config = load_config(options.config)
+    config = options.config
     linux_cores = config.linux_cores(options.smp)
     if not linux_cores:
         raise TandemError(f"configuration '{config.name}' leaves no core for Linux")
@@ -121,7 +121,7 @@ def bootargs(options: BootOptions, exec_script: str | None) -> str:
     A panicking Linux resets at once (PSCI SYSTEM_RESET), and the monitor
     restarts it alone while the RTOS runs on: what a product wants.
     `--bootargs panic=0` keeps a panicked Linux for a look."""
-    board = load_board(options.board)
+    board = options.board
     args = f"console={board.linux_console} {board.linux_earlycon} panic=-1"
     if exec_script is not None:
         args += " quiet"
@@ -361,14 +361,15 @@ def gdb_script(options: BootOptions, plan: Layout, kernel: Path, run_dir: Path) 
     symbols and the connection to QEMU's stub; None without `--gdb`."""
     if not options.gdb:
         return None
-    return gdb.write_script(run_dir, kernel, bool(plan.partitions), options.board)
+    return gdb.write_script(run_dir, kernel, bool(plan.partitions), options.board.name)
 
 
 def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     """Writes what one boot needs into a new log directory (the steps
     above, in order) and returns QEMU's command line."""
-    board = load_board(options.board)
-    check(options, board)
+    board = options.board
+    check(options)
+    check_built(options)
     plan = layout(options, exec_script)
     kernel_path = options.kernel or KERNEL
     if not kernel_path.is_file():

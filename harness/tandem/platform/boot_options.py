@@ -1,35 +1,39 @@
-"""How to boot: the options of one boot (BootOptions), checked against
-its board before anything is written, and the timing mode `run` and `exec`
-pick per host.
+"""How to boot: the options of one boot (BootOptions), which carry the
+board and the platform configuration as read and checked once (not their
+names), checked together before anything is written; and the timing mode
+`run` and `exec` pick per host.
 
 Timing modes: platform/timing.py (docs/design.md, "Time and measurement").
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.platform import capacity, cpio, dtb, memmodel
 from tandem.platform.apps import AppRun
-from tandem.platform.board import DEFAULT_BOARD, Board
-from tandem.platform.configs import Ctxsw, Workload
+from tandem.platform.board import Board, load_board
+from tandem.platform.configs import Ctxsw, PlatformConfig, Workload, load_config
 from tandem.platform.paths import BUILD, missing_artifacts
 from tandem.platform.timing import Timing
 
 # A boot's timing unless it asks for another (`run` and `exec` pick per
 # host: choose_timing).
 HOST_TIMING = Timing()
+# The configuration a boot has unless it names another.
+DEFAULT_CONFIG = "tandem"
 
 
 @dataclass(frozen=True)
 class BootOptions:
-    """How to boot: platform configuration, timing mode, number of cores."""
+    """How to boot: platform configuration, board, timing mode, number of cores."""
 
-    config: str = "tandem"
-    # The board (boards/NAME.toml).
-    board: str = DEFAULT_BOARD
+    # The platform configuration (configs/NAME.toml), read.
+    config: PlatformConfig = field(default_factory=lambda: load_config(DEFAULT_CONFIG))
+    # The board (boards/NAME.toml), read; its default is board.DEFAULT_BOARD.
+    board: Board = field(default_factory=load_board)
     # How QEMU keeps time (mode and quantum), checked when made.
     timing: Timing = HOST_TIMING
     smp: int = 4
@@ -103,7 +107,11 @@ def choose_timing(requested: str, smp: int, host_cores: int) -> tuple[str, str]:
     )
 
 
-def check(options: BootOptions, board: Board) -> None:
+def check(options: BootOptions) -> None:
+    """What the options ask is possible on their board (no file is read or
+    written): an error saying why not. A run checks every boot's options
+    before its first boot (tandem.exp.run)."""
+    board = options.board
     if not 1 <= options.smp <= board.max_cores:
         raise TandemError(f"--smp must be 1..{board.max_cores}, got {options.smp}")
     if not 0 <= options.phase_us <= 10_000_000:
@@ -114,13 +122,19 @@ def check(options: BootOptions, board: Board) -> None:
             f"Linux idle mode must be one of {', '.join(dtb.LINUX_IDLE)}, "
             f"got '{options.linux_idle}'"
         )
+    options.config.check_on(board)
     for a in options.add:
         a.check()
     if not 0 <= options.disk_mib <= 65536:
         raise TandemError(f"disk size must be 0..65536 MiB, got {options.disk_mib}")
     if options.disk_bps < 0 or (options.disk_bps and not options.disk_mib):
         raise TandemError(f"a disk throughput needs a disk and >= 0, got {options.disk_bps}")
-    missing = missing_artifacts(board.name)
+
+
+def check_built(options: BootOptions) -> None:
+    """What the boot needs is built (its board's firmware, Linux, QEMU, the
+    memory model's plugin if it has a model): an error naming what is not."""
+    missing = missing_artifacts(options.board.name)
     if options.timing.memmodel is not None and not memmodel.PLUGIN.exists():
         missing.append(memmodel.PLUGIN)
     if missing:
