@@ -43,8 +43,8 @@ from pathlib import Path
 
 from tandem import pool
 from tandem.errors import TandemError
-from tandem.exp.ctxsw.parse import parse_record, per_switch
-from tandem.exp.ctxsw.script import guest_script as ctxsw_script
+from tandem.instruments.handoffs import guest_script as ctxsw_script
+from tandem.instruments.handoffs import parse_record, per_switch
 from tandem.platform import memmodel
 from tandem.platform.boot import ExecResult, run_exec
 from tandem.platform.boot_options import BootOptions

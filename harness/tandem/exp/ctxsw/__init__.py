@@ -23,14 +23,14 @@ from pathlib import Path
 from tandem.errors import TandemError
 from tandem.exp.common import Boot, Progress, boot_options, write_summary
 from tandem.exp.ctxsw.claims import claims
-from tandem.exp.ctxsw.parse import hand_off_cycles, parse_record, per_switch
+from tandem.exp.ctxsw.parse import hand_off_cycles
 from tandem.exp.ctxsw.plot import plot
 from tandem.exp.ctxsw.report import report
-from tandem.exp.ctxsw.script import guest_script
 from tandem.exp.ctxsw.spec import NAME, SCHEMA
 from tandem.exp.scenario import Scenario
 from tandem.exp.units import Measured
 from tandem.instruments import switchcost
+from tandem.instruments.handoffs import guest_script, parse_record, per_switch
 from tandem.platform import qemu_command
 from tandem.platform.board import Board
 from tandem.platform.configs import TLB_MODES, Ctxsw
