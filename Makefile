@@ -164,7 +164,7 @@ abi:
 	@mv harness/tandem/platform/abi_generated.py.tmp harness/tandem/platform/abi_generated.py
 	@echo "  GEN     harness/tandem/platform/abi_generated.py"
 
-$(ABI_HEADER): $(wildcard abi/src/*.rs abi/gen/src/*.rs monitor/core/src/*.rs) abi/Cargo.toml
+$(ABI_HEADER): $(wildcard abi/src/*.rs tools/abi-gen/src/*.rs monitor/core/src/*.rs) abi/Cargo.toml
 	@mkdir -p $(@D)
 	@cargo run -q -p tandem-abi-gen -- c > $@.tmp && mv $@.tmp $@
 	@echo "  GEN     $@"
