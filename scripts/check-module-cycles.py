@@ -121,7 +121,9 @@ def braced_names(text: str, start: int) -> list[str]:
     return [m.group(0) for n in names if (m := re.match(IDENT, n.strip()))]
 
 
-def dependencies(name: str, text: str, mods: dict[str, str], defined: dict[str, str]) -> set[str]:
+def dependencies(
+    name: str, text: str, mods: dict[str, str], defined: dict[str, str]
+) -> set[str]:
     """The modules `name` depends on."""
     found: set[str] = set()
     for m in re.finditer(r"(?<![$\w])(?:crate|super)::(\{|" + IDENT + ")", text):
@@ -129,9 +131,13 @@ def dependencies(name: str, text: str, mods: dict[str, str], defined: dict[str, 
             found.update(braced_names(text, m.start(1)))
         else:
             found.add(m.group(1))
-    found.update(m.group(1) for m in re.finditer(rf"\b({IDENT})!", text) if m.group(1) in defined)
+    found.update(
+        m.group(1) for m in re.finditer(rf"\b({IDENT})!", text) if m.group(1) in defined
+    )
     if name == "crate":
-        body = re.sub(r"^\s*(pub(\([^)]*\))?\s+)?(mod|use)\b[^;]*;", "", text, flags=re.M)
+        body = re.sub(
+            r"^\s*(pub(\([^)]*\))?\s+)?(mod|use)\b[^;]*;", "", text, flags=re.M
+        )
         found.update(m.group(1) for m in re.finditer(rf"(?<![:\w])({IDENT})::", body))
     deps = {defined.get(d, d) for d in found}
     # A name that is not a module is an item of the root.
@@ -198,7 +204,11 @@ def python_imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
             for a in node.names:
-                m = resolve(f"{base}.{a.name}") if f"{base}.{a.name}" in known else resolve(base)
+                m = (
+                    resolve(f"{base}.{a.name}")
+                    if f"{base}.{a.name}" in known
+                    else resolve(base)
+                )
                 if m:
                     found.add(m)
     found.discard(name)
@@ -243,7 +253,9 @@ def check_python(package: Path) -> list[str]:
     for name in sorted(known):
         i = layer_of(name, PYTHON_LAYERS)
         if i is None:
-            out.append(f"{name}: in no layer (scripts/check-module-cycles.py, PYTHON_LAYERS)")
+            out.append(
+                f"{name}: in no layer (scripts/check-module-cycles.py, PYTHON_LAYERS)"
+            )
         else:
             layer[name] = i
     if out:
@@ -301,7 +313,9 @@ def check_workspace(repo: Path) -> list[str]:
         return out
     cycle = find_cycle(graph)
     if cycle:
-        out.append(f"{repo}/Cargo.toml: crates depend on each other in a loop: {' -> '.join(cycle)}")
+        out.append(
+            f"{repo}/Cargo.toml: crates depend on each other in a loop: {' -> '.join(cycle)}"
+        )
     shown = {n: f"{n} [{found[n][0]}]" for n in found}
     return out + upward(
         {shown[k]: {shown[d] for d in v} for k, v in graph.items()},
@@ -320,7 +334,9 @@ def check_crate(src: Path, forbid: list[str]) -> list[str]:
         for crate in forbid:
             if re.search(rf"(?<![\w$]){re.escape(crate)}::", text):
                 out.append(f"{src}: {name} names {crate}")
-    graph = {name: dependencies(name, text, mods, defined) for name, text in mods.items()}
+    graph = {
+        name: dependencies(name, text, mods, defined) for name, text in mods.items()
+    }
     cycle = find_cycle(graph)
     if cycle:
         out.append(f"{src}: modules import in a loop: {' -> '.join(cycle)}")
