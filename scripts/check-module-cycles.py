@@ -136,7 +136,7 @@ def dependencies(
     )
     if name == "crate":
         body = re.sub(
-            r"^\s*(pub(\([^)]*\))?\s+)?(mod|use)\b[^;]*;", "", text, flags=re.M
+            r"^\s*(pub(\([^)]*\))?\s+)?(mod|use)\b[^;]*;", "", text, flags=re.MULTILINE
         )
         found.update(m.group(1) for m in re.finditer(rf"(?<![:\w])({IDENT})::", body))
     deps = {defined.get(d, d) for d in found}
