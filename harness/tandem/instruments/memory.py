@@ -84,6 +84,9 @@ FLAT_TOLERANCE = 0.01
 KNEE_TOLERANCE = 2
 CTXSW_TOLERANCE = 0.20
 MARK = "@@MEMBENCH"
+# `bench memory --quick`: chase loads per size, loads per TLB sweep point
+# and ctxsw hand-offs per boot (the full run's: 300 000, 200 000, 20 000).
+QUICK = (50_000, 20_000, 2_000)
 
 
 @dataclass(frozen=True)
@@ -518,6 +521,36 @@ def summarize(
         "ctxsw": ctx,
         "memmodel_profiles": {spec: memmodel.provenance(spec) for spec in profiles},
     }
+
+
+def plateau_agreement(
+    a: Mapping[str, object], b: Mapping[str, object], tolerance_ns: float
+) -> list[dict[str, object]]:
+    """Every plateau two runs both measured (by profile and level), its
+    stall per load in each, and whether they agree within `tolerance_ns`
+    (e.g. one tick of the coarser board's counter: what its clock can tell
+    apart). A profile or level only one run has is left out."""
+
+    def by_level(summary: Mapping[str, object]) -> dict[tuple[str, str], float]:
+        profiles = summary.get("profiles")
+        out: dict[tuple[str, str], float] = {}
+        if isinstance(profiles, Mapping):
+            for name, p in profiles.items():
+                for row in p["plateaus"]:
+                    out[(str(name), str(row["level"]))] = float(row["measured_ns"])
+        return out
+
+    left, right = by_level(a), by_level(b)
+    return [
+        {
+            "profile": profile,
+            "level": level,
+            "a_ns": left[(profile, level)],
+            "b_ns": right[(profile, level)],
+            "agree": abs(left[(profile, level)] - right[(profile, level)]) <= tolerance_ns,
+        }
+        for profile, level in sorted(set(left) & set(right))
+    ]
 
 
 def plot(summary: Mapping[str, object], out: Path) -> None:
