@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from tandem.errors import TandemError
 from tandem.instruments import bench, trace
+from tandem.instruments.memory import QUICK as QUICK_MEMORY
 from tandem.platform import apps, capacity, cpio, gdb
 from tandem.platform.board import DEFAULT_BOARD, boards, load_board
 from tandem.platform.boot import run_exec, run_interactive
@@ -393,6 +394,13 @@ def parser() -> argparse.ArgumentParser:
     mem.add_argument(
         "--switches", type=int, default=20_000, help="ctxsw hand-offs per boot (default 20000)"
     )
+    mem.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer loads and hand-offs: --loads {}, --tlb-loads {}, --switches {}".format(
+            *QUICK_MEMORY
+        ),
+    )
     _jobs_option(mem)
     rs = bsub.add_parser(
         "restart",
@@ -702,12 +710,15 @@ def main(argv: list[str] | None = None) -> int:
 
             if min(args.loads, args.tlb_loads, args.switches) < 1:
                 raise TandemError("--loads, --tlb-loads and --switches must be at least 1")
+            loads, tlb_loads, switches = (
+                memory.QUICK if args.quick else (args.loads, args.tlb_loads, args.switches)
+            )
             out = memory.run(
                 _options(args),
                 [p for p in args.profiles.split(",") if p],
-                args.loads,
-                args.tlb_loads,
-                args.switches,
+                loads,
+                tlb_loads,
+                switches,
                 "./tandem " + " ".join(sys.argv[1:] if argv is None else argv),
                 jobs=args.jobs,
             )

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tandem import pool
+from tandem import pool, provenance
 from tandem.errors import TandemError
 from tandem.platform.boot import run_exec
 from tandem.platform.boot_options import BootOptions
@@ -613,6 +613,9 @@ def run(
         comparisons[Cell("percore", quanta[0], causal=CAUSAL_OFF)] = "counter free"
     cells += list(comparisons)
     jobs = pool.choose_jobs(jobs, [c.timing_of() for c in cells], "bench fidelity's")
+    # Taken before the first boot, from every boot's options, as `tandem
+    # exp run` does.
+    stamp = provenance.collect([replace(base, timing=c.timing_of()) for c in cells], jobs)
     run_dir = PartialRun(out_root / "fidelity")
     raw = run_dir.dir / "raw"
 
@@ -651,6 +654,7 @@ def run(
         "deterministic": identical,
         # Boots side by side: the host times (e) are shared between them.
         "jobs": jobs,
+        "provenance": stamp,
     }
     summary["checks"] = checks(rows, identical, judge_cost=jobs == 1)
     with (run_dir.dir / "samples.csv").open("w", newline="") as f:

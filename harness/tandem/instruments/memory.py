@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tandem import pool
+from tandem import pool, provenance
 from tandem.errors import TandemError
 from tandem.instruments.handoffs import guest_script as ctxsw_script
 from tandem.instruments.handoffs import parse_record, per_switch
@@ -266,6 +266,27 @@ class BootResult:
     boot_s: float
 
 
+def membench_options(base: BootOptions, spec: str | None) -> BootOptions:
+    """A membench boot's options: `base`'s board, timing and quantum, with
+    memory profile `spec` (None: no model), configuration linux-only (no
+    RTOS job shares the caches), 4 cores."""
+    return replace(
+        base, config=load_config("linux-only"), timing=replace(base.timing, memmodel=spec), smp=4
+    )
+
+
+def ctxsw_options(base: BootOptions, spec: str | None, mode: str, switches: int) -> BootOptions:
+    """A ctxsw boot's options: the RTOS's protected tasks handing off on
+    core 0 (`mode`: asid or flush), alone on one core, with profile `spec`."""
+    return replace(
+        base,
+        config=load_config("tandem"),
+        smp=1,
+        timing=replace(base.timing, memmodel=spec),
+        ctxsw=Ctxsw(core=0, mode=mode, pages=CTXSW_PAGES, switches=switches),
+    )
+
+
 def _membench_boot(
     base: BootOptions,
     spec: str | None,
@@ -278,9 +299,7 @@ def _membench_boot(
     profile = memmodel.profile(spec or "a53")
     text = script(profile, loads, tlb_loads, pages)
     label = f"membench-{Path(spec).stem if spec else 'none'}"
-    options = replace(
-        base, config=load_config("linux-only"), timing=replace(base.timing, memmodel=spec), smp=4
-    )
+    options = membench_options(base, spec)
     result = run_exec(options, text, timeout_s=3600, echo=_noter(ctx), cancel=ctx.cancel)
     _keep(raw, label, text, result)
     if result.status != 0:
@@ -322,13 +341,7 @@ def _ctxsw_boot(
     base: BootOptions, spec: str | None, mode: str, switches: int, raw: Path, ctx: pool.Context
 ) -> CtxswResult:
     label = f"ctxsw-{mode}-{Path(spec).stem if spec else 'none'}"
-    options = replace(
-        base,
-        config=load_config("tandem"),
-        smp=1,
-        timing=replace(base.timing, memmodel=spec),
-        ctxsw=Ctxsw(core=0, mode=mode, pages=CTXSW_PAGES, switches=switches),
-    )
+    options = ctxsw_options(base, spec, mode, switches)
     text = ctxsw_script()
     result = run_exec(options, text, timeout_s=3600, cancel=ctx.cancel)
     _keep(raw, label, text, result)
@@ -431,15 +444,24 @@ def run(
             lambda ctx: _ctxsw_boot(base, spec, mode, switches, raw, ctx),
         )
 
+    handoff_cells = [(spec, mode) for spec in (None, "a53") for mode in ("asid", "flush")]
     tasks = [membench(spec) for spec in specs]
-    tasks += [handoffs(spec, mode) for spec in (None, "a53") for mode in ("asid", "flush")]
+    tasks += [handoffs(spec, mode) for spec, mode in handoff_cells]
     timings = [replace(base.timing, memmodel=s) for s in specs]
     jobs = pool.choose_jobs(jobs, timings, "bench memory's")
+    # Taken before the first boot, from every boot's options, as `tandem
+    # exp run` does.
+    stamp = provenance.collect(
+        [membench_options(base, s) for s in specs]
+        + [ctxsw_options(base, s, m, switches) for s, m in handoff_cells],
+        jobs,
+    )
     results = pool.run("bench memory", tasks, jobs)
     boots = [r for r in results if isinstance(r, BootResult)]
     ctxsw = [r for r in results if isinstance(r, CtxswResult)]
     summary = summarize(base, boots, ctxsw, loads, tlb_loads, switches, command, jobs)
     summary["run"] = run_dir.final.name
+    summary["provenance"] = stamp
     write_atomic(run_dir.dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     plot(summary, run_dir.dir)
     write_atomic(run_dir.dir / "report.md", report(summary))
