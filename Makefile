@@ -164,7 +164,7 @@ abi:
 	@mv harness/tandem/platform/abi_generated.py.tmp harness/tandem/platform/abi_generated.py
 	@echo "  GEN     harness/tandem/platform/abi_generated.py"
 
-$(ABI_HEADER): $(wildcard abi/src/*.rs abi/gen/src/*.rs monitor/core/src/*.rs) abi/Cargo.toml
+$(ABI_HEADER): $(wildcard abi/src/*.rs tools/abi-gen/src/*.rs monitor/core/src/*.rs) abi/Cargo.toml
 	@mkdir -p $(@D)
 	@cargo run -q -p tandem-abi-gen -- c > $@.tmp && mv $@.tmp $@
 	@echo "  GEN     $@"
@@ -296,6 +296,12 @@ lint:
 	@# The ABI's modules too (issue 34: the region's layout is one module,
 	@# abi/src/layout.rs, which shm.rs and rpc.rs both take it from).
 	scripts/check-module-cycles.py abi/src
+	@# Between the harness's modules and between the workspace's crates: no
+	@# cycle, and no import up the layers (the script's PYTHON_LAYERS and
+	@# RUST_LAYERS: instruments/ never imports exp/, a generator that reads
+	@# several crates lives in tools/ above them).
+	scripts/check-module-cycles.py --python harness/tandem
+	scripts/check-module-cycles.py --workspace .
 	$(KSRC)/scripts/checkpatch.pl --no-tree --quiet --terse -f linux/driver/*.c linux/driver/*.h linux/hostile/*.c linux/hostile/*.h linux/tools/*.c linux/tools/*.h --ignore SPDX_LICENSE_TAG,PREFER_DEFINED_ATTRIBUTE_MACRO,EMBEDDED_FILENAME
 	@# patches as patches (on stdin: given a tracked file name, checkpatch
 	@# checks it as source and misreads the diff's context lines)

@@ -14,13 +14,20 @@ Run by `make lint` on the files git tracks under results/:
 - a run's raw data is one archive, raw.tar.xz, not a raw/ folder of files;
 - no guest or host script (.sh) and no code (.py) under results/: scripts
   are in a run's archive, probes' code in harness/tandem/exp/NAME/probes.py;
-- results/ holds at most --max-files tracked files.
+- every finished run (a run folder but a `.partial` one) has a
+  summary.json with a provenance block (tandem/provenance.py: commit,
+  QEMU, kernel, board and firmware, timing, host), but the runs listed in
+  NO_PROVENANCE, each with why it has none: made before their command
+  stamped runs, and not remade since; nothing may write one for them
+  after the fact;
+- results/ holds fewer than --max-files tracked files.
 
 Prints each breach and exits 1 if there is one."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -34,6 +41,44 @@ PROBE = re.compile(r"probe-\d{8}-[A-Za-z0-9-]+")
 CITED_PATH = re.compile(r"(?<![:/\w])results/[A-Za-z0-9_./-]*[A-Za-z0-9_]")
 FORBIDDEN_SUFFIXES = {".sh": "a script", ".py": "code"}
 DEFAULT_MAX_FILES = 300
+
+# Runs kept without a provenance block, and why: each was measured before
+# its command wrote one (exp run from 2026-11-24, 8e5ecc2; the benches and
+# `tandem trace` as they were until issue 48 gave bench memory and bench
+# fidelity one), and remaking it means hours of boots. A run remade
+# through a command that stamps it replaces its entry here; none is added.
+_BEFORE_EXP = "exp run before runs were stamped (provenance since 8e5ecc2, 2026-11-24)"
+_BENCH = "`tandem bench {}`, which wrote no provenance when this run was made"
+NO_PROVENANCE = {
+    "results/boot/heteroos/20261121-064041": _BENCH.format("boot"),
+    "results/boot/linux-only/20261121-064047": _BENCH.format("boot"),
+    "results/boot/tandem/20261121-064035": _BENCH.format("boot"),
+    "results/fidelity/20261126-133209": _BENCH.format("fidelity"),
+    "results/fidelity/20261127-114229": _BENCH.format("fidelity"),
+    "results/fidelity/20261127-152650": _BENCH.format("fidelity"),
+    "results/fidelity/20261128-013421": _BENCH.format("fidelity"),
+    "results/latency/20261124-164553": _BENCH.format("latency"),
+    "results/latency/20261127-083006": _BENCH.format("latency"),
+    "results/latency/20261127-083204": _BENCH.format("latency"),
+    "results/latency/20261127-142128": _BENCH.format("latency"),
+    "results/latency/20261127-142242": _BENCH.format("latency"),
+    "results/lhp/20261121-205934": _BEFORE_EXP,
+    "results/memory/20261128-013324": _BENCH.format("memory"),
+    "results/switch/20261124-174422": _BENCH.format("switch"),
+    "results/switch/20261124-224208": _BENCH.format("switch"),
+    "results/switch/20261125-031930": _BENCH.format("switch"),
+    "results/switch/20261125-034828": _BENCH.format("switch"),
+    "results/switch/20261126-123840": _BENCH.format("switch"),
+    "results/switch/20261126-123950": _BENCH.format("switch"),
+    "results/switch/20261126-141512": _BENCH.format("switch"),
+    "results/switch/20261127-141956": _BENCH.format("switch"),
+    "results/switch/20261127-142018": _BENCH.format("switch"),
+    "results/trace/20261127-083325": "`tandem trace`, which writes no provenance",
+    "results/trace/20261127-083341": "`tandem trace`, which writes no provenance",
+    "results/trace/20261127-083548": "`tandem trace`, which writes no provenance",
+    "results/threadtest/20261127-152300": "threadtest run by hand through `tandem exec`, no "
+    "summary: its README.md gives the tree, timing and configuration it ran with",
+}
 
 
 def tracked(repo: Path) -> list[PurePosixPath]:
@@ -76,6 +121,26 @@ def latest_targets(repo: Path, files: list[PurePosixPath]) -> set[PurePosixPath]
     return out
 
 
+def provenance_breaches(repo: Path, runs: list[PurePosixPath]) -> list[str]:
+    """Finished runs without a provenance block (but NO_PROVENANCE's), and
+    NO_PROVENANCE's runs that have one (their entry is no longer needed)."""
+    out = []
+    for run in runs:
+        if PROBE.fullmatch(run.name) or run.name.endswith(".partial"):
+            continue
+        summary = repo / run / "summary.json"
+        try:
+            stamp = json.loads(summary.read_text()).get("provenance")
+        except (OSError, ValueError, AttributeError):
+            stamp = None
+        excused = str(run) in NO_PROVENANCE
+        if not (isinstance(stamp, dict) and stamp) and not excused:
+            out.append(f"{run}: no provenance block in summary.json (tandem/provenance.py)")
+        elif isinstance(stamp, dict) and stamp and excused:
+            out.append(f"{run}: has a provenance block; drop it from NO_PROVENANCE")
+    return out
+
+
 def breaches(repo: Path, max_files: int) -> list[str]:
     files = tracked(repo)
     text = prose(repo)
@@ -103,8 +168,11 @@ def breaches(repo: Path, max_files: int) -> list[str]:
                 f"{f}: {FORBIDDEN_SUFFIXES[f.suffix]} under results/ "
                 "(scripts go in the run's raw.tar.xz, code in harness/tandem/exp/NAME/probes.py)"
             )
-    if len(files) > max_files:
-        out.append(f"results/ holds {len(files)} tracked files, more than {max_files}")
+    out += provenance_breaches(repo, runs)
+    if len(files) >= max_files:
+        out.append(
+            f"results/ holds {len(files)} tracked files; it must hold fewer than {max_files}"
+        )
     return out
 
 

@@ -1,7 +1,7 @@
 //! The Tandem ABI: SMC function IDs, return codes and the shared-memory layout
 //! that the monitor, the RTOS and Linux agree on. One source; the C header for
 //! Linux and the Python module for the harness are generated from it
-//! (`tandem-abi-gen`, in `abi/gen`).
+//! (`tandem-abi-gen`, in `tools/abi-gen`).
 #![no_std]
 
 #[cfg(test)]

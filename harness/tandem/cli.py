@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING
 
 from tandem.errors import TandemError
 from tandem.instruments import bench, trace
+from tandem.instruments.memory import QUICK as QUICK_MEMORY
 from tandem.platform import apps, capacity, cpio, gdb
 from tandem.platform.board import DEFAULT_BOARD, boards, load_board
-from tandem.platform.boot import BootOptions, choose_timing, run_exec, run_interactive
-from tandem.platform.configs import LINUX_OFF, Workload, available
+from tandem.platform.boot import run_exec, run_interactive
+from tandem.platform.boot_options import BootOptions, choose_timing
+from tandem.platform.configs import LINUX_OFF, Workload, available, load_config
 from tandem.platform.dtb import LINUX_IDLE
 from tandem.platform.memmodel import BUILTIN as MEMORY_PROFILES
 from tandem.platform.timing import (
@@ -254,9 +256,11 @@ def _shard(text: str) -> Shard:
 
 
 def _options(args: argparse.Namespace) -> BootOptions:
+    """The boot options of `run`, `exec`, `bench` and `trace`: the board and
+    configuration named read here, once."""
     return BootOptions(
-        config=args.config,
-        board=args.board,
+        config=load_config(args.config),
+        board=load_board(args.board),
         timing=Timing.parse(args.timing, args.quantum_ns, args.memmodel, args.causal),
         smp=args.smp,
         extra_bootargs=args.bootargs,
@@ -390,6 +394,13 @@ def parser() -> argparse.ArgumentParser:
     mem.add_argument(
         "--switches", type=int, default=20_000, help="ctxsw hand-offs per boot (default 20000)"
     )
+    mem.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer loads and hand-offs: --loads {}, --tlb-loads {}, --switches {}".format(
+            *QUICK_MEMORY
+        ),
+    )
     _jobs_option(mem)
     rs = bsub.add_parser(
         "restart",
@@ -493,6 +504,13 @@ def parser() -> argparse.ArgumentParser:
     er.add_argument("--timing", choices=MODES, help="override the file's timing mode")
     er.add_argument("--reps", type=int, help="override the file's repetitions")
     er.add_argument(
+        "--board",
+        choices=boards(),
+        help="the machine the boots run on (boards/NAME.toml; default: the file's, else "
+        f"{DEFAULT_BOARD}); a run whose boots cannot be made there is refused before the "
+        "first boot, saying why",
+    )
+    er.add_argument(
         "--set",
         action="append",
         default=[],
@@ -591,6 +609,8 @@ def _exp(args: argparse.Namespace) -> int:
         overrides["timing"] = args.timing
     if args.reps is not None:
         overrides["reps"] = args.reps
+    if args.board is not None:
+        overrides["board"] = args.board
     out = exp.run(args.name, args.quick, overrides, jobs=args.jobs, shard=args.shard)
     if args.shard is not None:
         print(f"shard {args.shard.index}/{args.shard.count}: {out}")
@@ -690,12 +710,15 @@ def main(argv: list[str] | None = None) -> int:
 
             if min(args.loads, args.tlb_loads, args.switches) < 1:
                 raise TandemError("--loads, --tlb-loads and --switches must be at least 1")
+            loads, tlb_loads, switches = (
+                memory.QUICK if args.quick else (args.loads, args.tlb_loads, args.switches)
+            )
             out = memory.run(
                 _options(args),
                 [p for p in args.profiles.split(",") if p],
-                args.loads,
-                args.tlb_loads,
-                args.switches,
+                loads,
+                tlb_loads,
+                switches,
                 "./tandem " + " ".join(sys.argv[1:] if argv is None else argv),
                 jobs=args.jobs,
             )

@@ -1,6 +1,8 @@
 """What produced a run: the commit, QEMU, Linux, the board and its
-firmware, the timing mode and quantum, and the host. Every experiment's summary.json carries it,
-so a number can always be traced to what measured it."""
+firmware, the configurations, the timing modes and quantum, the memory
+model, and the host, read from the options its boots ran with. Every
+experiment's summary.json carries it, so a number can always be traced to
+what measured it."""
 
 from __future__ import annotations
 
@@ -8,12 +10,13 @@ import hashlib
 import os
 import platform
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.platform import memmodel, qemu_command
-from tandem.platform.board import DEFAULT_BOARD
+from tandem.platform.board import Board
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import BUILD, INITRAMFS, KERNEL, QEMU_INSTALL, ROOT, firmware
 
 KERNEL_RELEASE = BUILD / "linux" / "include" / "config" / "kernel.release"
@@ -61,22 +64,45 @@ def _digest(path: Path) -> str:
         return "missing"
 
 
-def timing_keys(scenario: Mapping[str, object]) -> dict[str, object]:
-    """The scenario's timing modes and quantum, whatever the keys are named,
-    and its memory model and counter rule where it has them."""
-    return {
-        k: v
-        for k, v in scenario.items()
-        if k.endswith(("timing", "timings")) or k in ("quantum_ns", "memmodel", "causal")
-    }
+def _one_or_all(values: Sequence[object]) -> object:
+    """The value the boots share, or every value (sorted) where they differ."""
+    distinct = sorted(set(values), key=str)
+    return distinct[0] if len(distinct) == 1 else distinct
 
 
-def memory_model(scenario: Mapping[str, object]) -> dict[str, object] | None:
-    """The memory profile a run used, its name and hash (None: no model)."""
-    spec = scenario.get("memmodel")
-    if not isinstance(spec, str) or spec in ("", "none"):
+def timing_of(boots: Sequence[BootOptions]) -> dict[str, object]:
+    """How the boots kept time: every mode they used, and for those in
+    per-core timing the quantum, the counter's rule and the memory profile
+    (one value where they share it, else each value), read from the boots'
+    options themselves."""
+    timings = [b.timing for b in boots]
+    out: dict[str, object] = {"modes": sorted({t.mode for t in timings})}
+    percore = [t for t in timings if t.percore]
+    if percore:
+        out["quantum_ns"] = _one_or_all([t.quantum_ns for t in percore])
+        out["causal"] = _one_or_all([t.causal for t in percore])
+        out["memmodel"] = _one_or_all([t.memmodel or "none" for t in percore])
+    return out
+
+
+def memory_models(boots: Sequence[BootOptions]) -> object:
+    """The memory profiles the boots used, each its name and hash: one, a
+    list where there were several, None without a model."""
+    specs = sorted({b.timing.memmodel for b in boots if b.timing.memmodel is not None})
+    found = [memmodel.provenance(spec) for spec in specs]
+    if not found:
         return None
-    return memmodel.provenance(spec)
+    return found[0] if len(found) == 1 else found
+
+
+def board_of(boots: Sequence[BootOptions]) -> Board:
+    """The board every boot is on; an error for boots on several, or none."""
+    names = sorted({b.board.name for b in boots})
+    if len(names) != 1:
+        raise TandemError(
+            f"a run's boots are on one board, these on {', '.join(names) or 'none (no boots)'}"
+        )
+    return boots[0].board
 
 
 def changed_paths() -> list[str] | None:
@@ -99,18 +125,18 @@ def changes_digest() -> str:
     return hashlib.sha256(diff.encode()).hexdigest()[:16]
 
 
-def collect(
-    scenario: Mapping[str, object], jobs: int = 1, board: str = DEFAULT_BOARD
-) -> dict[str, object]:
-    """Provenance of a run of `scenario` (its values, after overrides),
-    measured `jobs` boots at a time on `board` (boards/NAME.toml), whose
-    firmware image is the one digested.
+def collect(boots: Sequence[BootOptions], jobs: int = 1) -> dict[str, object]:
+    """Provenance of a run of `boots` (every boot of the run, by its options,
+    not a shard's only), measured `jobs` boots at a time: their board, whose
+    firmware image is the one digested, configurations, timing and memory
+    model are read from the options the boots ran with.
 
     Everything but `host` is what made the numbers: shards of one run must
     agree on it (tandem exp merge). The kernel's and initramfs's digests
     are of the images booted, which differ between two builds of the same
     commit (Linux stamps its build's time and host into itself), so shards
     on several machines share one build (docs/harness.md)."""
+    board = board_of(boots)
     changed = changed_paths()
     return {
         "commit": _git("rev-parse", "HEAD"),
@@ -121,10 +147,12 @@ def collect(
         "kernel": KERNEL_RELEASE.read_text().strip() if KERNEL_RELEASE.exists() else "unknown",
         "kernel_sha256": _digest(KERNEL),
         "initramfs_sha256": _digest(INITRAMFS),
-        "board": board,
-        "firmware_sha256": _digest(firmware(board)),
-        "timing": timing_keys(scenario),
-        "memmodel": memory_model(scenario),
+        "board": board.name,
+        "firmware_sha256": _digest(firmware(board.name)),
+        "configs": sorted({b.config.name for b in boots}),
+        "boots": len(boots),
+        "timing": timing_of(boots),
+        "memmodel": memory_models(boots),
         "host": {
             "name": platform.node(),
             "cpus": os.cpu_count(),

@@ -12,13 +12,15 @@ import pytest
 
 from tandem import exp, provenance
 from tandem.errors import TandemError
-from tandem.exp.common import Boot
+from tandem.exp import ctxsw, scenario
 from tandem.instruments import bench
 from tandem.platform import dtb, gdb, paths, qemu_command
 from tandem.platform.board import _serials, boards, load_board
-from tandem.platform.boot import BootOptions, bootargs
+from tandem.platform.boot_inputs import bootargs
+from tandem.platform.boot_options import BootOptions
+from tandem.platform.configs import load_config
 from tandem.platform.paths import FIRMWARE, firmware
-from tandem.platform.timing import Timing
+from tandem.platform.timing import Timing, modes_words
 
 
 def test_both_boards_load() -> None:
@@ -53,7 +55,7 @@ def test_serial_roles_checked() -> None:
 
 def test_bootargs_name_the_boards_console() -> None:
     assert bootargs(BootOptions(), None).startswith("console=ttyAMA0 earlycon ")
-    imx = bootargs(BootOptions(board="imx8mp-evk"), None)
+    imx = bootargs(BootOptions(board=load_board("imx8mp-evk")), None)
     assert imx.startswith("console=ttymxc1 earlycon=ec_imx6q,0x30890000 ")
 
 
@@ -116,20 +118,21 @@ def test_provenance_digests_the_firmware_of_the_board_booted(
     images = _fake_builds(tmp_path, monkeypatch)
     monkeypatch.setattr(provenance, "_qemu", lambda: {})
     for name, image in images.items():
-        stamp = provenance.collect({"timing": "percore"}, board=name)
+        stamp = provenance.collect([BootOptions(board=load_board(name), timing=Timing("percore"))])
         assert stamp["board"] == name
         assert stamp["firmware_sha256"] == hashlib.sha256(image.read_bytes()).hexdigest()[:16]
-    assert provenance.collect({})["board"] == "qemu-virt"
+    assert provenance.collect([BootOptions()])["board"] == "qemu-virt"
 
 
 def test_a_runs_board_is_its_boots(tmp_path: Path) -> None:
-    def boot(board: str) -> Boot:
-        return Boot("x", BootOptions(board=board), "true")
+    def boot(board: str) -> BootOptions:
+        return BootOptions(board=load_board(board))
 
-    assert exp.board_of([boot("imx8mp-evk"), boot("imx8mp-evk")]) == "imx8mp-evk"
-    assert exp.board_of([]) == "qemu-virt"
+    assert provenance.board_of([boot("imx8mp-evk"), boot("imx8mp-evk")]).name == "imx8mp-evk"
     with pytest.raises(TandemError, match="on one board"):
-        exp.board_of([boot("imx8mp-evk"), boot("qemu-virt")])
+        provenance.board_of([])
+    with pytest.raises(TandemError, match="on one board"):
+        provenance.board_of([boot("imx8mp-evk"), boot("qemu-virt")])
 
 
 def test_bench_switch_boots_the_board_asked_with_its_firmwares_symbols(
@@ -144,9 +147,11 @@ def test_bench_switch_boots_the_board_asked_with_its_firmwares_symbols(
 
     monkeypatch.setattr(bench, "run_exec", run_exec)
     with pytest.raises(SystemExit, match="stop here"):
-        bench.switch(BootOptions(board="imx8mp-evk", timing=Timing("virtual"), smp=1), 1)
+        bench.switch(
+            BootOptions(board=load_board("imx8mp-evk"), timing=Timing("virtual"), smp=1), 1
+        )
     (options,) = asked
-    assert options.board == "imx8mp-evk" and options.linux_idle == "wfi"
+    assert options.board.name == "imx8mp-evk" and options.linux_idle == "wfi"
     # QEMU logs the EVK's monitor (its flash) and RTOS (its RAM), not virt's.
     d = options.extra_qemu_args[options.extra_qemu_args.index("-dfilter") + 1]
     assert d.startswith("0x8000000..") and "0x40100000.." in d, d
@@ -175,3 +180,52 @@ def test_the_shell_takes_whichever_console_linux_has() -> None:
     assert [e for e in entries if ":respawn:" in e] == ["::respawn:/bin/cttyhack /bin/sh -l"]
     for name in boards():
         assert load_board(name).linux_console not in "\n".join(entries), name
+
+
+def test_provenance_reads_the_timing_and_configurations_from_the_boots() -> None:
+    host = BootOptions(timing=Timing("host"), config=load_config("linux-only"))
+    percore = BootOptions(timing=Timing("percore", 1000))
+    modelled = BootOptions(timing=Timing("percore", 5000, "a53"))
+    assert provenance.timing_of([host]) == {"modes": ["host"]}
+    assert provenance.timing_of([host, percore]) == {
+        "modes": ["host", "percore"],
+        "quantum_ns": 1000,
+        "causal": "off",
+        "memmodel": "none",
+    }
+    assert provenance.timing_of([percore, modelled]) == {
+        "modes": ["percore"],
+        "quantum_ns": [1000, 5000],
+        "causal": "off",
+        "memmodel": ["a53", "none"],
+    }
+    words = modes_words({"provenance": {"timing": provenance.timing_of([host, percore])}})
+    assert words == "host, percore (Q = 1000 ns)"
+    # Runs stamped before: the scenario's keys named after timing.
+    old = {"provenance": {"timing": {"timing": "percore", "quantum_ns": 1000}}}
+    assert modes_words(old) == "percore (Q = 1000 ns)"
+
+
+def test_an_experiment_runs_on_the_board_asked_or_is_refused_before_booting(
+    tmp_path: Path,
+) -> None:
+    """`exp run NAME --board B`: the scenario's board, read once, is every
+    boot's and what the experiment takes from a board (here ctxsw's QEMU
+    log filter: the RTOS's RAM); a run whose boots cannot be made on the
+    board is refused before the first, saying which and why."""
+    evk = load_board("imx8mp-evk")
+    s = scenario.load("ctxsw", exp.get("ctxsw").schema, quick=True, overrides={"board": evk.name})
+    assert s.board == evk
+    boots = exp.get("ctxsw").units(s)
+    assert boots and all(b.options.board == evk for b in boots)
+    exp.check_boots("ctxsw", s, boots)
+    assert ctxsw.rtos_code(evk).startswith(f"{evk.rtos_ram.base:#x}..")
+    with pytest.raises(TandemError, match="board = 'nowhere' is not allowed"):
+        scenario.load("ctxsw", exp.get("ctxsw").schema, overrides={"board": "nowhere"})
+    # The domains experiment's DualUnix needs the EL2 layer's partitions,
+    # whose devices the EVK's board file does not have.
+    d = scenario.load("domains", exp.get("domains").schema, overrides={"board": evk.name})
+    with pytest.raises(TandemError, match=r"domains cannot run on board imx8mp-evk: its boot "):
+        exp.check_boots("domains", d, exp.get("domains").units(d))
+    with pytest.raises(TandemError, match="without an ITS"):
+        load_config("dualunix").check_on(evk)

@@ -1,4 +1,4 @@
-"""Host tests of a boot's preparation (platform/boot.py `prepare`), one step
+"""Host tests of a boot's preparation (platform/boot_inputs.py `prepare`), one step
 at a time, and of the whole: what `prepare` writes and QEMU's command line
 for a set of options, against the snapshot in data/prepare_snapshot.json.
 
@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 
 from tandem.errors import TandemError
-from tandem.platform import boot, dtb, qemu_command
+from tandem.platform import boot_inputs, boot_options, commands_output, dtb, logdir, qemu_command
 from tandem.platform.apps import AppRun
 from tandem.platform.board import Board, load_board
-from tandem.platform.boot import BootOptions
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import Ctxsw, Workload, load_config
 from tandem.platform.timing import Timing
 
@@ -70,12 +70,12 @@ def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     }
     for name, (path, data) in artifacts.items():
         path.write_bytes(data)
-        monkeypatch.setattr(boot, name, path)
+        monkeypatch.setattr(boot_inputs, name, path)
     firmware = tmp_path / "firmware.bin"
     firmware.write_bytes(b"FIRMWARE" * 64)
-    monkeypatch.setattr(boot, "firmware", lambda _board: firmware)
-    monkeypatch.setattr(boot, "LOGS", tmp_path / "logs")
-    monkeypatch.setattr(boot, "missing_artifacts", lambda _board: [])
+    monkeypatch.setattr(boot_inputs, "firmware", lambda _board: firmware)
+    monkeypatch.setattr(logdir, "LOGS", tmp_path / "logs")
+    monkeypatch.setattr(boot_options, "missing_artifacts", lambda _board: [])
     monkeypatch.setattr(dtb, "qemu_dts", fake_qemu_dts)
     yield tmp_path
 
@@ -88,7 +88,7 @@ CASES: dict[str, tuple[BootOptions, str | None]] = {
     "exec-phase": (BootOptions(timing=Timing("percore"), phase_us=1370), "echo hi\n"),
     "linux-only-disk": (
         BootOptions(
-            config="linux-only",
+            config=load_config("linux-only"),
             smp=1,
             disk_mib=16,
             extra_bootargs="tandem_lockstate=on",
@@ -103,7 +103,7 @@ CASES: dict[str, tuple[BootOptions, str | None]] = {
     "steal": (BootOptions(capacity="steal", workload=WORKLOAD), "true\n"),
     "heteroos-static": (
         BootOptions(
-            config="heteroos",
+            config=load_config("heteroos"),
             capacity="static",
             workload=Workload(core=3, period_us=1000, work_us=200),
         ),
@@ -120,17 +120,17 @@ CASES: dict[str, tuple[BootOptions, str | None]] = {
         "true\n",
     ),
     "rtos-runs-on": (BootOptions(linux_off="rtos-runs-on"), "true\n"),
-    "dualunix-run": (BootOptions(config="dualunix"), None),
+    "dualunix-run": (BootOptions(config=load_config("dualunix")), None),
     "dualunix-both": (
         BootOptions(
-            config="dualunix",
+            config=load_config("dualunix"),
             partition="B",
             partition_scripts=(("A", "echo a\n"),),
             phase_us=100,
         ),
         "echo b\n",
     ),
-    "tandem-hyp": (BootOptions(config="tandem-hyp"), "true\n"),
+    "tandem-hyp": (BootOptions(config=load_config("tandem-hyp")), "true\n"),
     "smp8": (BootOptions(smp=8), "true\n"),
 }
 
@@ -138,7 +138,7 @@ CASES: dict[str, tuple[BootOptions, str | None]] = {
 def snapshot(built: Path, options: BootOptions, script: str | None) -> dict[str, object]:
     """What one preparation wrote and asked QEMU for, with the paths that
     differ from boot to boot (its log directory, the stand-ins) by name."""
-    p = boot.prepare(options, exec_script=script)
+    p = boot_inputs.prepare(options, exec_script=script)
 
     def named(text: str) -> str:
         for path, name in (
@@ -176,36 +176,43 @@ def test_prepare_writes_what_it_did_before_the_split(built: Path) -> None:
 
 
 def test_layout_gives_each_partition_its_commands_with_the_phase() -> None:
-    plain = boot.layout(BootOptions(phase_us=1500), "echo hi\n")
+    plain = boot_inputs.layout(BootOptions(phase_us=1500), "echo hi\n")
     assert plain.partitions == () and plain.primary is None and plain.others == []
     assert plain.scripts == {"": "sleep 0.001500\necho hi\n"}
     assert plain.linux_cores == [0, 1, 2, 3]
-    assert boot.layout(BootOptions(), None).scripts == {}, "run: no commands"
-    both = boot.layout(
-        BootOptions(config="dualunix", partition="B", partition_scripts=(("A", "a\n"),)), "b\n"
+    assert boot_inputs.layout(BootOptions(), None).scripts == {}, "run: no commands"
+    both = boot_inputs.layout(
+        BootOptions(
+            config=load_config("dualunix"), partition="B", partition_scripts=(("A", "a\n"),)
+        ),
+        "b\n",
     )
     assert both.primary is not None and both.primary.name == "B"
     assert both.scripts == {"B": "b\n", "A": "a\n"} and both.others == ["A"]
-    assert boot.layout(BootOptions(config="heteroos"), None).linux_cores == [0, 1, 2]
+    assert boot_inputs.layout(BootOptions(config=load_config("heteroos")), None).linux_cores == [
+        0,
+        1,
+        2,
+    ]
 
 
 @pytest.mark.parametrize(
     ("options", "script", "message"),
     [
         (
-            BootOptions(config="dualunix", partition_scripts=(("B", "x\n"),)),
+            BootOptions(config=load_config("dualunix"), partition_scripts=(("B", "x\n"),)),
             None,
             "need commands for this one",
         ),
         (BootOptions(partition_scripts=(("B", "x\n"),)), "x\n", "has no partitions to run"),
         (
-            BootOptions(config="dualunix", partition_scripts=(("A", "x\n"),)),
+            BootOptions(config=load_config("dualunix"), partition_scripts=(("A", "x\n"),)),
             "x\n",
             "partition A runs the commands already",
         ),
-        (BootOptions(config="dualunix", partition="Z"), "x\n", "has no partition Z"),
+        (BootOptions(config=load_config("dualunix"), partition="Z"), "x\n", "has no partition Z"),
         (
-            BootOptions(config="dualunix", partition_scripts=(("Z", "x\n"),)),
+            BootOptions(config=load_config("dualunix"), partition_scripts=(("Z", "x\n"),)),
             "x\n",
             "has no partition Z",
         ),
@@ -215,40 +222,45 @@ def test_layout_refuses_commands_no_partition_can_run(
     options: BootOptions, script: str | None, message: str
 ) -> None:
     with pytest.raises(TandemError, match=message):
-        boot.layout(options, script)
+        boot_inputs.layout(options, script)
 
 
 def test_initramfs_appends_the_commands_and_keeps_them_beside_the_logs(built: Path) -> None:
     run_dir = built / "run"
     run_dir.mkdir()
-    plan = boot.layout(
-        BootOptions(config="dualunix", partition_scripts=(("B", "echo b\n"),)), "echo a\n"
+    plan = boot_inputs.layout(
+        BootOptions(config=load_config("dualunix"), partition_scripts=(("B", "echo b\n"),)),
+        "echo a\n",
     )
-    chunks = boot.initramfs(plan, run_dir)
+    chunks = boot_inputs.initramfs(plan, run_dir)
     assert chunks[0] == (built / "initramfs.cpio").read_bytes(), "Tandem's first"
     assert len(chunks) == 2
     for name, text in (("exec-A.sh", "echo a\n"), ("exec-B.sh", "echo b\n")):
         assert f"tandem/{name}".encode() in chunks[1] and text.encode() in chunks[1]
         assert (run_dir / name).read_text() == text
-    interactive = boot.initramfs(boot.layout(BootOptions(), None), built / "run")
+    interactive = boot_inputs.initramfs(boot_inputs.layout(BootOptions(), None), built / "run")
     assert interactive == (chunks[0],), "run: Tandem's initramfs alone"
 
 
 def test_bootargs_and_what_linuxs_power_off_does() -> None:
-    assert boot.bootargs(BootOptions(), None) == "console=ttyAMA0 earlycon panic=-1"
-    assert boot.bootargs(BootOptions(extra_bootargs="x=1"), "true\n").endswith(" quiet x=1")
+    assert boot_inputs.bootargs(BootOptions(), None) == "console=ttyAMA0 earlycon panic=-1"
+    assert boot_inputs.bootargs(BootOptions(extra_bootargs="x=1"), "true\n").endswith(" quiet x=1")
     one = BootOptions()
-    assert boot.linux_off(one, boot.layout(one, None)) is None, "run: the configuration's"
-    assert boot.linux_off(one, boot.layout(one, "true\n")) == "machine-off"
-    two = BootOptions(config="dualunix", partition_scripts=(("B", "x\n"),))
-    assert boot.linux_off(two, boot.layout(two, "x\n")) == "rtos-runs-on"
+    assert boot_inputs.linux_off(one, boot_inputs.layout(one, None)) is None, (
+        "run: the configuration's"
+    )
+    assert boot_inputs.linux_off(one, boot_inputs.layout(one, "true\n")) == "machine-off"
+    two = BootOptions(config=load_config("dualunix"), partition_scripts=(("B", "x\n"),))
+    assert boot_inputs.linux_off(two, boot_inputs.layout(two, "x\n")) == "rtos-runs-on"
     asked = BootOptions(linux_off="rtos-runs-on")
-    assert boot.linux_off(asked, boot.layout(asked, "true\n")) == "rtos-runs-on"
+    assert boot_inputs.linux_off(asked, boot_inputs.layout(asked, "true\n")) == "rtos-runs-on"
 
 
 def test_rtos_blobs_are_the_configurations_and_kept_beside_the_logs(tmp_path: Path) -> None:
     options = BootOptions(capacity="steal", workload=WORKLOAD, rpc_cores=(2,))
-    blobs = boot.rtos_blobs(options, boot.layout(options, None), "machine-off", tmp_path)
+    blobs = boot_inputs.rtos_blobs(
+        options, boot_inputs.layout(options, None), "machine-off", tmp_path
+    )
     config = load_config("tandem")
     assert blobs.boot_config == config.boot_blob(
         4, steal_time=True, rpc_cores=(2,), linux_off="machine-off"
@@ -261,16 +273,16 @@ def test_rtos_blobs_are_the_configurations_and_kept_beside_the_logs(tmp_path: Pa
 @needs_dtc
 def test_device_trees_place_each_linuxs_images(built: Path) -> None:
     one = BootOptions(capacity="static", workload=WORKLOAD)
-    (images,) = boot.device_trees(
-        one, BOARD, boot.layout(one, None), "console=ttyAMA0", (b"I" * 10,), b"K", built
+    (images,) = boot_inputs.device_trees(
+        one, BOARD, boot_inputs.layout(one, None), "console=ttyAMA0", (b"I" * 10,), b"K", built
     )
     kernel, tree, initrd = images
     assert (kernel.load, tree.load, initrd.load) == (BOARD.kernel, BOARD.dtb, BOARD.initrd)
     assert tree.chunks == ((built / "tandem.dtb").read_bytes(),)
     assert "capacity-dmips-mhz = <512>" in (built / "tandem.dts").read_text()
-    two = BootOptions(config="dualunix")
-    sets = boot.device_trees(
-        two, BOARD, boot.layout(two, None), "console=ttyAMA0", (b"I" * 10,), b"K", built
+    two = BootOptions(config=load_config("dualunix"))
+    sets = boot_inputs.device_trees(
+        two, BOARD, boot_inputs.layout(two, None), "console=ttyAMA0", (b"I" * 10,), b"K", built
     )
     offset = BOARD.initrd - BOARD.normal_ram.base
     assert [s[2].load for s in sets] == [0x4000_0000 + offset, 0x6000_0000 + offset], "own RAM"
@@ -281,14 +293,19 @@ def test_device_trees_place_each_linuxs_images(built: Path) -> None:
 
 
 def test_partition_consoles_put_the_commands_linux_on_stdio(tmp_path: Path) -> None:
-    assert boot.partition_consoles(BOARD, boot.layout(BootOptions(), None), tmp_path) is None
-    a = boot.partition_consoles(BOARD, boot.layout(BootOptions(config="dualunix"), None), tmp_path)
+    assert (
+        boot_inputs.partition_consoles(BOARD, boot_inputs.layout(BootOptions(), None), tmp_path)
+        is None
+    )
+    a = boot_inputs.partition_consoles(
+        BOARD, boot_inputs.layout(BootOptions(config=load_config("dualunix")), None), tmp_path
+    )
     assert a is not None
     assert a.serials == (None, tmp_path / "console-B.log") and a.files == {
         "B": tmp_path / "console-B.log"
     }
-    b_options = BootOptions(config="dualunix", partition="B")
-    b = boot.partition_consoles(BOARD, boot.layout(b_options, None), tmp_path)
+    b_options = BootOptions(config=load_config("dualunix"), partition="B")
+    b = boot_inputs.partition_consoles(BOARD, boot_inputs.layout(b_options, None), tmp_path)
     assert b is not None and b.serials == (tmp_path / "console-A.log", None)
 
 
@@ -299,17 +316,19 @@ def test_partition_table_names_the_linux_whose_power_off_ends_the_machine(
     offsets = {"A": 0, "B": 0x100}
 
     def table(options: BootOptions, script: str | None) -> bytes:
-        plan = boot.layout(options, script)
-        return boot.partition_table(BOARD, options, plan, boot.linux_off(options, plan), tmp_path)
+        plan = boot_inputs.layout(options, script)
+        return boot_inputs.partition_table(
+            BOARD, options, plan, boot_inputs.linux_off(options, plan), tmp_path
+        )
 
     assert table(BootOptions(), None) == b"", "one Linux: no table"
-    assert table(BootOptions(config="dualunix", partition="B"), "x\n") == config.partition_table(
-        BOARD, 4, offsets, "B"
-    ), "exec: the commands' Linux"
-    assert table(BootOptions(config="dualunix"), None) == config.partition_table(
+    assert table(
+        BootOptions(config=load_config("dualunix"), partition="B"), "x\n"
+    ) == config.partition_table(BOARD, 4, offsets, "B"), "exec: the commands' Linux"
+    assert table(BootOptions(config=load_config("dualunix")), None) == config.partition_table(
         BOARD, 4, offsets, "A"
     ), "run: the first, as the configuration's machine-off says"
-    both = BootOptions(config="dualunix", partition_scripts=(("B", "x\n"),))
+    both = BootOptions(config=load_config("dualunix"), partition_scripts=(("B", "x\n"),))
     assert table(both, "x\n") == config.partition_table(BOARD, 4, offsets, None)
     assert (tmp_path / "partitions.bin").read_bytes() == config.partition_table(
         BOARD, 4, offsets, None
@@ -318,15 +337,15 @@ def test_partition_table_names_the_linux_whose_power_off_ends_the_machine(
 
 def test_command_line_puts_the_instruments_in_the_boots_directory(tmp_path: Path) -> None:
     options = BootOptions(extra_qemu_args=("-D", "{run_dir}/exec.log"), disk_mib=1)
-    disk = boot.blank_disk(options, tmp_path)
+    disk = boot_inputs.blank_disk(options, tmp_path)
     assert disk is not None and disk.stat().st_size == 1 << 20
-    assert boot.blank_disk(BootOptions(), tmp_path) is None
-    argv = boot.command_line(options, BOARD, tmp_path / "f.bin", tmp_path, True, disk, None)
+    assert boot_inputs.blank_disk(BootOptions(), tmp_path) is None
+    argv = boot_inputs.command_line(options, BOARD, tmp_path / "f.bin", tmp_path, True, disk, None)
     assert argv[-2:] == ["-D", f"{tmp_path}/exec.log"]
     assert f"file:{tmp_path}/secure.log" in argv and "mon:stdio" in argv
     assert any(a.startswith(f"file={disk},") for a in argv)
-    consoles = boot.Consoles((None, tmp_path / "b.log"), {"B": tmp_path / "b.log"})
-    argv = boot.command_line(
+    consoles = boot_inputs.Consoles((None, tmp_path / "b.log"), {"B": tmp_path / "b.log"})
+    argv = boot_inputs.command_line(
         BootOptions(), BOARD, tmp_path / "f.bin", tmp_path, False, None, consoles
     )
     serials = [argv[i + 1] for i, x in enumerate(argv) if x == "-serial"]
@@ -336,17 +355,17 @@ def test_command_line_puts_the_instruments_in_the_boots_directory(tmp_path: Path
 def test_old_log_directories_go_unless_a_running_boot_holds_them(
     built: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(boot, "KEEP_LOGS", 3)
-    running = boot.prepare(BootOptions(), "true\n")
+    monkeypatch.setattr(logdir, "KEEP_LOGS", 3)
+    running = boot_inputs.prepare(BootOptions(), "true\n")
     done = []
     for _ in range(4):
-        p = boot.prepare(BootOptions(), "true\n")
+        p = boot_inputs.prepare(BootOptions(), "true\n")
         p.release()
         done.append(p.run_dir)
     assert running.run_dir.is_dir(), "the oldest, but its boot still runs"
     assert not done[0].exists(), "finished and beyond the newest 3"
     running.release()
-    boot.prepare(BootOptions(), "true\n").release()
+    boot_inputs.prepare(BootOptions(), "true\n").release()
     assert not running.run_dir.exists()
 
 
@@ -356,22 +375,22 @@ def test_a_saved_console_log_gives_back_what_the_commands_printed(tmp_path: Path
     merge` and a new parse rely on)."""
     console = [
         "[    0.000000] Booting Linux",
-        f"[    1.0] rcS: {boot.BEGIN}",
+        f"[    1.0] rcS: {commands_output.BEGIN}",
         "first\rline with a carriage return\x1c and a separator",
         "[   2.000000] reboot: Restarting system",
         "[    0.000000] Booting Linux again",
-        boot.BEGIN,
+        commands_output.BEGIN,
         "second",
         "last words@@TANDEM-EXEC-END status=3@@",
         "[    3.0] reboot: Power down",
     ]
-    live = boot.CommandsOutput()
+    live = commands_output.CommandsOutput()
     echoed = [out for line in console for out in live.feed(line)]
     log = tmp_path / "console.log"
-    with log.open("w", encoding=boot.CONSOLE_ENCODING) as f:
+    with log.open("w", encoding=commands_output.CONSOLE_ENCODING) as f:
         for line in console:
             f.write(line + "\n")
-    saved = boot.read_console_log(log.read_bytes())
+    saved = commands_output.read_console_log(log.read_bytes())
     assert (
         saved.lines
         == live.lines
@@ -384,17 +403,22 @@ def test_a_saved_console_log_gives_back_what_the_commands_printed(tmp_path: Path
 
 
 def test_reading_stops_at_a_panic_or_where_qemu_runs_on() -> None:
-    panicked = boot.CommandsOutput()
-    for line in [boot.BEGIN, "x", "Kernel panic - not syncing: oops", "---[ end Kernel panic"]:
+    panicked = commands_output.CommandsOutput()
+    for line in [
+        commands_output.BEGIN,
+        "x",
+        "Kernel panic - not syncing: oops",
+        "---[ end Kernel panic",
+    ]:
         panicked.feed(line)
     assert (
         panicked.done and panicked.panic[0].startswith("Kernel panic") and panicked.status is None
     )
-    runs_on = boot.CommandsOutput(stop_at_end=True)
-    for line in [boot.BEGIN, "@@TANDEM-EXEC-END status=0@@"]:
+    runs_on = commands_output.CommandsOutput(stop_at_end=True)
+    for line in [commands_output.BEGIN, "@@TANDEM-EXEC-END status=0@@"]:
         runs_on.feed(line)
     assert runs_on.done and runs_on.status == 0
-    expected = boot.CommandsOutput(panics=True)
-    expected.feed(boot.BEGIN)
+    expected = commands_output.CommandsOutput(panics=True)
+    expected.feed(commands_output.BEGIN)
     expected.feed("Kernel panic - not syncing: on purpose")
     assert not expected.done and expected.lines == ["Kernel panic - not syncing: on purpose"]

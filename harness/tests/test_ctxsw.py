@@ -15,10 +15,10 @@ import pytest
 from tandem import exp
 from tandem.errors import TandemError
 from tandem.exp import ctxsw
-from tandem.exp.ctxsw import parse as ctxsw_parse
-from tandem.exp.ctxsw import script as ctxsw_script
+from tandem.instruments import handoffs
 from tandem.platform.apps import AppRun, workload_blob
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import Ctxsw, load_config
 from tandem.platform.timing import Timing
 
@@ -47,7 +47,7 @@ def record_line(**fields: int) -> str:
     values.update(fields)
     raw = struct.pack("<IIIIQQQIIQQ", *values.values())
     words = struct.unpack("<8Q", raw)
-    return ctxsw_script.RESULT + " " + " ".join(f"{w:016x}" for w in words)
+    return handoffs.RESULT + " " + " ".join(f"{w:016x}" for w in words)
 
 
 def test_ctxsw_application_and_checks() -> None:
@@ -72,21 +72,21 @@ def test_ctxsw_application_and_checks() -> None:
 
 
 def test_record_parsing_and_per_switch_time() -> None:
-    rec = ctxsw_parse.parse_record(["noise", record_line(mode=1, pages=16)], "t")
+    rec = handoffs.parse_record(["noise", record_line(mode=1, pages=16)], "t")
     assert rec["mode"] == 1 and rec["pages"] == 16 and rec["switches"] == 1000
-    mean, best = ctxsw_parse.per_switch(rec, 62_500_000)
+    mean, best = handoffs.per_switch(rec, 62_500_000)
     # 62 500 ticks = 1 ms over 999 intervals; 3 000 ticks = 48 µs per 64.
     assert mean == pytest.approx(1e6 / 999)
     assert best == pytest.approx(750.0)
     for lines, message in [
         ([], "no @@CTXSW@@"),
         ([record_line(state=1)], "unfinished"),
-        ([ctxsw_script.RESULT + " 1 2 3"], "3 words"),
-        ([ctxsw_script.RESULT + " x" * 8], "not a record"),
+        ([handoffs.RESULT + " 1 2 3"], "3 words"),
+        ([handoffs.RESULT + " x" * 8], "not a record"),
     ]:
         with pytest.raises(TandemError, match=message):
-            ctxsw_parse.parse_record(lines, "t")
-    assert f"skip={ctxsw_script.RECORD_OFFSET // 4096}" in ctxsw_script.guest_script()
+            handoffs.parse_record(lines, "t")
+    assert f"skip={handoffs.RECORD_OFFSET // 4096}" in handoffs.guest_script()
 
 
 def test_report_from_a_summary(tmp_path: Path) -> None:
@@ -155,11 +155,11 @@ def test_a_stray_access_stops_only_that_task() -> None:
         smp=2,
         ctxsw=Ctxsw(core=1, mode="asid", pages=4, switches=20_000, stray=True),
     )
-    script = ctxsw_script.guest_script(60) + "sleep 4\nnproc\n"
+    script = handoffs.guest_script(60) + "sleep 4\nnproc\n"
     result = run_exec(options, script, timeout_s=300)
     assert result.qemu_status == 0 and result.status == 0, result.console_log
     assert result.lines[-1] == "2", "Linux runs on after the fault"
-    rec = ctxsw_parse.parse_record(result.lines, "stray")
+    rec = handoffs.parse_record(result.lines, "stray")
     assert rec["switches"] == 20_000
     assert rec["faults"] == 1 and rec["fault_task"] == STRAY_TASK
     assert rec["fault_address"] == RTOS_RAM

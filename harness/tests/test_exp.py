@@ -27,6 +27,7 @@ from tandem.exp.rpc import parse as rpc_parse
 from tandem.exp.rpc import script as rpc_script
 from tandem.instruments.measure import Latency, parse_results
 from tandem.platform.apps import AppRun
+from tandem.platform.configs import load_config
 from tandem.results import PARTIAL, raw_file
 
 DOMAINS_ROW = {
@@ -166,7 +167,7 @@ def test_domains_phases_and_script() -> None:
     agent = domains_script.load_agent_script(s)
     assert 'load_start memory 1 "$core"' in agent
     assert "load_start scheduling 1 0-2" in agent
-    mailbox = f"{domains_script.mailbox():#x}"
+    mailbox = f"{domains_script.mailbox(s.board):#x}"
     assert mailbox in agent and mailbox in b
 
 
@@ -1119,12 +1120,14 @@ def test_a_run_is_stamped_before_it_measures(
     from tandem import provenance
     from tandem.exp import units
     from tandem.exp.common import Boot
-    from tandem.platform.boot import BEGIN, BootOptions, ExecResult
+    from tandem.platform.boot import ExecResult
+    from tandem.platform.boot_options import BootOptions
+    from tandem.platform.commands_output import BEGIN
 
     events: list[str] = []
 
-    def stamp(values: object, jobs: int, board: str) -> dict[str, object]:
-        events.append(f"stamp {board}")
+    def stamp(boots: list[BootOptions], jobs: int) -> dict[str, object]:
+        events.append(f"stamp {' '.join(b.board.name for b in boots)}")
         return {"commit": "at-start"}
 
     def boot(unit: Boot, ctx: object) -> ExecResult:
@@ -1202,13 +1205,16 @@ def test_cyclictest_measures_through_its_json() -> None:
     """The experiments' guest function, in a real boot: cyclictest's JSON
     comes back and reads as a measurement."""
     from tandem.instruments import measure
-    from tandem.platform.boot import BootOptions, run_exec
+    from tandem.platform.boot import run_exec
+    from tandem.platform.boot_options import BootOptions
     from tandem.platform.timing import Timing
 
     script = measure.script_header(1000, "4M", 1, "16M", settle_ms=10)
     script += "measure_cyclictest p1 64 any no\n"
     r = run_exec(
-        BootOptions(config="linux-only", timing=Timing("percore"), smp=1), script, timeout_s=300
+        BootOptions(config=load_config("linux-only"), timing=Timing("percore"), smp=1),
+        script,
+        timeout_s=300,
     )
     assert r.status == 0, r.output
     assert "@@RESULT p1 cyclictest-json@@" in r.lines, r.output

@@ -12,7 +12,8 @@ import pytest
 
 from tandem.errors import TandemError
 from tandem.instruments import bench, fidelity
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import Timing
 
 Q = 1000

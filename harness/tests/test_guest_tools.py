@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from tandem.errors import TandemError
-from tandem.platform import boot, cpio, gdb, qemu_command
+from tandem.platform import boot, boot_inputs, cpio, gdb, logdir, qemu_command
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import Workload
 from tandem.platform.paths import ROOT
 from tandem.platform.timing import Timing
@@ -123,8 +124,8 @@ def test_no_addition_goes_through_a_link_another_made(tmp_path: Path) -> None:
 def test_additions_go_between_tandems_initramfs_and_the_commands(tmp_path: Path) -> None:
     f = tmp_path / "hello"
     f.write_text("hi\n")
-    plan = boot.Layout(None, [0], (), None, {"": "true\n"})  # type: ignore[arg-type]
-    chunks = boot.initramfs(plan, tmp_path, (cpio.Added(f, "/root/hello"),))
+    plan = boot_inputs.Layout(None, [0], (), None, {"": "true\n"})  # type: ignore[arg-type]
+    chunks = boot_inputs.initramfs(plan, tmp_path, (cpio.Added(f, "/root/hello"),))
     assert len(chunks) == 3 and b"root/hello" in chunks[1] and b"tandem/exec.sh" in chunks[2]
     assert (tmp_path / "added.txt").read_text() == f"{f} -> /root/hello\n"
 
@@ -163,8 +164,8 @@ def test_the_gdb_stub_listens_on_a_unix_socket_in_the_private_log_directory(
 
 
 def test_a_boots_log_directory_is_private(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(boot, "LOGS", tmp_path / "logs")
-    run_dir, lock = boot._new_log_dir()
+    monkeypatch.setattr(logdir, "LOGS", tmp_path / "logs")
+    run_dir, lock = logdir.new_log_dir()
     try:
         assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
     finally:

@@ -15,7 +15,7 @@ from tandem.instruments import switchcost
 from tandem.platform import cpio, dtb
 from tandem.platform.apps import AppRun, available, manifest, parse_setting, workload_blob
 from tandem.platform.board import load_board
-from tandem.platform.boot import choose_timing
+from tandem.platform.boot_options import choose_timing
 from tandem.platform.configs import Ctxsw, Workload, load_config
 
 BASE_DTS = """/dts-v1/;

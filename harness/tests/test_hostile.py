@@ -26,8 +26,9 @@ from tandem.platform import abi_generated as abi
 from tandem.platform import rtos_status
 from tandem.platform.apps import AppRun
 from tandem.platform.board import DEFAULT_BOARD, load_board
-from tandem.platform.boot import BootOptions, run_exec
-from tandem.platform.configs import Workload
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
+from tandem.platform.configs import Workload, load_config
 from tandem.platform.timing import DEFAULT_QUANTUM_NS, Timing
 
 # The RTOS core under attack: the RTOS alone runs there (config heteroos,
@@ -136,9 +137,9 @@ def floods_and_storms(board: str, s: Settings) -> None:
     """test_floods_and_storms_from_three_cores_do_not_cost_the_rtos_a_release
     on `board`."""
     options = BootOptions(
-        board=board,
+        board=load_board(board),
         timing=Timing("percore", s.quantum_ns),
-        config="heteroos",
+        config=load_config("heteroos"),
         rpc_cores=(TARGET,),
     )
     r = run_exec(options, script(s), timeout_s=300 + 60 * s.attack_s + 10 * s.quiet_s)
@@ -284,9 +285,9 @@ def attacks_on_a_shared_core(board: str, s: Settings) -> None:
     `board`."""
     phases = shared_phases(s.shared_attack_s)
     options = BootOptions(
-        board=board,
+        board=load_board(board),
         timing=Timing("percore", s.quantum_ns),
-        config="tandem",
+        config=load_config("tandem"),
         rpc_cores=(SHARED,),
         apps=(AppRun.of("periodic", core=SHARED, period_us=PERIOD_US, work_us=WORK_US),),
     )
@@ -400,7 +401,12 @@ def concurrent_fuzz_with_hotplug(board: str, s: Settings) -> None:
     """test_concurrent_fuzz_with_hotplug_answers_every_call_and_costs_the_rtos_nothing
     on `board`."""
     per_core = s.fuzz_calls // FUZZ_CORES
-    options = BootOptions(board=board, timing=Timing("percore"), config="tandem", smp=FUZZ_CORES)
+    options = BootOptions(
+        board=load_board(board),
+        timing=Timing("percore"),
+        config=load_config("tandem"),
+        smp=FUZZ_CORES,
+    )
     r = run_exec(options, fuzz_script(per_core), timeout_s=600 + s.fuzz_calls // 50)
     assert r.status == 0, r.console_log
     assert not any("hotplug of" in line for line in r.lines), r.console_log
@@ -447,9 +453,9 @@ def test_hotplug_under_rpc_steal_time_and_migrate_dispatch() -> None:
 def hotplug_under_rpc(board: str) -> None:
     """test_hotplug_under_rpc_steal_time_and_migrate_dispatch on `board`."""
     options = BootOptions(
-        board=board,
+        board=load_board(board),
         timing=Timing("percore"),
-        config="tandem",
+        config=load_config("tandem"),
         capacity="steal",
         workload=Workload(core=1, period_us=1000, work_us=300, dispatch="migrate"),
         extra_bootargs="tandem_lockstate=on",
@@ -494,7 +500,10 @@ def requests_rewritten(board: str, s: Settings) -> None:
         "sleep 1.2  # the RTOS's next status line covers all of it\n"
     )
     options = BootOptions(
-        board=board, timing=Timing("percore"), config="heteroos", rpc_cores=(TARGET,)
+        board=load_board(board),
+        timing=Timing("percore"),
+        config=load_config("heteroos"),
+        rpc_cores=(TARGET,),
     )
     r = run_exec(options, script, timeout_s=300 + 60 * s.scribble_s)
     assert r.status == 0, r.console_log
@@ -545,9 +554,9 @@ def cpu_ons_racing_resets(board: str, s: Settings) -> None:
     """test_cpu_ons_racing_resets_leave_no_old_linux_and_every_restart_brings_up_every_core
     on `board`."""
     options = BootOptions(
-        board=board,
+        board=load_board(board),
         timing=Timing("percore", s.quantum_ns),
-        config="tandem",
+        config=load_config("tandem"),
         apps=(AppRun.of("periodic", core=3, period_us=PERIOD_US, work_us=WORK_US),),
     )
     r = run_exec(options, race_script(s.races), timeout_s=300 + 20 * s.races)
@@ -585,7 +594,9 @@ def stub_rewritten(board: str) -> None:
         "  sleep 100\n"
         "fi\n"
     )
-    r = run_exec(BootOptions(board=board, timing=Timing("percore")), script, timeout_s=180)
+    r = run_exec(
+        BootOptions(board=load_board(board), timing=Timing("percore")), script, timeout_s=180
+    )
     assert "stub now 0x14000000" in r.lines, r.lines
     assert r.lines[-1] == "generation 2 cores 4", r.console_log
 
@@ -636,7 +647,7 @@ def interrupt_parked(board: str, config: str, core: int, offline: bool) -> None:
     # it. Before hole 7's fix the monitor's wait and the RTOS's idle check
     # both saw it for ever there: the core never slept again.
     r = run_exec(
-        BootOptions(board=board, timing=Timing("percore"), config=config),
+        BootOptions(board=load_board(board), timing=Timing("percore"), config=load_config(config)),
         idle_wakeups_script(core, offline, PARKED_SPI[board]),
     )
     assert r.status == 0, r.console_log

@@ -29,7 +29,9 @@ from test_hostile import (
 from test_rpmsg import hostile_rings_and_floods
 
 from tandem.platform import rtos_status
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.board import load_board
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import Timing
 
 pytestmark = pytest.mark.qemu
@@ -106,7 +108,9 @@ def test_linux_cannot_reach_the_secure_worlds_devices() -> None:
         lines.append(f'devmem {address:#x} {width}; echo "read {name}: $?"')
         lines.append(f'devmem {address:#x} {width} {value:#x}; echo "write {name}: $?"')
     script = "\n".join(lines) + "\nsleep 1.2\necho alive\n"
-    r = run_exec(BootOptions(board=BOARD, timing=Timing("percore")), script, timeout_s=300)
+    r = run_exec(
+        BootOptions(board=load_board(BOARD), timing=Timing("percore")), script, timeout_s=300
+    )
     assert r.qemu_status == 0, f"QEMU exited {r.qemu_status} ({r.console_log})"
     for name, *_ in SECURE_DEVICE_WRITES:
         for access in ("read", "write"):

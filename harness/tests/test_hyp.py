@@ -12,7 +12,9 @@ import pytest
 from tandem.platform import rtos_status
 from tandem.platform.abi import constants, core_parts, tandem_parts
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.boot_options import BootOptions
+from tandem.platform.configs import load_config
 from tandem.platform.timing import Timing
 
 pytestmark = pytest.mark.qemu
@@ -24,7 +26,7 @@ MAILBOX = load_board().shared.base + constants()["SHM_PARTITION_MAILBOX_OFFSET"]
 def dualunix(script: str, others: dict[str, str] | None = None, **options: object) -> ExecResult:
     result = run_exec(
         BootOptions(
-            config="dualunix",
+            config=load_config("dualunix"),
             timing=Timing("percore"),
             partition_scripts=tuple((others or {}).items()),
             **options,  # type: ignore[arg-type]
@@ -278,7 +280,9 @@ echo "B back"
 """
     r = run_exec(
         BootOptions(
-            config="dualunix-rtos", timing=Timing("percore"), partition_scripts=(("B", b),)
+            config=load_config("dualunix-rtos"),
+            timing=Timing("percore"),
+            partition_scripts=(("B", b),),
         ),
         a,
         timeout_s=300,
@@ -337,7 +341,9 @@ done
 """
     r = run_exec(
         BootOptions(
-            config="dualunix-rtos", timing=Timing("percore"), partition_scripts=(("B", b),)
+            config=load_config("dualunix-rtos"),
+            timing=Timing("percore"),
+            partition_scripts=(("B", b),),
         ),
         a,
         timeout_s=300,

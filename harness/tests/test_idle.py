@@ -11,7 +11,8 @@ import re
 import pytest
 
 from tandem.errors import TandemError
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import PSCI_KERNEL
 from tandem.platform.timing import Timing
 

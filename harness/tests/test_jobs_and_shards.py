@@ -23,12 +23,8 @@ from tandem.errors import TandemError
 from tandem.exp import scenario, shards, units
 from tandem.exp.common import Boot
 from tandem.exp.shards import Shard
-from tandem.platform.boot import (
-    ExecResult,
-    PartitionResult,
-    read_console_log,
-    script_output,
-)
+from tandem.platform.boot import ExecResult, PartitionResult
+from tandem.platform.commands_output import read_console_log, script_output
 from tandem.platform.paths import RESULTS
 
 # What differs between runs of the same boots and is not a measurement:

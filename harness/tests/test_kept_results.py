@@ -72,7 +72,7 @@ def test_check_results_accepts_a_tree_that_keeps_the_policy(tmp_path: Path) -> N
         {
             "README.md": "worst 1.2 µs (run 20260101-000000)\n",
             "docs/x.md": "see `results/lhp/probe-20260102-why/README.md`\n",
-            "results/lhp/20260101-000000/summary.json": "{}",
+            "results/lhp/20260101-000000/summary.json": '{"provenance": {"commit": "c"}}',
             "results/lhp/20260101-000000/raw.tar.xz": "",
             "results/lhp/probe-20260102-why/README.md": "",
         },
@@ -97,4 +97,9 @@ def test_check_results_finds_every_breach(tmp_path: Path) -> None:
     assert "results/rpc/20260103-000000/report.md: cited, but not" in found
     assert "raw/boot.console.log: raw data as files" in found
     assert "summarize.py: code under results/" in found
-    assert "holds 4 tracked files, more than 3" in found
+    assert "results/lhp/20260101-000000: no provenance block" in found
+    assert "holds 4 tracked files; it must hold fewer than 3" in found
+    # As many files as the limit is one too many.
+    assert "holds 4 tracked files; it must hold fewer than 4" in "\n".join(
+        _check(repo, "--max-files", "4")
+    )

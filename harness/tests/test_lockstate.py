@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.boot_options import BootOptions
 
 pytestmark = pytest.mark.qemu
 

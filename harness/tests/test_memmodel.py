@@ -14,7 +14,8 @@ from tandem.errors import TandemError
 from tandem.exp import scenario
 from tandem.instruments import memory
 from tandem.platform import memmodel, qemu_command
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import CAUSAL_MAX, CAUSAL_OFF, DEFAULT_CAUSAL, Timing
 
 Q = 1000

@@ -15,7 +15,7 @@ import pytest
 
 from tandem.errors import TandemError
 from tandem.instruments import linuxsched, perfetto, trace
-from tandem.platform.boot import BootOptions
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import Timing
 
 HZ = 1_000_000  # one tick per µs

@@ -16,7 +16,8 @@ from tandem.instruments import bench
 from tandem.platform import rtos_status
 from tandem.platform.abi import constants
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import PlatformConfig
 from tandem.platform.console import PROMPT, Console
 from tandem.platform.timing import Timing

@@ -14,7 +14,8 @@ from test_qemu import rtos_keeps_its_deadlines_after_linux_panics
 
 from tandem.platform import rtos_status
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.console import PROMPT, Console
 from tandem.platform.timing import Timing
 
@@ -28,7 +29,7 @@ ALREADY_ON = -4
 
 def run(script: str, timeout_s: float = 300, **options: object) -> ExecResult:
     options.setdefault("timing", Timing("percore"))
-    result = run_exec(BootOptions(board=BOARD, **options), script, timeout_s=timeout_s)  # type: ignore[arg-type]
+    result = run_exec(BootOptions(board=load_board(BOARD), **options), script, timeout_s=timeout_s)  # type: ignore[arg-type]
     assert result.qemu_status == 0, f"QEMU exited {result.qemu_status} ({result.console_log})"
     return result
 
@@ -98,7 +99,9 @@ def test_interactive_shell_on_the_evks_console() -> None:
     # rootfs/inittab names no console: cttyhack gives the shell the one
     # Linux's console= names, here the EVK's UART2 (ttymxc1), as its
     # controlling terminal, so Ctrl-C stops a command.
-    with Console(BootOptions(board=BOARD, timing=Timing("percore"), linux_off="machine-off")) as c:
+    with Console(
+        BootOptions(board=load_board(BOARD), timing=Timing("percore"), linux_off="machine-off")
+    ) as c:
         c.expect(PROMPT, 120)
         assert answer(c, "tty") == "/dev/ttymxc1"
         assert answer(c, "nproc") == "4"
@@ -123,4 +126,6 @@ def test_interactive_shell_on_the_evks_console() -> None:
 
 
 def test_rtos_keeps_its_deadlines_after_linux_panics() -> None:
-    rtos_keeps_its_deadlines_after_linux_panics(BootOptions(board=BOARD, timing=Timing("percore")))
+    rtos_keeps_its_deadlines_after_linux_panics(
+        BootOptions(board=load_board(BOARD), timing=Timing("percore"))
+    )

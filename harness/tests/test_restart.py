@@ -19,7 +19,8 @@ from tandem.instruments import restart as restart_bench
 from tandem.platform import abi_generated as abi
 from tandem.platform import flash, rtos_status
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import PlatformConfig, load_config
 from tandem.platform.console import PROMPT, Console
 from tandem.platform.timing import Timing
@@ -318,6 +319,11 @@ def test_restart_bench_reports_every_restart(tmp_path: Path) -> None:
     for r in summary["restarts"]:
         assert 0 < r["host_stop_s"] < r["host_s"] and r["host_boot_s"] > 0
         assert r["monitor_ms"] > 0 and 0 < r["linux_uptime_s"] < 5
-    assert summary["provenance"]["timing"] == {"timing": "percore", "quantum_ns": 1000}
+    assert summary["provenance"]["timing"] == {
+        "modes": ["percore"],
+        "quantum_ns": 1000,
+        "causal": "off",
+        "memmodel": "none",
+    }
     for name in ("report.md", "restarts.csv", "restart.png", "secure.log"):
         assert (out / name).stat().st_size > 0, name

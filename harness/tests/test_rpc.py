@@ -11,7 +11,8 @@ import pytest
 
 from tandem.platform import rtos_status
 from tandem.platform.apps import AppRun
-from tandem.platform.boot import BootOptions, ExecResult, run_exec
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import Timing
 
 pytestmark = pytest.mark.qemu

@@ -19,8 +19,10 @@ from tandem.errors import TandemError
 from tandem.instruments import rpmsg as rpmsg_bench
 from tandem.platform import abi_generated as abi
 from tandem.platform import rtos_status
-from tandem.platform.board import DEFAULT_BOARD
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.board import DEFAULT_BOARD, load_board
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
+from tandem.platform.configs import load_config
 from tandem.platform.timing import Timing
 
 SYSFS = "/sys/bus/platform/devices/tandem"
@@ -152,7 +154,12 @@ def hostile_rings_and_floods(board: str) -> None:
     (test_hostile_imx8mp.py: the i.MX 8M Plus EVK)."""
     # The RTOS alone on core 3 (heteroos), which serves RPMsg; Linux on
     # cores 0-2 attacks from all three.
-    options = BootOptions(board=board, timing=Timing("percore"), config="heteroos", rpc_cores=(3,))
+    options = BootOptions(
+        board=load_board(board),
+        timing=Timing("percore"),
+        config=load_config("heteroos"),
+        rpc_cores=(3,),
+    )
     r = run_exec(options, hostile_script(), timeout_s=600 + 120 * FLOOD_S)
     assert r.status == 0, r.console_log
     t = tagged(r.lines)

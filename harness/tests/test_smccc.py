@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from tandem.platform import abi_generated as abi
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import Timing
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from tandem.errors import TandemError
 from tandem.instruments import trace
-from tandem.platform.boot import BootOptions
+from tandem.platform.boot_options import BootOptions
+from tandem.platform.configs import load_config
 from tandem.platform.timing import Timing
 
 HZ = 1_000_000  # one tick per µs keeps the expected numbers readable
@@ -176,7 +177,7 @@ def test_heteroos_trace_shows_core_3_never_in_linux(tmp_path: Path) -> None:
     end: within 3 ms (the longest gap between two of core 3's releases in
     10 boots' rings, 1.7 ms, plus margin), not the 10 ms the failure showed.
     """
-    options = BootOptions(config="heteroos", timing=Timing("percore"))
+    options = BootOptions(config=load_config("heteroos"), timing=Timing("percore"))
     out = trace.run(options, 10.0, "hackbench", tmp_path)
     assert out.parent == tmp_path / "trace"
     summary = json.loads((out / "summary.json").read_text())

@@ -12,7 +12,8 @@ from tandem.errors import TandemError
 from tandem.platform.abi import constants
 from tandem.platform.apps import AppRun
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import Workload
 from tandem.platform.timing import Timing
 

@@ -38,7 +38,7 @@ from tandem.exp import (
 from tandem.exp.common import Boot, num, read_summary
 from tandem.exp.shards import Shard
 from tandem.exp.units import Measured
-from tandem.platform.board import DEFAULT_BOARD
+from tandem.platform import boot_inputs, boot_options
 from tandem.platform.paths import EXPERIMENTS, RESULTS
 from tandem.results import PARTIAL, RAW, PartialRun, write_atomic
 
@@ -134,13 +134,19 @@ def command_line(name: str, quick: bool, overrides: Mapping[str, object]) -> str
     return shlex.join(parts)
 
 
-def board_of(boots: Sequence[Boot]) -> str:
-    """The board a run's boots are on (its provenance names it and digests
-    its firmware); an error for boots on several."""
-    names = sorted({b.options.board for b in boots})
-    if len(names) > 1:
-        raise TandemError(f"a run's boots are on one board, these on {', '.join(names)}")
-    return names[0] if names else DEFAULT_BOARD
+def check_boots(name: str, s: scenario.Scenario, boots: Sequence[Boot]) -> None:
+    """Refuses a run some of whose boots cannot be made on the scenario's
+    board (too many cores, partitions the board cannot have, ...), before
+    the first boot, saying which boot and why: an experiment runs on every
+    board its boots can be made for."""
+    for b in boots:
+        try:
+            boot_options.check(b.options)
+            boot_inputs.layout(b.options, b.script)
+        except TandemError as e:
+            raise TandemError(
+                f"experiment {name} cannot run on board {s.board.name}: its boot {b.label}: {e}"
+            ) from None
 
 
 def run(
@@ -165,6 +171,7 @@ def run(
     exp = get(name, directory)
     s = scenario.load(name, exp.schema, quick=quick, overrides=overrides, directory=directory)
     boots = exp.units(s)
+    check_boots(name, s, boots)
     mine = boots if shard is None else shard.select(boots)
     # Every boot's timing, not only this shard's: whether the run may have
     # boots side by side does not depend on how it is split.
@@ -176,7 +183,7 @@ def run(
     command = command_line(name, quick, s.overrides)
     # Stamped before measuring: a run lasts up to two hours, and a commit or
     # an edit made meanwhile must not be recorded as what it measured.
-    stamp = provenance.collect(s.values, jobs, board_of(boots))
+    stamp = provenance.collect([b.options for b in boots], jobs)
     plan = None
     if shard is not None:
         plan = shards.Plan(

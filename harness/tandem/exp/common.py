@@ -17,17 +17,25 @@ from typing import Any
 from tandem.errors import TandemError
 from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import Latency
-from tandem.platform.boot import BootOptions
+from tandem.platform.boot_options import DEFAULT_CONFIG, BootOptions
+from tandem.platform.configs import load_config
 from tandem.platform.timing import PERCORE, Timing
 from tandem.results import PARTIAL, write_atomic
 
 
-def boot_options(s: Scenario, timing: str, **options: Any) -> BootOptions:  # noqa: ANN401
-    """BootOptions for one of the scenario's boots: `timing`, one of its
-    timing modes, with its quantum, and in per-core timing its counter's
-    rule and memory model."""
+def boot_options(
+    s: Scenario,
+    timing: str,
+    config: str = DEFAULT_CONFIG,
+    **options: Any,  # noqa: ANN401
+) -> BootOptions:
+    """BootOptions for one of the scenario's boots: on its board, with
+    configuration `config`, `timing` (one of its timing modes) with its
+    quantum, and in per-core timing its counter's rule and memory model."""
     percore = timing == PERCORE
     return BootOptions(
+        config=load_config(config),
+        board=s.board,
         timing=Timing.parse(
             timing,
             s.integer("quantum_ns"),

@@ -16,7 +16,7 @@ from tandem.exp.common import Boot, boot_options, read_summary, summary_list
 from tandem.exp.scenario import Key, Scenario
 from tandem.exp.units import Measured
 from tandem.platform import apps
-from tandem.platform.boot import BootOptions
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import Timing
 from tandem.results import RAW
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tandem.errors import TandemError
+from tandem.platform.board import DEFAULT_BOARD, Board, boards, load_board
 from tandem.platform.paths import EXPERIMENTS
 from tandem.platform.timing import CAUSAL_MODES, DEFAULT_CAUSAL, MAX_QUANTUM_NS, MODES
 
@@ -67,6 +68,15 @@ OPTIONAL: dict[str, tuple[Key, Value]] = {
             "or none (docs/harness.md)",
         ),
         "none",
+    ),
+    "board": (
+        Key(
+            str,
+            "the machine the boots run on (boards/NAME.toml); an experiment may refuse "
+            "a board it cannot measure on",
+            choices=tuple(boards()),
+        ),
+        DEFAULT_BOARD,
     ),
     "causal": (
         Key(
@@ -160,13 +170,15 @@ def parse_override(text: str) -> tuple[str, object]:
 
 @dataclass(frozen=True)
 class Scenario:
-    """A checked scenario: the file's values, with quick and --set applied."""
+    """A checked scenario: the file's values, with quick and --set applied,
+    and its board read once (every boot of the run is on it)."""
 
     name: str
     path: Path
     values: dict[str, Value]
     quick: bool = False
     overrides: dict[str, Value] = field(default_factory=dict)
+    board: Board = field(default_factory=load_board)
 
     def integer(self, key: str) -> int:
         v = self.values[key]
@@ -241,4 +253,6 @@ def load(
             )
         checked[key] = check_value(f"--set ({path.name})", key, full[key], value)
     values.update(checked)
-    return Scenario(name, path, values, quick, checked)
+    board = values["board"]
+    assert isinstance(board, str)
+    return Scenario(name, path, values, quick, checked, load_board(board))

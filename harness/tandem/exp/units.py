@@ -34,7 +34,8 @@ from tandem import pool
 from tandem.errors import TandemError
 from tandem.exp.common import Boot
 from tandem.instruments.measure import PHASE
-from tandem.platform.boot import ExecResult, read_console_log, run_exec
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.commands_output import read_console_log
 from tandem.results import RAW, raw_file, write_atomic
 
 # raw/LABEL.RECORD: a unit's record, written when it is complete.
@@ -72,7 +73,7 @@ def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
     if read_console_log((raw / f"{label}.console.log").read_bytes()).lines != result.lines:
         raise TandemError(
             f"{label}: its console log ({result.console_log}) does not give back what its "
-            "commands printed (boot.read_console_log and run_exec disagree)"
+            "commands printed (commands_output.read_console_log and run_exec disagree)"
         )
     (raw / f"{label}.sh").write_text(unit.script)
     if unit.keep_secure_log:

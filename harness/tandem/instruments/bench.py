@@ -9,8 +9,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tandem.platform import qemu_command
-from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import RESULTS
 from tandem.results import mark_latest, new_run_dir
 
@@ -43,12 +43,12 @@ def boot(options: BootOptions, runs: int, out_root: Path = RESULTS) -> Path:
     offs = [s.poweroff_s for s in samples]
     summary = {
         "benchmark": "boot",
-        "board": options.board,
+        "board": options.board.name,
         "timing": options.timing.mode,
         "quantum_ns": options.timing.quantum,
         "clock": "host wall time (QEMU start to the first command in Linux)",
         "smp": options.smp,
-        "config": options.config,
+        "config": options.config.name,
         "runs": runs,
         "boot_median_s": round(statistics.median(boots), 3),
         "boot_min_s": min(boots),
@@ -56,7 +56,7 @@ def boot(options: BootOptions, runs: int, out_root: Path = RESULTS) -> Path:
         "poweroff_median_s": round(statistics.median(offs), 3),
         "poweroff_max_s": max(offs),
     }
-    out = new_run_dir(out_root / "boot" / options.config)
+    out = new_run_dir(out_root / "boot" / options.config.name)
     (out / "samples.json").write_text(json.dumps([asdict(s) for s in samples], indent=2) + "\n")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     mark_latest(out)
@@ -169,14 +169,14 @@ def latency(
             )
     summary = {
         "benchmark": "latency",
-        "board": options.board,
+        "board": options.board.name,
         "timing": options.timing.mode,
         "quantum_ns": options.timing.quantum,
         "measured": "secure timer compare value to the 3rd instruction of the RTOS IRQ handler",
         "resolution_ns": idle["tick_ns"],
         "histogram_limit_us": round(float(idle["tick_ns"]) * 16384 / 1000, 1),
         "smp": options.smp,
-        "config": options.config,
+        "config": options.config.name,
         "linux_idle": options.linux_idle,
         "phases": phases,
     }
@@ -213,13 +213,13 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
     from tandem.platform.paths import firmware_elf
 
     # The board's own firmware: each board's is linked at its addresses.
-    monitor_elf = firmware_elf(options.board, "tandem-monitor")
-    rtos_elf = firmware_elf(options.board, "tandem-rtos")
+    monitor_elf = firmware_elf(options.board.name, "tandem-monitor")
+    rtos_elf = firmware_elf(options.board.name, "tandem-rtos")
     for elf in (monitor_elf, rtos_elf):
         if not elf.exists():
             raise SystemExit(f"bench switch: {elf} missing (run `make build`)")
     # The monitor runs from flash below the RTOS's image, the RTOS from its RAM.
-    board = load_board(options.board)
+    board = options.board
     code = (
         f"{board.secure_flash.base:#x}..{board.rtos_image - 1:#x},"
         f"{board.rtos_ram.base:#x}..{board.rtos_ram.end - 1:#x}"
@@ -254,7 +254,7 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
     measured = switchcost.measure(log, symbols, monitor_vectors, rtos_vectors)
     summary = {
         "benchmark": "switch",
-        "board": options.board,
+        "board": options.board.name,
         "linux_idle": logged.linux_idle,
         "timing": options.timing.mode,
         "quantum_ns": options.timing.quantum,
@@ -264,7 +264,7 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
             "rtos_to_linux": "RTOS YIELD smc to the monitor's eret into Linux",
         },
         "smp": options.smp,
-        "config": options.config,
+        "config": options.config.name,
         **measured,
     }
     out = new_run_dir(out_root / "switch")

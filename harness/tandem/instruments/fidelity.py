@@ -35,10 +35,10 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from tandem import pool
+from tandem import pool, provenance
 from tandem.errors import TandemError
-from tandem.platform.boot import BootOptions, run_exec
-from tandem.platform.configs import load_config
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.memmodel import provenance as memmodel_provenance
 from tandem.platform.paths import RESULTS
 from tandem.platform.timing import CAUSAL_OFF, DEFAULT_CAUSAL, Timing
@@ -200,10 +200,10 @@ def boot(
 ) -> Samples:
     """Boots once, runs the probes, keeps the console log under raw/
     (`ctx`: a boot of the pool, stopped with it)."""
-    config = load_config(options.config)
+    config = options.config
     servers = options.rpc_cores or config.default_rpc_cores(options.smp)
     if not servers:
-        raise TandemError(f"configuration '{options.config}' runs no RPC server (no RTOS core)")
+        raise TandemError(f"configuration '{config.name}' runs no RPC server (no RTOS core)")
     if options.smp < 3 or CPU_B not in config.linux_cores(options.smp):
         raise TandemError(f"the probes need Linux on CPUs 0-{CPU_B}: use 3 or more cores")
     marks: dict[str, float] = {}
@@ -613,6 +613,9 @@ def run(
         comparisons[Cell("percore", quanta[0], causal=CAUSAL_OFF)] = "counter free"
     cells += list(comparisons)
     jobs = pool.choose_jobs(jobs, [c.timing_of() for c in cells], "bench fidelity's")
+    # Taken before the first boot, from every boot's options, as `tandem
+    # exp run` does.
+    stamp = provenance.collect([replace(base, timing=c.timing_of()) for c in cells], jobs)
     run_dir = PartialRun(out_root / "fidelity")
     raw = run_dir.dir / "raw"
 
@@ -640,7 +643,7 @@ def run(
         "benchmark": "fidelity",
         "run": run_dir.final.name,
         "command": command,
-        "config": base.config,
+        "config": base.config.name,
         "smp": base.smp,
         "rounds": rounds,
         "overlap_iterations": iters,
@@ -651,6 +654,7 @@ def run(
         "deterministic": identical,
         # Boots side by side: the host times (e) are shared between them.
         "jobs": jobs,
+        "provenance": stamp,
     }
     summary["checks"] = checks(rows, identical, judge_cost=jobs == 1)
     with (run_dir.dir / "samples.csv").open("w", newline="") as f:

@@ -41,14 +41,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tandem import pool
+from tandem import pool, provenance
 from tandem.errors import TandemError
-from tandem.exp.ctxsw.parse import parse_record, per_switch
-from tandem.exp.ctxsw.script import guest_script as ctxsw_script
+from tandem.instruments.handoffs import guest_script as ctxsw_script
+from tandem.instruments.handoffs import parse_record, per_switch
 from tandem.platform import memmodel
-from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, ExecResult, run_exec
-from tandem.platform.configs import Ctxsw
+from tandem.platform.boot import ExecResult, run_exec
+from tandem.platform.boot_options import BootOptions
+from tandem.platform.configs import Ctxsw, load_config
 from tandem.platform.paths import RESULTS
 from tandem.platform.timing import PERCORE, Timing
 from tandem.results import PartialRun, write_atomic
@@ -84,6 +84,9 @@ FLAT_TOLERANCE = 0.01
 KNEE_TOLERANCE = 2
 CTXSW_TOLERANCE = 0.20
 MARK = "@@MEMBENCH"
+# `bench memory --quick`: chase loads per size, loads per TLB sweep point
+# and ctxsw hand-offs per boot (the full run's: 300 000, 200 000, 20 000).
+QUICK = (50_000, 20_000, 2_000)
 
 
 @dataclass(frozen=True)
@@ -263,6 +266,27 @@ class BootResult:
     boot_s: float
 
 
+def membench_options(base: BootOptions, spec: str | None) -> BootOptions:
+    """A membench boot's options: `base`'s board, timing and quantum, with
+    memory profile `spec` (None: no model), configuration linux-only (no
+    RTOS job shares the caches), 4 cores."""
+    return replace(
+        base, config=load_config("linux-only"), timing=replace(base.timing, memmodel=spec), smp=4
+    )
+
+
+def ctxsw_options(base: BootOptions, spec: str | None, mode: str, switches: int) -> BootOptions:
+    """A ctxsw boot's options: the RTOS's protected tasks handing off on
+    core 0 (`mode`: asid or flush), alone on one core, with profile `spec`."""
+    return replace(
+        base,
+        config=load_config("tandem"),
+        smp=1,
+        timing=replace(base.timing, memmodel=spec),
+        ctxsw=Ctxsw(core=0, mode=mode, pages=CTXSW_PAGES, switches=switches),
+    )
+
+
 def _membench_boot(
     base: BootOptions,
     spec: str | None,
@@ -275,7 +299,7 @@ def _membench_boot(
     profile = memmodel.profile(spec or "a53")
     text = script(profile, loads, tlb_loads, pages)
     label = f"membench-{Path(spec).stem if spec else 'none'}"
-    options = replace(base, config="linux-only", timing=replace(base.timing, memmodel=spec), smp=4)
+    options = membench_options(base, spec)
     result = run_exec(options, text, timeout_s=3600, echo=_noter(ctx), cancel=ctx.cancel)
     _keep(raw, label, text, result)
     if result.status != 0:
@@ -317,22 +341,30 @@ def _ctxsw_boot(
     base: BootOptions, spec: str | None, mode: str, switches: int, raw: Path, ctx: pool.Context
 ) -> CtxswResult:
     label = f"ctxsw-{mode}-{Path(spec).stem if spec else 'none'}"
-    options = replace(
-        base,
-        config="tandem",
-        smp=1,
-        timing=replace(base.timing, memmodel=spec),
-        ctxsw=Ctxsw(core=0, mode=mode, pages=CTXSW_PAGES, switches=switches),
-    )
+    options = ctxsw_options(base, spec, mode, switches)
     text = ctxsw_script()
     result = run_exec(options, text, timeout_s=3600, cancel=ctx.cancel)
     _keep(raw, label, text, result)
     if result.status != 0:
         raise TandemError(f"{label}: exited with {result.status} ({result.console_log})")
-    record = parse_record(result.lines, label)
-    mean, _ = per_switch(record, load_board().counter_hz)
-    stats = memmodel.read_stats(result.console_log.parent)
-    core0: dict[str, object] = {}
+    return handoffs(
+        options, mode, spec, result.lines, memmodel.read_stats(result.console_log.parent)
+    )
+
+
+def handoffs(
+    options: BootOptions,
+    mode: str,
+    spec: str | None,
+    lines: Sequence[str],
+    stats: Mapping[str, object] | None,
+) -> CtxswResult:
+    """One ctxsw boot's result, from the commands' output (the RTOS's record,
+    in its counter's ticks) and the model's counters."""
+    label = f"ctxsw-{mode}-{Path(spec).stem if spec else 'none'}"
+    record = parse_record(list(lines), label)
+    mean, _ = per_switch(record, options.board.counter_hz)
+    core0: Mapping[str, object] = {}
     if stats is not None:
         cores = stats["cores"]
         assert isinstance(cores, list) and isinstance(cores[0], dict)
@@ -356,7 +388,9 @@ def quick_plateaus(spec: str, quantum_ns: int, loads: int = 100_000) -> list[Pla
     text = f"tandem-membench chase -l {line_bytes(profile)} -n {loads} " + " ".join(
         str(s) for s in sizes
     )
-    options = BootOptions(config="linux-only", timing=Timing(PERCORE, quantum_ns, spec), smp=4)
+    options = BootOptions(
+        config=load_config("linux-only"), timing=Timing(PERCORE, quantum_ns, spec), smp=4
+    )
     result = run_exec(options, text + "\n", timeout_s=900)
     if result.status != 0:
         raise TandemError(f"membench exited with {result.status} ({result.console_log})")
@@ -410,15 +444,24 @@ def run(
             lambda ctx: _ctxsw_boot(base, spec, mode, switches, raw, ctx),
         )
 
+    handoff_cells = [(spec, mode) for spec in (None, "a53") for mode in ("asid", "flush")]
     tasks = [membench(spec) for spec in specs]
-    tasks += [handoffs(spec, mode) for spec in (None, "a53") for mode in ("asid", "flush")]
+    tasks += [handoffs(spec, mode) for spec, mode in handoff_cells]
     timings = [replace(base.timing, memmodel=s) for s in specs]
     jobs = pool.choose_jobs(jobs, timings, "bench memory's")
+    # Taken before the first boot, from every boot's options, as `tandem
+    # exp run` does.
+    stamp = provenance.collect(
+        [membench_options(base, s) for s in specs]
+        + [ctxsw_options(base, s, m, switches) for s, m in handoff_cells],
+        jobs,
+    )
     results = pool.run("bench memory", tasks, jobs)
     boots = [r for r in results if isinstance(r, BootResult)]
     ctxsw = [r for r in results if isinstance(r, CtxswResult)]
     summary = summarize(base, boots, ctxsw, loads, tlb_loads, switches, command, jobs)
     summary["run"] = run_dir.final.name
+    summary["provenance"] = stamp
     write_atomic(run_dir.dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     plot(summary, run_dir.dir)
     write_atomic(run_dir.dir / "report.md", report(summary))
@@ -500,6 +543,36 @@ def summarize(
         "ctxsw": ctx,
         "memmodel_profiles": {spec: memmodel.provenance(spec) for spec in profiles},
     }
+
+
+def plateau_agreement(
+    a: Mapping[str, object], b: Mapping[str, object], tolerance_ns: float
+) -> list[dict[str, object]]:
+    """Every plateau two runs both measured (by profile and level), its
+    stall per load in each, and whether they agree within `tolerance_ns`
+    (e.g. one tick of the coarser board's counter: what its clock can tell
+    apart). A profile or level only one run has is left out."""
+
+    def by_level(summary: Mapping[str, object]) -> dict[tuple[str, str], float]:
+        profiles = summary.get("profiles")
+        out: dict[tuple[str, str], float] = {}
+        if isinstance(profiles, Mapping):
+            for name, p in profiles.items():
+                for row in p["plateaus"]:
+                    out[(str(name), str(row["level"]))] = float(row["measured_ns"])
+        return out
+
+    left, right = by_level(a), by_level(b)
+    return [
+        {
+            "profile": profile,
+            "level": level,
+            "a_ns": left[(profile, level)],
+            "b_ns": right[(profile, level)],
+            "agree": abs(left[(profile, level)] - right[(profile, level)]) <= tolerance_ns,
+        }
+        for profile, level in sorted(set(left) & set(right))
+    ]
 
 
 def plot(summary: Mapping[str, object], out: Path) -> None:

@@ -30,7 +30,8 @@ from pathlib import Path
 from tandem import provenance
 from tandem.errors import TandemError
 from tandem.platform import rtos_status
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import RESULTS
 from tandem.results import mark_latest, new_run_dir, write_atomic
 
@@ -274,10 +275,7 @@ def restart(
         raise TandemError("bench restart: --count must be at least 1")
     clock = Clock()
     # Taken before the boot, as `tandem exp run` does.
-    stamp = provenance.collect(
-        {"timing": options.timing.mode, "quantum_ns": options.timing.quantum_ns},
-        board=options.board,
-    )
+    stamp = provenance.collect([options])
 
     def echo(line: str) -> None:
         generation = clock.line(line, time.monotonic())
@@ -308,7 +306,7 @@ def restart(
         "timing_described": options.timing.words(),
         "quantum_ns": options.timing.quantum,
         "smp": options.smp,
-        "config": options.config,
+        "config": options.config.name,
         "count": count,
         "load": f"hackbench -g 2, from {load_s} s before each request",
         "clock": (

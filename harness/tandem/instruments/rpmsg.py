@@ -26,7 +26,8 @@ from tandem import provenance
 from tandem.errors import TandemError
 from tandem.platform import abi_generated as abi
 from tandem.platform import rtos_status
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import RESULTS
 from tandem.results import RAW, PartialRun, write_atomic
 
@@ -180,10 +181,7 @@ def run(
     bad = [s for s in sizes if not 1 <= s <= abi.RPMSG_MAX_PAYLOAD]
     if bad or not sizes:
         raise TandemError(f"bench rpmsg: sizes are 1..{abi.RPMSG_MAX_PAYLOAD} bytes, not {bad}")
-    stamp = provenance.collect(
-        {"timing": options.timing.mode, "quantum_ns": options.timing.quantum_ns},
-        board=options.board,
-    )
+    stamp = provenance.collect([options])
     print(
         f"bench rpmsg: {calls} echoes per size and kind ({options.timing.words()})",
         file=sys.stderr,
@@ -202,7 +200,7 @@ def run(
         "timing_described": options.timing.words(),
         "quantum_ns": options.timing.quantum,
         "smp": options.smp,
-        "config": options.config,
+        "config": options.config.name,
         "calls": calls,
         "client_cpu": CLIENT_CPU,
         "server_core": server[0].rsplit("core ", 1)[-1] if server else "?",

@@ -28,7 +28,8 @@ from pathlib import Path
 from tandem.errors import TandemError
 from tandem.instruments import linuxsched, perfetto
 from tandem.platform.abi_generated import MAX_CORES
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import RESULTS
 from tandem.results import PartialRun
 
@@ -480,7 +481,7 @@ def run(
         sleep_us = round((SETTLE_MS + window_ms) * 1000)
         script = SCRIPT.format(start=start, sleep_us=sleep_us, stop=stop)
     print(
-        f"trace: booting ({options.config}, {options.timing.words()}, {options.smp} cores, "
+        f"trace: booting ({options.config.name}, {options.timing.words()}, {options.smp} cores, "
         f"load {load}{', Linux sched_switch' if sched else ''})",
         file=sys.stderr,
     )
@@ -505,7 +506,7 @@ def run(
         "command": "trace",
         "timing": options.timing.mode,
         "quantum_ns": options.timing.quantum,
-        "config": options.config,
+        "config": options.config.name,
         "smp": options.smp,
         "load": load,
         "linux_idle": options.linux_idle,
@@ -533,7 +534,7 @@ def run(
             "task_slices": len(linux.tasks),
         }
     title = (
-        f"config {options.config}, {options.timing.words()}: world per core, "
+        f"config {options.config.name}, {options.timing.words()}: world per core, "
         f"last {window_ms:g} ms (Linux load: {load})"
     )
     run_dir = PartialRun(out_root / "trace")

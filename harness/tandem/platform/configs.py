@@ -23,6 +23,8 @@ BOOT_VERSION = 5
 POLICY_CODES = {"shared": 0, "rtos": 1, "linux": 2}
 _KEYS = {"description", "default_policy", "cores", "linux_off", "partitions"}
 _PARTITION_KEYS = {"cores", "ram", "devices", "shared"}
+# A partition's RAM comes in whole blocks of this size.
+PARTITION_BLOCK = 2 << 20
 # What a partition has of the shared region (abi/src/partition.rs flags):
 # "tandem" (mapped, with Tandem's driver: the doorbell SPI, SiP calls, PV
 # time; one partition at most), "mapped" (mapped, reserved in its device
@@ -348,6 +350,29 @@ class PlatformConfig:
         names = ", ".join(p.name for p in parts)
         raise TandemError(f"configuration '{self.name}' has no partition {name} (it has {names})")
 
+    def check_on(self, board: Board) -> None:
+        """This configuration on `board` (every boot checks it before writing
+        anything): with partitions, a GIC without an ITS; each partition's
+        RAM whole 2 MiB blocks of the board's normal RAM, its devices the
+        board's, none of them a bus master."""
+        if self.partitions:
+            check_no_its(board)
+        for p in self.partitions:
+            where = f"configuration '{self.name}': [partitions.{p.name}]"
+            ram = board.normal_ram
+            if not (ram.base <= p.ram.base and p.ram.end <= ram.end):
+                raise TandemError(
+                    f"{where}: RAM must be whole 2 MiB blocks of normal RAM "
+                    f"({ram.base:#x}..{ram.end:#x} on board {board.name})"
+                )
+            for d in p.devices:
+                if d not in board.partition_devices:
+                    raise TandemError(
+                        f"{where}: no device {d!r} on board {board.name} "
+                        f"(known: {', '.join(sorted(board.partition_devices))})"
+                    )
+                check_no_dma(board, d, where)
+
     def partition_table(
         self, board: Board, smp: int, images: dict[str, int], machine_off: str | None
     ) -> bytes:
@@ -484,13 +509,11 @@ def _int_value(value: object, where: str) -> int:
 
 
 def _partitions(table: object, path: Path) -> tuple[Partition, ...]:
-    """[partitions.NAME] tables, checked as far as the harness can (the
-    monitor and the EL2 layer check the table again, against the board)."""
-    from tandem.platform.board import load_board
-
+    """[partitions.NAME] tables, checked as far as they can be without a
+    board (PlatformConfig.check_on checks them against the boot's board,
+    and the monitor and the EL2 layer the table again)."""
     if not isinstance(table, dict):
         raise TandemError(f"{path}: [partitions] must be a table of [partitions.NAME]")
-    board = load_board()
     out: list[Partition] = []
     taken: set[int] = set()
     for name, value in table.items():
@@ -521,23 +544,11 @@ def _partitions(table: object, path: Path) -> tuple[Partition, ...]:
             _int_value(ram["base"], f"{where} ram.base"),
             _int_value(ram["size"], f"{where} ram.size"),
         )
-        block = 2 << 20
-        inside = board.normal_ram.base <= span.base and span.end <= board.normal_ram.end
-        if span.size <= 0 or span.base % block or span.size % block or not inside:
-            raise TandemError(
-                f"{where}: RAM must be whole 2 MiB blocks of normal RAM "
-                f"({board.normal_ram.base:#x}..{board.normal_ram.end:#x})"
-            )
+        if span.size <= 0 or span.base % PARTITION_BLOCK or span.size % PARTITION_BLOCK:
+            raise TandemError(f"{where}: RAM must be whole 2 MiB blocks of normal RAM")
         devices = value.get("devices", [])
         if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
             raise TandemError(f"{where}: 'devices' must be a list of device names")
-        for d in devices:
-            if d not in board.partition_devices:
-                raise TandemError(
-                    f"{where}: no device {d!r} on the board "
-                    f"(known: {', '.join(sorted(board.partition_devices))})"
-                )
-            check_no_dma(board, d, where)
         if len(devices) > abi.PARTITION_MAX_DEVICES:
             raise TandemError(f"{where}: at most {abi.PARTITION_MAX_DEVICES} devices")
         shared = value.get("shared", "none")

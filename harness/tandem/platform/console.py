@@ -12,7 +12,9 @@ from types import TracebackType
 
 from tandem.errors import TandemError
 from tandem.platform import qemu_command
-from tandem.platform.boot import FLASH_NAME, BootOptions, prepare, wait_for_secure
+from tandem.platform.boot import wait_for_secure
+from tandem.platform.boot_inputs import FLASH_NAME, prepare
+from tandem.platform.boot_options import BootOptions
 
 PROMPT = re.compile(r"tandem:[^\n#]*# ")
 # busybox's line editor asks the "terminal" where its cursor is.

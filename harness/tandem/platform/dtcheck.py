@@ -126,6 +126,9 @@ def generated_trees(out: Path, board: Board | None = None, smp: int = 4) -> list
     for name in available():
         config = load_config(name)
         linux_cores = config.linux_cores(smp)
+        # A configuration's partitions are checked on the board they are
+        # built for, as a boot checks them.
+        config.check_on(board)
         for idle in dtb.LINUX_IDLE:
             partitions = config.partitions_for(smp)
             if not partitions:

@@ -18,7 +18,7 @@ command to QEMU's own monitor (`pmemsave` writes guest bytes to any host
 path QEMU can write, `xp` reads secure RAM), and a TCP port on 127.0.0.1
 is open to every local user of the host while QEMU waits or after gdb
 detaches. The socket lives in the boot's log directory, which only its
-owner may enter (mode 0700, `boot._new_log_dir`), so only the user who
+owner may enter (mode 0700, `logdir.new_log_dir`), so only the user who
 started the boot can connect (docs/security.md, issue 46 hole 1).
 """
 
@@ -29,6 +29,7 @@ import shutil
 from pathlib import Path
 
 from tandem.errors import TandemError
+from tandem.platform import logdir
 from tandem.platform.paths import KERNEL, LOGS, firmware_elf
 
 PROGRAM = "gdb-multiarch"
@@ -121,12 +122,11 @@ def argv(script_path: Path, extra: list[str]) -> list[str]:
 
 def waiting_script(logs: Path = LOGS) -> Path:
     """The newest boot's gdb script whose boot still runs (its log
-    directory held: `boot._in_use`)."""
-    from tandem.platform.boot import _in_use
+    directory held: `logdir.in_use`)."""
 
     scripts = sorted(logs.glob(f"*/{SCRIPT}")) if logs.is_dir() else []
     for path in reversed(scripts):
-        if _in_use(path.parent):
+        if logdir.in_use(path.parent):
             return path
     raise TandemError(
         "no boot is waiting for gdb: start one with `./tandem run --gdb` or "

@@ -68,7 +68,7 @@ def provenance(spec: str | None) -> dict[str, object] | None:
 
 def plugin_args(spec: str, quantum_ns: int, out: Path) -> list[str]:
     """QEMU's options loading the model with profile `spec`, its counters to
-    `out` (a boot checks that the plugin is built: boot.check_options)."""
+    `out` (a boot checks that the plugin is built: boot_options.check)."""
     options = [str(PLUGIN), f"profile={spec}", f"quantum_ns={quantum_ns}", f"out={out}"]
     return ["-plugin", ",".join(options)]
 

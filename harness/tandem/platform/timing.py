@@ -299,7 +299,14 @@ def modes_words(summary: Mapping[str, object]) -> str:
     provenance = summary.get("provenance")
     recorded = provenance.get("timing") if isinstance(provenance, Mapping) else None
     if isinstance(recorded, Mapping) and recorded:
-        modes = sorted({str(v) for k, v in recorded.items() if k.endswith("timing")})
+        # Read from the boots ("modes"), or, in runs before, from the
+        # scenario's keys named after timing.
+        listed = recorded.get("modes")
+        modes = (
+            sorted(str(m) for m in listed)
+            if isinstance(listed, list)
+            else sorted({str(v) for k, v in recorded.items() if k.endswith("timing")})
+        )
         quantum = recorded.get("quantum_ns")
         return ", ".join(modes) + (f" (Q = {quantum} ns)" if PERCORE in modes else "")
     return str(summary.get("timing", "?"))

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tandem.exp.lhp.script import SPINSTAT
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import Workload
 from tandem.platform.timing import PERCORE, Timing
 

@@ -23,16 +23,16 @@ from pathlib import Path
 from tandem.errors import TandemError
 from tandem.exp.common import Boot, Progress, boot_options, write_summary
 from tandem.exp.ctxsw.claims import claims
-from tandem.exp.ctxsw.parse import hand_off_cycles, parse_record, per_switch
+from tandem.exp.ctxsw.parse import hand_off_cycles
 from tandem.exp.ctxsw.plot import plot
 from tandem.exp.ctxsw.report import report
-from tandem.exp.ctxsw.script import guest_script
 from tandem.exp.ctxsw.spec import NAME, SCHEMA
 from tandem.exp.scenario import Scenario
 from tandem.exp.units import Measured
 from tandem.instruments import switchcost
+from tandem.instruments.handoffs import guest_script, parse_record, per_switch
 from tandem.platform import qemu_command
-from tandem.platform.board import load_board
+from tandem.platform.board import Board
 from tandem.platform.configs import TLB_MODES, Ctxsw
 from tandem.platform.paths import BUILD
 from tandem.platform.timing import Timing
@@ -48,9 +48,9 @@ RTOS_ELF = BUILD / "firmware" / "tandem-rtos.elf"
 RTOS_CODE_BYTES = 0x10_0000
 
 
-def rtos_code() -> str:
-    """QEMU's address filter for the RTOS's code, from the board."""
-    base = load_board().rtos_ram.base
+def rtos_code(board: Board) -> str:
+    """QEMU's address filter for the RTOS's code on `board`."""
+    base = board.rtos_ram.base
     return f"{base:#x}..{base + RTOS_CODE_BYTES - 1:#x}"
 
 
@@ -155,7 +155,7 @@ def units(s: Scenario) -> list[Boot]:
                             core=0, mode=mode, pages=pages, switches=s.integer("path_switches")
                         ),
                         extra_qemu_args=qemu_command.exec_log_args(
-                            rtos_code(), "{run_dir}/" + EXEC_LOG
+                            rtos_code(s.board), "{run_dir}/" + EXEC_LOG
                         ),
                     ),
                     guest_script(),
@@ -168,7 +168,7 @@ def units(s: Scenario) -> list[Boot]:
 
 
 def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
-    counter_hz = load_board().counter_hz
+    counter_hz = s.board.counter_hz
     smp = s.integer("smp")
     progress = Progress(NAME)
     rows: list[dict[str, object]] = []

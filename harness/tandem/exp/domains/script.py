@@ -7,7 +7,7 @@ from tandem.exp.domains.spec import INFO_CORES, MEASURED_CORE, PERIOD_US, Env
 from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import script_header
 from tandem.platform.abi import constants
-from tandem.platform.board import load_board
+from tandem.platform.board import Board
 
 # The measuring partition hands the loading one its commands over the
 # shared region's mailbox page (abi/src/shm.rs), as 32-bit words: a
@@ -18,16 +18,16 @@ MAILBOX_WORDS = {"seq": 0, "kind": 1, "workers": 2, "ack": 3}
 LOAD_CODES = {"stop": 0, "memory": 1, "scheduling": 2, "done": 3}
 
 
-def mailbox() -> int:
-    """The mailbox page's physical address."""
-    return load_board().shared.base + constants()["SHM_PARTITION_MAILBOX_OFFSET"]
+def mailbox(board: Board) -> int:
+    """The mailbox page's physical address on `board`."""
+    return board.shared.base + constants()["SHM_PARTITION_MAILBOX_OFFSET"]
 
 
-def _word(name: str) -> str:
-    return f"{mailbox() + 4 * MAILBOX_WORDS[name]:#x}"
+def _word(board: Board, name: str) -> str:
+    return f"{mailbox(board) + 4 * MAILBOX_WORDS[name]:#x}"
 
 
-def remote_functions() -> str:
+def remote_functions(board: Board) -> str:
     """Shell for the measuring partition: `remote KIND WORKERS` starts a load
     in the other partition (or stops it, or ends it) and waits until it has."""
     return f"""
@@ -41,12 +41,12 @@ remote() {{
 	done) kind={LOAD_CODES["done"]} ;;
 	*) fail "unknown remote load $1" ;;
 	esac
-	devmem {_word("kind")} 32 "$kind"
-	devmem {_word("workers")} 32 "$2"
-	devmem {_word("seq")} 32 "$SEQ"
+	devmem {_word(board, "kind")} 32 "$kind"
+	devmem {_word(board, "workers")} 32 "$2"
+	devmem {_word(board, "seq")} 32 "$SEQ"
 	[ "$1" = done ] && return 0
 	n=0
-	while [ $(($(devmem {_word("ack")} 32))) -ne "$SEQ" ]; do
+	while [ $(($(devmem {_word(board, "ack")} 32))) -ne "$SEQ" ]; do
 		n=$((n + 1))
 		[ "$n" -gt 3000 ] && fail "the other partition did not start load $1"
 		usleep 10000
@@ -58,6 +58,7 @@ remote() {{
 def load_agent_script(s: Scenario) -> str:
     """The loading partition's script: start and stop loads as the measuring
     partition asks over the mailbox, until it says it is done."""
+    board = s.board
     header = script_header(
         PERIOD_US,
         s.text("memory_bytes"),
@@ -68,17 +69,17 @@ def load_agent_script(s: Scenario) -> str:
     return (
         header
         + f"""
-devmem {_word("ack")} 32 0
+devmem {_word(board, "ack")} 32 0
 seen=0
 while true; do
-	seq=$(($(devmem {_word("seq")} 32)))
+	seq=$(($(devmem {_word(board, "seq")} 32)))
 	if [ "$seq" -eq "$seen" ]; then
 		usleep 10000
 		continue
 	fi
 	seen=$seq
-	kind=$(($(devmem {_word("kind")} 32)))
-	workers=$(($(devmem {_word("workers")} 32)))
+	kind=$(($(devmem {_word(board, "kind")} 32)))
+	workers=$(($(devmem {_word(board, "workers")} 32)))
 	case $kind in
 	{LOAD_CODES["stop"]}) load_stop ;;
 	{LOAD_CODES["memory"]})
@@ -92,7 +93,7 @@ while true; do
 	esac
 	running=$(pidof stress-ng | wc -w)
 	echo "load agent: command $seq (load $kind x$workers): $running stress-ng processes"
-	devmem {_word("ack")} 32 "$seq"
+	devmem {_word(board, "ack")} 32 "$seq"
 done
 echo "load agent: done after $seen commands"
 """
@@ -166,7 +167,7 @@ def _partitioned_script(s: Scenario) -> str:
             "0",
             s.integer("settle_ms"),
         ),
-        remote_functions(),
+        remote_functions(s.board),
         # The loads' stop before the results are worked through is the
         # other partition's here.
         "load_stop() { remote stop 0; }",

@@ -71,8 +71,8 @@ from tandem.exp.scenario import Scenario
 from tandem.exp.units import Measured
 from tandem.instruments import pathcount
 from tandem.instruments.measure import from_rtos
-from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions
+from tandem.platform.board import Board
+from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import Workload
 from tandem.platform.timing import Timing
 from tandem.results import write_atomic
@@ -88,10 +88,11 @@ BOOT_TIMEOUT_S = 1800
 TAIL_US = (100, 300, 1000, 3000)
 
 
-def _longest(lines: list[str], label: str) -> dict[str, object] | None:
-    """The longest spin wait of any CPU in the run, with its lock, the
-    waiter's interrupts meanwhile and its stack (None if no wait)."""
-    tick_us = 1e6 / load_board().counter_hz
+def _longest(board: Board, lines: list[str], label: str) -> dict[str, object] | None:
+    """The longest spin wait of any CPU in the run (timed by `board`'s
+    counter), with its lock, the waiter's interrupts meanwhile and its
+    stack (None if no wait)."""
+    tick_us = 1e6 / board.counter_hz
     waits = longest_waits(lines, LONGEST_BEGIN, LONGEST_END, tick_us, label)
     return waits[0] if waits else None
 
@@ -150,7 +151,7 @@ def e1(
         lines = measured.lines(label)
         hist = spin_histogram(json_after(lines, SPIN_RESULT, label), label)
         baseline_max = max([baseline_max, *(us for us, n in hist.items() if n)])
-        baseline_longest.append(_longest(lines, label))
+        baseline_longest.append(_longest(s.board, lines, label))
     progress.note(f"longest spin wait with Linux alone: {fmt_us(baseline_max)} µs")
     rows: list[dict[str, object]] = []
     for period in s.integers("periods_us"):
@@ -176,7 +177,7 @@ def e1(
                 long_us_per_rep.append(round(long_spin_us(hist, baseline_max), 1))
                 for key, n in preemptions(lines, PREEMPT_BEFORE, PREEMPT_AFTER, label).items():
                     preempted[key].append(n)
-                longest_per_rep.append(_longest(lines, label))
+                longest_per_rep.append(_longest(s.board, lines, label))
                 total_long += long_per_rep[-1]
                 total += sum(hist.values())
                 for t in TAIL_US:

@@ -25,7 +25,9 @@ from pathlib import Path
 from tandem.exp.lhp.parse import LONGEST_HEAD
 from tandem.exp.lhp.script import SPINSTAT
 from tandem.platform.board import load_board
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
+from tandem.platform.configs import load_config
 from tandem.platform.timing import PERCORE, Timing
 
 # Where Linux's patch 0004 keeps each CPU's longest spin wait since reset.
@@ -107,7 +109,7 @@ def run_threshold(out: Path) -> list[Path]:
     written: list[Path] = []
     for boot in threshold_boots():
         options = BootOptions(
-            config="linux-only",
+            config=load_config("linux-only"),
             timing=Timing(PERCORE, 1000),
             smp=4,
             extra_bootargs=f"{SPINSTAT} {boot.bootargs}".strip(),

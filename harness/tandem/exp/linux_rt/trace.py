@@ -27,7 +27,9 @@ from tandem import pool, provenance
 from tandem.errors import TandemError
 from tandem.exp.linux_rt.spec import PERIOD_US
 from tandem.instruments.measure import from_cyclictest_json, script_header
-from tandem.platform.boot import BootOptions, run_exec
+from tandem.platform.boot import run_exec
+from tandem.platform.boot_options import BootOptions
+from tandem.platform.configs import load_config
 from tandem.platform.paths import BUILD, RESULTS
 from tandem.platform.timing import PERCORE, Timing
 from tandem.results import PartialRun, write_atomic
@@ -187,20 +189,23 @@ def run(
     timing = Timing(PERCORE)
     quantum_ns = timing.quantum_ns
     jobs = pool.choose_jobs(jobs, [timing] * len(cores), "kernel-trace's")
+
     # Taken before the first boot, as `tandem exp run` does (the trace runs
     # for hours; a commit meanwhile is not what it measured).
-    stamp = provenance.collect({"timing": "percore", "quantum_ns": quantum_ns}, jobs)
-
-    def trace(n: int, ctx: pool.Context) -> Boot:
-        text = script(n, samples, io, settle_ms)
-        opts = BootOptions(
-            config="linux-only",
+    def options(n: int) -> BootOptions:
+        return BootOptions(
+            config=load_config("linux-only"),
             timing=timing,
             smp=n,
             kernel=TRACE_KERNEL,
             disk_mib=512 if io else 0,
         )
-        result = run_exec(opts, text, timeout_s=4 * 3600, cancel=ctx.cancel)
+
+    stamp = provenance.collect([options(n) for n in cores], jobs)
+
+    def trace(n: int, ctx: pool.Context) -> Boot:
+        text = script(n, samples, io, settle_ms)
+        result = run_exec(options(n), text, timeout_s=4 * 3600, cancel=ctx.cancel)
         label = f"cores{n}"
         (raw / f"{label}.sh").write_text(text)
         (raw / f"{label}.console.log").write_text(result.console_log.read_text())
