@@ -134,7 +134,7 @@ pub mod profile;
 pub mod tlb;
 pub mod translation;
 
-pub use bus::BusStats;
+pub use bus::{BusStats, Transfer, WindowCounters};
 pub use decode::{RareInstruction, Tlbi, TlbiOperation, classify};
 pub use model::{
     AccessKind, BlockFetch, CoreStats, DataAccess, MemoryModel, ModelOptions, SystemEvent,

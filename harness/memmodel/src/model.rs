@@ -1,6 +1,6 @@
 //! The memory model proper: per-core L1s and TLBs, the shared L2 and bus, and the stall each access, block fetch and rare instruction costs its core.
 
-use crate::bus::{BusLanes, BusStats};
+use crate::bus::{BusLanes, BusStats, Transfer, WindowCounters};
 use crate::cache::{Cache, LineState};
 use crate::decode::{Tlbi, TlbiOperation};
 use crate::prefetch::Prefetcher;
@@ -308,6 +308,9 @@ pub struct MemoryModel {
     cores: Vec<Core>,
     l2: Option<Cache>,
     bus: BusLanes,
+    /// What a DRAM read made now is for (a demand miss unless a walk or
+    /// the prefetcher is reading).
+    read_kind: Transfer,
     max_skew_ns: u64,
     fast_paths: bool,
     /// The filter answers data hits (fast paths on, and hits that change
@@ -361,7 +364,8 @@ impl MemoryModel {
         Self {
             line_shift: profile.l1d.line_bytes.trailing_zeros(),
             l2: profile.l2.as_ref().map(Cache::new),
-            bus: BusLanes::new(cores.len(), profile.bus_service_ns),
+            bus: BusLanes::new(cores.len(), profile.bus_service_ns, options.max_skew_ns),
+            read_kind: Transfer::Demand,
             cores,
             profile,
             max_skew_ns: options.max_skew_ns,
@@ -394,6 +398,17 @@ impl MemoryModel {
     /// The bus's counters.
     pub fn bus_stats(&self) -> BusStats {
         self.bus.stats()
+    }
+
+    /// Starts `core`'s window of bus counters at `from_ns` of its time
+    /// (see [`WindowCounters`]).
+    pub fn start_window(&mut self, core: usize, from_ns: u64) {
+        self.bus.start_window(core, from_ns);
+    }
+
+    /// `core`'s bus counters since its window started.
+    pub fn window_counters(&self, core: usize) -> WindowCounters {
+        self.bus.window(core)
     }
 
     /// A core's translation registers as the model has followed them.
@@ -1014,10 +1029,13 @@ impl MemoryModel {
     /// The stall of one descriptor read of a walk.
     fn descriptor_read(&mut self, core: usize, now: u64, physical_address: u64) -> u64 {
         let line = physical_address >> self.line_shift;
-        match self.profile.tlb.walk_enters {
+        let kind = std::mem::replace(&mut self.read_kind, Transfer::Walk);
+        let stall = match self.profile.tlb.walk_enters {
             WalkEntryLevel::L1Data => self.data_line(core, now, line, false),
             WalkEntryLevel::L2 => self.beyond_l1(core, now, line),
-        }
+        };
+        self.read_kind = kind;
+        stall
     }
 
     /// The stall of a data access to one line by `core` at `now`.
@@ -1155,7 +1173,9 @@ impl MemoryModel {
             let arrives = if self.cores[core].l1d.probe(line).is_some() {
                 None
             } else {
+                let kind = std::mem::replace(&mut self.read_kind, Transfer::Prefetch);
                 let (stall, _) = self.fill_line(core, now, line, false);
+                self.read_kind = kind;
                 self.cores[core].stats.prefetches += 1;
                 filled = true;
                 Some(now + stall)
@@ -1226,6 +1246,7 @@ impl MemoryModel {
         }
         c.presence.last_call_end = now + stall;
         c.presence.known_until = c.presence.known_until.max(now + stall);
+        self.bus.reached(core, now + stall);
     }
 
     /// A line read from DRAM: its wait for the bus plus the access.
@@ -1237,7 +1258,7 @@ impl MemoryModel {
         // Whole service times only, the fraction carried to the next read.
         let unseen_wait = owed / SHARE_ONE * service;
         self.cores[core].presence.unseen_credit = owed % SHARE_ONE;
-        let start = self.bus.reserve(core, now, unseen_wait);
+        let start = self.bus.reserve(core, now, self.read_kind, unseen_wait);
         let wait = start - now;
         // Its time at the bus beyond the core's own earlier requests (a
         // burst of prefetches holds the bus for the burst, not once per

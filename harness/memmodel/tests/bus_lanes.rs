@@ -3,7 +3,7 @@
 mod common;
 
 use common::Sequence;
-use tandem_memmodel::bus::BusLanes;
+use tandem_memmodel::bus::{BusLanes, Transfer};
 
 const SERVICE: u64 = 10;
 const QUANTUM: u64 = 1_000;
@@ -41,10 +41,10 @@ fn presented(seed: u64, gap: u64, until: u64) -> Vec<(usize, u64)> {
 }
 
 fn serve(order: &[(usize, u64)]) -> Vec<u64> {
-    let mut bus = BusLanes::new(4, SERVICE);
+    let mut bus = BusLanes::new(4, SERVICE, 4_000);
     order
         .iter()
-        .map(|&(core, arrival)| bus.reserve(core, arrival, 0))
+        .map(|&(core, arrival)| bus.reserve(core, arrival, Transfer::Demand, 0))
         .collect()
 }
 
@@ -81,14 +81,14 @@ fn a_core_alone_is_first_come_first_served() {
 #[test]
 fn cores_always_at_the_bus_cost_a_turn_each() {
     for others in 0..=3usize {
-        let mut bus = BusLanes::new(4, SERVICE);
+        let mut bus = BusLanes::new(4, SERVICE, 4_000);
         // Cores 1..=others keep a backlog at the bus from 0 to 10 000.
         for core in 1..=others {
             for _ in 0..1_000 {
-                bus.reserve(core, 0, 0);
+                bus.reserve(core, 0, Transfer::Demand, 0);
             }
         }
-        let start = bus.reserve(0, 5_000, 0);
+        let start = bus.reserve(0, 5_000, Transfer::Demand, 0);
         assert_eq!(start - 5_000, others as u64 * SERVICE);
     }
 }
