@@ -1,0 +1,355 @@
+//! The bus's fidelity under per-core timing (issue 47): a probe's bus wait against the other lanes' turn area, the growth per streaming core with the quantum's skew against time order, a saturated bus's service time per core, and a copy's traffic against the bus's capacity.
+
+mod common;
+
+use std::sync::OnceLock;
+
+use common::{Sequence, Step, load, model, run_per_core, store};
+use tandem_memmodel::{MemoryModel, WindowCounters};
+
+/// Instructions per probe step and per streamed or copied line.
+const PROBE_INSTRUCTIONS: u64 = 3;
+const STREAM_INSTRUCTIONS: u64 = 8;
+/// The measured window (after a warm-up that fills the a53's L2, so store
+/// streams write dirty lines back to DRAM), and the end of the run.
+const WINDOW_FROM_NS: u64 = 200_000;
+const WINDOW_TO_NS: u64 = 1_200_000;
+const RUN_UNTIL_NS: u64 = 1_210_000;
+const WINDOW_NS: u64 = WINDOW_TO_NS - WINDOW_FROM_NS;
+/// Per-core timing's quantum; 0 presents requests in time order.
+const QUANTUM_NS: u64 = 1_000;
+const CORES: usize = 4;
+const PROFILES: [&str; 2] = ["a53", "arm11-003"];
+
+/// What the streaming cores do with each line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Loads,
+    Stores,
+}
+
+/// One run: the probe's mean stall per load and every core's counters over
+/// the window (each taken when the core's clock passed the window's end).
+#[derive(Debug, Clone)]
+struct Outcome {
+    probe_stall_ns: f64,
+    counters: Vec<WindowCounters>,
+}
+
+impl Outcome {
+    /// The probe's mean bus wait per DRAM read, in ns.
+    fn probe_wait_per_read(&self) -> f64 {
+        let probe = &self.counters[0];
+        probe.read_wait_ns as f64 / (probe.fills + probe.walk_reads) as f64
+    }
+
+    /// The other cores' window-average turn areas, summed, in ns.
+    fn others_turn_area(&self) -> f64 {
+        self.counters[1..]
+            .iter()
+            .map(|c| c.lane_turn_area_ns2 as f64 / WINDOW_NS as f64)
+            .sum()
+    }
+}
+
+/// Takes each core's counters the first time its clock passes the window's
+/// end (all its requests before then are booked).
+struct Snapshots(Vec<Option<WindowCounters>>);
+
+impl Snapshots {
+    fn take(&mut self, m: &MemoryModel, core: usize, now: u64) {
+        if now >= WINDOW_TO_NS && self.0[core].is_none() {
+            self.0[core] = Some(m.window_counters(core));
+        }
+    }
+}
+
+/// Core 0 chases pointers over 8 MiB (every load from DRAM, 37 lines
+/// apart: no prefetcher follows) with a pseudo-random pause between loads,
+/// uniform in 0..2×DRAM latency; cores 1..=`streamers` stream `stream`s
+/// over 16 MiB each, one access per line; the others idle.
+fn probe_run(profile: &str, streamers: usize, stream: Stream, quantum: u64) -> Outcome {
+    let mut m = model(profile, CORES);
+    for core in 0..CORES {
+        m.start_window(core, WINDOW_FROM_NS);
+    }
+    let line = m.profile().l1d.line_bytes;
+    let pause_bound = 2 * m.profile().memory_latency_ns + 1;
+    let snapshots = std::cell::RefCell::new(Snapshots(vec![None; CORES]));
+    let probe_samples = std::cell::RefCell::new((0u64, 0u64));
+    let mut steps: Vec<Step<'_>> = Vec::new();
+    {
+        let lines = (8 << 20) / line;
+        let mut next = 0;
+        let mut pauses = Sequence::new(47);
+        let (snapshots, probe_samples) = (&snapshots, &probe_samples);
+        steps.push(Box::new(move |m: &mut MemoryModel, core, now| {
+            snapshots.borrow_mut().take(m, core, now);
+            let stall = m.data_access(core, now, &load(0x4000_0000 + next * line));
+            next = (next + 37) % lines;
+            if (WINDOW_FROM_NS..WINDOW_TO_NS).contains(&now) {
+                let mut samples = probe_samples.borrow_mut();
+                samples.0 += stall;
+                samples.1 += 1;
+            }
+            PROBE_INSTRUCTIONS + stall + pauses.below(pause_bound)
+        }));
+    }
+    for core in 1..CORES {
+        let snapshots = &snapshots;
+        if core <= streamers {
+            let base = 0x5000_0000 + core as u64 * (16 << 20);
+            let lines = (16 << 20) / line;
+            let mut next = 0;
+            steps.push(Box::new(move |m: &mut MemoryModel, core, now| {
+                snapshots.borrow_mut().take(m, core, now);
+                let address = base + next * line;
+                let access = match stream {
+                    Stream::Loads => load(address),
+                    Stream::Stores => store(address),
+                };
+                let stall = m.data_access(core, now, &access);
+                next = (next + 1) % lines;
+                STREAM_INSTRUCTIONS + stall
+            }));
+        } else {
+            steps.push(Box::new(move |m: &mut MemoryModel, core, now| {
+                snapshots.borrow_mut().take(m, core, now);
+                50
+            }));
+        }
+    }
+    run_per_core(&mut m, &mut steps, quantum, RUN_UNTIL_NS);
+    drop(steps);
+    let (stall_sum, loads) = probe_samples.into_inner();
+    Outcome {
+        probe_stall_ns: stall_sum as f64 / loads as f64,
+        counters: snapshots
+            .into_inner()
+            .0
+            .into_iter()
+            .map(|c| c.expect("every core passed the window's end"))
+            .collect(),
+    }
+}
+
+/// Every probe run the checks use, made once: by profile, stream kind,
+/// streamers 0..=3, quantum 0 and `QUANTUM_NS`.
+#[derive(Debug)]
+struct ProbeRuns(Vec<(&'static str, Stream, usize, u64, Outcome)>);
+
+impl ProbeRuns {
+    fn get(&self, profile: &str, stream: Stream, streamers: usize, quantum: u64) -> &Outcome {
+        &self
+            .0
+            .iter()
+            .find(|r| r.0 == profile && r.1 == stream && r.2 == streamers && r.3 == quantum)
+            .expect("a run made")
+            .4
+    }
+
+    /// Growth of the probe's stall per streaming core, in ns.
+    fn growth(&self, profile: &str, stream: Stream, streamers: usize, quantum: u64) -> f64 {
+        let alone = self.get(profile, stream, 0, quantum).probe_stall_ns;
+        let loaded = self.get(profile, stream, streamers, quantum).probe_stall_ns;
+        (loaded - alone) / streamers as f64
+    }
+}
+
+fn probe_runs() -> &'static ProbeRuns {
+    static RUNS: OnceLock<ProbeRuns> = OnceLock::new();
+    RUNS.get_or_init(|| {
+        let mut runs = Vec::new();
+        for profile in PROFILES {
+            for stream in [Stream::Loads, Stream::Stores] {
+                for streamers in 0..=3 {
+                    for quantum in [0, QUANTUM_NS] {
+                        let outcome = probe_run(profile, streamers, stream, quantum);
+                        runs.push((profile, stream, streamers, quantum, outcome));
+                    }
+                }
+            }
+        }
+        ProbeRuns(runs)
+    })
+}
+
+#[test]
+fn the_probe_waits_the_other_lanes_turn_area() {
+    let runs = probe_runs();
+    let mut failures = Vec::new();
+    for profile in PROFILES {
+        for stream in [Stream::Loads, Stream::Stores] {
+            for streamers in 1..=3 {
+                let outcome = runs.get(profile, stream, streamers, QUANTUM_NS);
+                let wait = outcome.probe_wait_per_read();
+                let area = outcome.others_turn_area();
+                let behind: Vec<String> = outcome
+                    .counters
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{}: {} -> {}",
+                            c.behind_pricings, c.behind_priced_ns, c.behind_settled_ns
+                        )
+                    })
+                    .collect();
+                println!(
+                    "{profile} {stream:?} k={streamers}: probe wait {wait:.2} ns per read, \
+                     others' turn area {area:.2} ns; priced behind (count: priced -> settled \
+                     ns) {behind:?}"
+                );
+                if (wait - area).abs() > 0.1 * area + 0.5 {
+                    failures.push(format!(
+                        "{profile} {stream:?} k={streamers}: {wait:.2} vs {area:.2}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn the_quantum_skew_gives_the_time_ordered_growth() {
+    let runs = probe_runs();
+    let mut failures = Vec::new();
+    for profile in PROFILES {
+        for stream in [Stream::Loads, Stream::Stores] {
+            for streamers in 1..=3 {
+                let ordered = runs.growth(profile, stream, streamers, 0);
+                let skewed = runs.growth(profile, stream, streamers, QUANTUM_NS);
+                println!(
+                    "{profile} {stream:?} k={streamers}: growth per core {skewed:.2} ns at \
+                     Q = {QUANTUM_NS} ns, {ordered:.2} ns in time order"
+                );
+                if (skewed - ordered).abs() > 0.1 * ordered.abs() + 1.0 {
+                    failures.push(format!(
+                        "{profile} {stream:?} k={streamers}: {skewed:.2} vs {ordered:.2}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn a_saturated_bus_costs_a_service_time_per_core() {
+    let runs = probe_runs();
+    let mut failures = Vec::new();
+    let mut saturated = 0;
+    for profile in PROFILES {
+        let service = model(profile, 1).profile().bus_service_ns as f64;
+        for stream in [Stream::Loads, Stream::Stores] {
+            for streamers in 1..=3 {
+                let outcome = runs.get(profile, stream, streamers, QUANTUM_NS);
+                let least_busy = outcome.counters[1..=streamers]
+                    .iter()
+                    .map(|c| c.lane_busy_ns as f64 / WINDOW_NS as f64)
+                    .fold(1.0f64, f64::min);
+                let growth = runs.growth(profile, stream, streamers, QUANTUM_NS);
+                println!(
+                    "{profile} {stream:?} k={streamers}: least busy streamer's lane \
+                     {:.1} %, growth per core {growth:.2} ns (service {service})",
+                    100.0 * least_busy
+                );
+                if least_busy >= 0.95 {
+                    saturated += 1;
+                    if (growth - service).abs() > 0.1 * service {
+                        failures.push(format!(
+                            "{profile} {stream:?} k={streamers}: {growth:.2} vs {service}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(saturated > 0, "no scenario saturated the bus");
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// `copiers` cores each copy their own 16 MiB a line at a time (load a
+/// source line, store a destination line); the others idle. Returns the
+/// lines copied in the window by all cores and the line transfers all
+/// cores' lanes booked in it.
+fn copy_run(profile: &str, copiers: usize) -> (u64, u64) {
+    let mut m = model(profile, CORES);
+    for core in 0..CORES {
+        m.start_window(core, WINDOW_FROM_NS);
+    }
+    let line = m.profile().l1d.line_bytes;
+    let snapshots = std::cell::RefCell::new(Snapshots(vec![None; CORES]));
+    let copied = std::cell::Cell::new(0u64);
+    let mut steps: Vec<Step<'_>> = Vec::new();
+    for core in 0..CORES {
+        let (snapshots, copied) = (&snapshots, &copied);
+        if core < copiers {
+            let source = 0x4000_0000 + core as u64 * (32 << 20);
+            let destination = source + (16 << 20);
+            let lines = (16 << 20) / line;
+            let mut next = 0;
+            steps.push(Box::new(move |m: &mut MemoryModel, core, now| {
+                snapshots.borrow_mut().take(m, core, now);
+                let mut stall = m.data_access(core, now, &load(source + next * line));
+                stall += m.data_access(core, now + stall, &store(destination + next * line));
+                next = (next + 1) % lines;
+                if (WINDOW_FROM_NS..WINDOW_TO_NS).contains(&now) {
+                    copied.set(copied.get() + 1);
+                }
+                STREAM_INSTRUCTIONS + stall
+            }));
+        } else {
+            steps.push(Box::new(move |m: &mut MemoryModel, core, now| {
+                snapshots.borrow_mut().take(m, core, now);
+                50
+            }));
+        }
+    }
+    run_per_core(&mut m, &mut steps, QUANTUM_NS, RUN_UNTIL_NS);
+    drop(steps);
+    let transfers = snapshots
+        .into_inner()
+        .0
+        .into_iter()
+        .map(|c| c.expect("every core passed the window's end"))
+        .map(|c| c.fills + c.write_backs + c.walk_reads)
+        .sum();
+    (copied.get(), transfers)
+}
+
+#[test]
+fn a_copy_never_moves_more_than_the_bus_carries() {
+    let mut failures = Vec::new();
+    for profile in PROFILES {
+        let service = model(profile, 1).profile().bus_service_ns;
+        let capacity = WINDOW_NS / service;
+        for copiers in 1..=4 {
+            let (copied, transfers) = copy_run(profile, copiers);
+            println!(
+                "{profile}, {copiers} copying: {copied} lines copied, {transfers} transfers; \
+                 the bus carries {capacity} in the window ({:.3} of a third used by the copy, \
+                 {:.3} of the bus by the transfers)",
+                (3 * copied) as f64 / capacity as f64,
+                transfers as f64 / capacity as f64
+            );
+            if transfers * service > WINDOW_NS || 3 * copied * service > WINDOW_NS {
+                failures.push(format!(
+                    "{profile} {copiers}: {copied} copied, {transfers} transfers, capacity {capacity}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn the_same_calls_give_the_same_counters() {
+    let first = probe_run("a53", 3, Stream::Stores, QUANTUM_NS);
+    let second = probe_run("a53", 3, Stream::Stores, QUANTUM_NS);
+    assert_eq!(first.counters, second.counters);
+    assert_eq!(
+        first.probe_stall_ns.to_bits(),
+        second.probe_stall_ns.to_bits()
+    );
+}
