@@ -396,11 +396,12 @@ impl BusLanes {
         let competes = self.competes_from(core, arrival);
         let mut charged = [0; MAX_CORES];
         if kind != Transfer::WriteBack {
-            for other in 0..self.lanes.len() {
+            let lanes = self.lanes.len();
+            for (other, turn) in charged.iter_mut().enumerate().take(lanes) {
                 if other != core {
                     // Its turn comes first (its requests booked later see
                     // this one at the bus and wait for it alike).
-                    charged[other] = self.remaining(other, competes, u64::MAX).min(service);
+                    *turn = self.remaining(other, competes, u64::MAX).min(service);
                 }
             }
         }
