@@ -98,11 +98,13 @@ class PairedTest:
         threshold."""
         return [s for s, i in self.per_seed.items() if i.beyond(self.threshold, self.side)]
 
-    def words(self, unit: str = "", digits: int = 2) -> str:
+    def words(self, unit: str = "", digits: int = 2, percent: bool = False) -> str:
         """The test for the claims table: mean, interval, pairs, seeds,
-        and which seeds hold."""
+        and which seeds hold (percent: fractions written as %)."""
 
         def f(x: float) -> str:
+            if percent:
+                return f"{100 * x:+.{digits}f} %"
             return f"{x:+.{digits}f}{unit}"
 
         p = self.pooled

@@ -141,7 +141,7 @@ def _preregistered(run_id: str, s: Summary) -> list[Claim]:
                 "At 80 % RTOS load every capacity-aware mode beats none beyond the spread",
                 "hackbench better with cpu_power set, more so at 80 %",
                 "mode / none - 1: "
-                + "; ".join(f"{m}: {t.words()}" for m, t in tests.items())
+                + "; ".join(f"{m}: {t.words(percent=True)}" for m, t in tests.items())
                 + f" ({modes})",
                 run_id,
                 verdict(all(t.holds for t in tests.values())),
@@ -181,7 +181,7 @@ def _preregistered(run_id: str, s: Summary) -> list[Claim]:
                 "Every capacity-aware mode gains more at 80 % RTOS load than at 50 %",
                 "larger effect at 80 %",
                 "gain at 80 % minus gain at 50 % (gain: 1 - mode / none): "
-                + "; ".join(f"{m}: {t.words()}" for m, t in tests.items()),
+                + "; ".join(f"{m}: {t.words(percent=True)}" for m, t in tests.items()),
                 run_id,
                 verdict(all(t.holds for t in tests.values())),
             )
@@ -196,7 +196,7 @@ def _preregistered(run_id: str, s: Summary) -> list[Claim]:
                 paper,
                 "With a load that changes, stolen time (steal) beats static capacities",
                 "future work in the paper (dynamic load)",
-                f"steal / static - 1: {test.words()}",
+                f"steal / static - 1: {test.words(percent=True)}",
                 run_id,
                 verdict(test.holds),
             )

@@ -113,7 +113,8 @@ def _preregistered(run_id: str, s: Summary, claim: str, figure: str) -> list[Cla
                 paper,
                 claim,
                 figure,
-                "flush / asid - 1: " + "; ".join(f"{t}: {x.words()}" for t, x in tests.items()),
+                "flush / asid - 1: "
+                + "; ".join(f"{t}: {x.words(percent=True)}" for t, x in tests.items()),
                 run_id,
                 verdict(bool(tests) and all(x.holds for x in tests.values())),
             )

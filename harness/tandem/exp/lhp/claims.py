@@ -289,8 +289,8 @@ def _preregistered(run_id: str, s: Summary) -> list[Claim]:
         out.append(
             _claim(
                 THRESHOLD,
-                f"{_per_seed_words(thresholds, ' µs')} ({modes}); "
-                + (f"100 µs or more on seed {', '.join(map(str, over))}" if over else "")
+                f"{_per_seed_words(thresholds, ' µs')} ({modes})"
+                + (f"; 100 µs or more on seed {', '.join(map(str, over))}" if over else "")
                 + (
                     f"; fewer than {stats.MIN_SEEDS} seeds"
                     if len(thresholds) < stats.MIN_SEEDS
@@ -353,7 +353,12 @@ def _preregistered(run_id: str, s: Summary) -> list[Claim]:
             }
             test = stats.paired_test(cuts, stats.ABOVE, 0.5)
             out.append(
-                _claim(HALF, "cut 1 - migrate / static: " + test.words(), run_id, test.holds)
+                _claim(
+                    HALF,
+                    "cut 1 - migrate / static: " + test.words(percent=True),
+                    run_id,
+                    test.holds,
+                )
             )
     else:
         out.append(not_run(PAPER, *SHORTER))
@@ -370,7 +375,7 @@ def _preregistered(run_id: str, s: Summary) -> list[Claim]:
         out.append(
             _claim(
                 FASTER,
-                f"migrate / static - 1: {test.words()} ({modes})",
+                f"migrate / static - 1: {test.words(percent=True)} ({modes})",
                 run_id,
                 test.holds,
             )

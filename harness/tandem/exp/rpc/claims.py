@@ -140,8 +140,8 @@ def _preregistered(run_id: str, s: Summary, paper_claims: list[tuple[str, str]])
                 paper,
                 *paper_claims[0],
                 (f"crossover {cross:.0f} B; " if isinstance(cross, int | float) else "")
-                + f"busy / block - 1 at {small} B: {busy_small.words()}; at {large} B: "
-                f"{busy_large.words()} ({modes})",
+                + f"busy / block - 1 at {small} B: {busy_small.words(percent=True)}; at {large} B: "
+                f"{busy_large.words(percent=True)} ({modes})",
                 run_id,
                 verdict(busy_small.holds and busy_large.holds),
             )
@@ -187,7 +187,7 @@ def _preregistered(run_id: str, s: Summary, paper_claims: list[tuple[str, str]])
             paper,
             *paper_claims[2],
             "auto / better - 1: "
-            + "; ".join(f"{b} B: {t.words()}" for b, t in tests.items())
+            + "; ".join(f"{b} B: {t.words(percent=True)}" for b, t in tests.items())
             + f" ({modes})",
             run_id,
             verdict(all(t.holds for t in tests.values())),
