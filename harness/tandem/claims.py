@@ -13,6 +13,11 @@ claim is judged on, and the table they are written as. Verdicts:
 - needs a cache and bus model: QEMU cannot show it (no caches, TLB cost or
   memory bus), whatever the run says;
 - not run: no finished run has the data.
+
+Runs whose summary declares issue 49's statistics (`"stats": "issue-49"`,
+tandem/stats.py) are judged by paired tests over Linux's seeds, fixed in
+each claims.py before those runs; older runs keep the tests they were
+judged by, so their verdicts and reports stay as they were.
 """
 
 from __future__ import annotations
@@ -59,6 +64,11 @@ def latest_full(
         if not summary.get("quick") and has(summary):
             return run_id, summary
     return None
+
+
+def verdict(holds: bool) -> str:
+    """A measured claim's verdict by its test."""
+    return REPRODUCED if holds else NOT_REPRODUCED
 
 
 def not_run(paper: str, claim: str, figure: str) -> Claim:

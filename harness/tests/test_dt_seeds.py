@@ -5,6 +5,7 @@ harness pins them (`dtb.pin_seeds`)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -34,6 +35,22 @@ def test_two_dumps_with_different_seeds_give_one_tree() -> None:
     # Only the seeds change, each keeping its number of cells.
     assert SEEDS.sub("", pinned) == SEEDS.sub("", a)
     assert [len(s.split()) for s in SEEDS.findall(pinned)] == [10, 4]
+
+
+def test_each_linux_seed_gives_its_own_fixed_words() -> None:
+    tree = _tree("0x1 0x2 0x3 0x4 0x5 0x6 0x7 0x8", "0x9 0xa")
+    # Seed 0 is what every run before issue 49 booted with.
+    assert dtb.pin_seeds(tree, 0) == dtb.pin_seeds(tree)
+    words = {tuple(SEEDS.findall(dtb.pin_seeds(tree, seed))) for seed in range(6)}
+    assert len(words) == 6, "two seeds gave the same words"
+    assert dtb.pin_seeds(tree, 3) == dtb.pin_seeds(_tree("0xff " * 7 + "0xff", "0x0 0x0"), 3)
+    # Seed 0's words are those the kept runs booted with.
+    kept = hashlib.sha256(b"tandem: Linux's seeds, the same for every build").digest()
+    assert dtb.seed_words(0) == kept
+    first = int.from_bytes(kept[:4], "big")
+    assert f"rng-seed = <0x{first:08x} " in dtb.pin_seeds(tree)
+    with pytest.raises(TandemError, match="negative"):
+        dtb.pin_seeds(tree, -1)
 
 
 def test_a_seed_of_an_unexpected_size_is_refused() -> None:

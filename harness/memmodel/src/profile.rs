@@ -18,6 +18,8 @@ use serde::Deserialize;
 pub const BUILTIN_PROFILES: &[(&str, &str)] = &[
     ("a53", include_str!("../profiles/a53.toml")),
     ("arm11-003", include_str!("../profiles/arm11-003.toml")),
+    ("a9-rcar-h1", include_str!("../profiles/a9-rcar-h1.toml")),
+    ("arm11-ne1", include_str!("../profiles/arm11-ne1.toml")),
 ];
 
 /// Why a profile was refused.
@@ -328,7 +330,7 @@ pub struct Device {
 /// A validated memory profile, every cost converted to ns of per-core time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
-    /// Its name (`a53`, `arm11-003`).
+    /// Its name (`a53`, `arm11-003`, `a9-rcar-h1`, `arm11-ne1`).
     pub name: String,
     /// One line on what it stands for.
     pub description: String,

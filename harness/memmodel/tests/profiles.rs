@@ -53,6 +53,57 @@ fn the_shipped_profiles_parse_with_the_papers_figures() {
 }
 
 #[test]
+fn the_papers_boards_parse_with_their_figures() {
+    // Paper 000's R-Car H1: 1 GHz Cortex-A9, 32 KiB L1, 1 MiB 16-way L2.
+    let rcar = Profile::builtin("a9-rcar-h1").unwrap();
+    assert_eq!((rcar.core_clock_mhz, rcar.memory_clock_mhz), (1000, 1000));
+    assert_eq!(
+        (rcar.l1d.size_bytes, rcar.l1d.ways, rcar.l1d.line_bytes),
+        (32768, 4, 32)
+    );
+    let l2 = rcar.l2.unwrap();
+    assert_eq!((l2.size_bytes, l2.ways, l2.sets), (1 << 20, 16, 2048));
+    assert_eq!(
+        (rcar.tlb.micro_data_entries, rcar.tlb.main_entries),
+        (32, 128)
+    );
+    assert_eq!((rcar.memory_latency_ns, rcar.bus_service_ns), (120, 8));
+    assert!(rcar.prefetch.is_none());
+    // Paper 002's NE1: ARM11 MPCore, no L2, memory cycles of 400 / 133 ns.
+    let ne1 = Profile::builtin("arm11-ne1").unwrap();
+    assert!(ne1.l2.is_none());
+    assert_eq!((ne1.core_clock_mhz, ne1.memory_clock_mhz), (400, 133));
+    assert_eq!((ne1.memory_latency_ns, ne1.bus_service_ns), (30, 12));
+    assert_eq!((ne1.tlb.micro_data_entries, ne1.tlb.main_entries), (8, 64));
+}
+
+#[test]
+fn every_shipped_profile_is_named_as_registered_and_distinct() {
+    let mut hashes = Vec::new();
+    for (name, _) in BUILTIN_PROFILES {
+        let profile = Profile::builtin(name).unwrap();
+        assert_eq!(profile.name, *name, "{name}.toml names itself otherwise");
+        // Memory is slower than the slowest cache, and the bus's share of
+        // an access no longer than the access (checked on load; asserted
+        // here so a shipped profile cannot pass by a check's removal).
+        let slowest = profile.l2.map_or(profile.l1d.hit_ns, |l2| l2.hit_ns);
+        assert!(profile.memory_latency_ns > slowest, "{name}");
+        assert!(
+            profile.bus_service_ns <= profile.memory_latency_ns,
+            "{name}"
+        );
+        hashes.push(profile.hash());
+    }
+    hashes.sort();
+    hashes.dedup();
+    assert_eq!(
+        hashes.len(),
+        BUILTIN_PROFILES.len(),
+        "two profiles hash alike"
+    );
+}
+
+#[test]
 fn the_shipped_profiles_give_every_value_a_source() {
     // Every value sits in a block (lines between blank lines) whose
     // comment, above it, says where it comes from.

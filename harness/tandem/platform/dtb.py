@@ -88,29 +88,41 @@ def node_paths(dts: str) -> dict[str, str]:
 # folders (two machines, a fresh clone) would boot the same commit into
 # different runs, with nothing in the provenance to tell. Pinned to values
 # of our own, every build gives Linux the same seeds, as per-core and
-# virtual timing's determinism needs.
+# virtual timing's determinism needs. Linux's randomness is still a factor
+# to measure (issue 49: a seed moved lhp's threshold from 81 to 348 µs), so
+# a boot may ask for seed N: seed 0 is the words every run so far booted
+# with, seed N > 0 other fixed words of its own, the same on every build.
 _SEEDS = re.compile(r"\b(rng-seed|kaslr-seed) = <([^>]*)>;")
-_SEED_WORDS = hashlib.sha256(b"tandem: Linux's seeds, the same for every build").digest()
+_SEED_TEXT = b"tandem: Linux's seeds, the same for every build"
 
 
-def pin_seeds(dts: str) -> str:
-    """`dts` with every rng-seed and kaslr-seed set to Tandem's fixed words
-    (as many cells as QEMU gave, at most 8)."""
+def seed_words(seed: int) -> bytes:
+    """The 32 bytes Linux's seed `seed` writes into the device tree."""
+    if seed < 0:
+        raise TandemError(f"Linux seed {seed} is negative")
+    return hashlib.sha256(_SEED_TEXT + (f" #{seed}".encode() if seed else b"")).digest()
+
+
+def pin_seeds(dts: str, seed: int = 0) -> str:
+    """`dts` with every rng-seed and kaslr-seed set to the fixed words of
+    Linux seed `seed` (as many cells as QEMU gave, at most 8)."""
+    chosen = seed_words(seed)
 
     def pinned(match: re.Match[str]) -> str:
         cells = len(match.group(2).split())
-        if not 1 <= cells <= len(_SEED_WORDS) // 4:
+        if not 1 <= cells <= len(chosen) // 4:
             raise TandemError(f"QEMU's device tree has a {match.group(1)} of {cells} cells")
-        words = [int.from_bytes(_SEED_WORDS[4 * i : 4 * i + 4], "big") for i in range(cells)]
+        words = [int.from_bytes(chosen[4 * i : 4 * i + 4], "big") for i in range(cells)]
         return f"{match.group(1)} = <{' '.join(f'0x{w:08x}' for w in words)}>;"
 
     return _SEEDS.sub(pinned, dts)
 
 
-def qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
+def qemu_dts(board: Board, smp: int, el2: bool = False, seed: int = 0) -> str:
     """QEMU's own device tree for this machine, as DTS (cached under
-    build/dtb), with Linux's seeds pinned (`pin_seeds`); or the board's
-    from Debian's kernel source where it names one (which has no seeds)."""
+    build/dtb), with Linux's seeds pinned to seed `seed` (`pin_seeds`); or
+    the board's from Debian's kernel source where it names one (which has
+    no seeds)."""
     if board.linux_dtb is not None:
         return kernel_dts(board, smp)
     args = qemu_command.dump_dtb_argv(board, smp, Path("-"), Path("-"), el2)
@@ -118,17 +130,17 @@ def qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
     key = hashlib.sha256(repr(args).encode() + version).hexdigest()[:16]
     cached = DTB_DIR / f"qemu-{key}.dts"
     if cached.exists():
-        return pin_seeds(cached.read_text())
+        return pin_seeds(cached.read_text(), seed)
     DTB_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         dumped = Path(tmp) / "qemu.dtb"
         argv = qemu_command.dump_dtb_argv(board, smp, firmware(board.name), dumped, el2)
         qemu_command.run(argv, "dumping QEMU's device tree")
         dts = _run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(dumped)], "dtc").stdout.decode()
-    dts = pin_seeds(dts)
-    # Boots prepared at once may both write it: each through its own file.
-    write_atomic(cached, dts)
-    return dts
+    # Cached with seed 0's words whatever this boot's seed (a read re-pins):
+    # boots prepared at once may both write it, each through its own file.
+    write_atomic(cached, pin_seeds(dts))
+    return pin_seeds(dts, seed)
 
 
 def _cells(value: int) -> str:
