@@ -53,7 +53,7 @@ IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 # claims) uses the platform; instruments measure with both; experiments
 # are made of instruments; the command line is on top.
 PYTHON_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("tandem", "tandem.errors", "tandem.results")),
+    ("base", ("tandem", "tandem.errors", "tandem.results", "tandem.stats")),
     ("platform", ("tandem.platform.*",)),
     ("runs", ("tandem.pool", "tandem.provenance", "tandem.claims")),
     ("instruments", ("tandem.instruments.*",)),
