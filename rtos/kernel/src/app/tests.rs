@@ -3,7 +3,9 @@
 //! releases, parameters from the workload blob and start steps.
 
 use super::*;
+use crate::config::{ConfigError, CyclicConfig, SemaphoreConfig};
 use crate::testkit::task;
+use crate::{CyclicId, Kernel, MAX_TASKS, SemaphoreId, TaskId};
 use crate::{TaskState, WaitResult};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::format;
