@@ -21,7 +21,7 @@ use tandem_abi::shm::{
 };
 use tandem_board::BOARD;
 use tandem_rtos_firmware::{log, syscall};
-use tandem_rtos_kernel::app::{App, Entry, Protection, Refusal, Start, Task, User, Watch};
+use tandem_rtos_kernel::app::{App, Entry, Protection, Refusal, Start, Task, User, UserTaskHooks};
 use tandem_rtos_kernel::{TaskConfig, TaskId, Ticks};
 
 /// Hand-offs per timed batch (the best batch is one without interrupts).
@@ -57,18 +57,18 @@ const fn protected(name: &'static str, entry: extern "C" fn(u64, u64, u64, u64) 
         },
         entry: Entry::User(User {
             entry,
-            watch: Some(&WATCH),
+            hooks: Some(&HOOKS),
         }),
     }
 }
 
-static WATCH: Watch = Watch { allow, done, fault };
+static HOOKS: UserTaskHooks = UserTaskHooks { allow, done, fault };
 
 /// Hand-offs to make (0 until the workload selects this application).
 static SWITCHES: AtomicU64 = AtomicU64::new(0);
 
-/// The hand-off measurement. Only the watch changes it, and the firmware
-/// calls the watch under the kernel lock, so its fields need no lock of
+/// The hand-off measurement. Only the hooks change it, and the firmware
+/// calls them under the kernel lock, so its fields need no lock of
 /// their own: atomics, relaxed, only because they are shared statics (a
 /// lock here would cost every hand-off its instructions, which are what is
 /// measured).

@@ -20,7 +20,7 @@ use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use tandem_board::BOARD;
 use tandem_rtos_firmware::{hw, log, status, syscall};
 use tandem_rtos_kernel::app::{
-    App, Cyclic, Entry, Interrupt, Me, Owner, Refusal, Service, Start, Task,
+    App, Cyclic, Entry, Interrupt, Owner, Refusal, Service, Start, Task, TaskIdentity,
 };
 use tandem_rtos_kernel::{CyclicConfig, SemaphoreConfig, TaskConfig};
 
@@ -71,7 +71,7 @@ pub const APP: App = App {
     ..App::EMPTY
 };
 
-const fn task(name: &'static str, core: u8, priority: u8, body: fn(Me)) -> Task {
+const fn task(name: &'static str, core: u8, priority: u8, body: fn(TaskIdentity)) -> Task {
     Task {
         config: TaskConfig {
             name,
@@ -154,7 +154,7 @@ fn start(s: &mut Start<'_>) -> Result<(), Refusal> {
     Ok(())
 }
 
-fn run_job(_: Me) {
+fn run_job(_: TaskIdentity) {
     let mut acc = 0u64;
     for i in 0..WORK_ITERATIONS {
         acc = core::hint::black_box(acc.wrapping_add(i));
@@ -162,7 +162,7 @@ fn run_job(_: Me) {
     core::hint::black_box(acc);
 }
 
-fn ping(me: Me) {
+fn ping(me: TaskIdentity) {
     loop {
         let _ = syscall::delay(100 * PERIOD);
         hw::send_sgi(BOARD.sgi.demo, PONG_CORE.load(Ordering::Relaxed).into());
@@ -176,7 +176,7 @@ fn ping(me: Me) {
     }
 }
 
-fn pong(me: Me) {
+fn pong(me: TaskIdentity) {
     loop {
         if syscall::sleep(syscall::FOREVER).is_ok() {
             let _ = syscall::signal(me.ids.semaphore(HANDOFF));
@@ -186,7 +186,7 @@ fn pong(me: Me) {
 
 /// Once a second: the statistics to the shared region, and the status line
 /// (per core: releases, misses, load; then the hand-offs).
-fn status(_: Me) {
+fn status(_: TaskIdentity) {
     let core = tandem_rtos_firmware::core_index();
     let mut seconds = 0;
     loop {

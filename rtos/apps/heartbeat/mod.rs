@@ -12,7 +12,7 @@ mod params {
 use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use tandem_board::BOARD;
 use tandem_rtos_firmware::{hw, log};
-use tandem_rtos_kernel::app::{App, Cyclic, Entry, Me, Refusal, Start, Task};
+use tandem_rtos_kernel::app::{App, Cyclic, Entry, Refusal, Start, Task, TaskIdentity};
 use tandem_rtos_kernel::{CyclicConfig, CyclicId, Kernel, TaskConfig, TaskId};
 
 /// Counter ticks per ms.
@@ -115,7 +115,7 @@ fn before_release(k: &mut Kernel, _: TaskId) {
 
 /// BEAT's body: one log line per beat, with how late the job started
 /// against the handler's schedule (release time plus dispatch).
-fn beat(_: Me) {
+fn beat(_: TaskIdentity) {
     let now = hw::now();
     let h = &STATE;
     let n = h.logged.fetch_add(1, Ordering::Relaxed) + 1;

@@ -19,7 +19,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tandem_board::BOARD;
 use tandem_rtos_firmware::hw;
 use tandem_rtos_firmware::stats::{self, LinuxLocks};
-use tandem_rtos_kernel::app::{App, Cyclic, Entry, Me, Refusal, Start, Task};
+use tandem_rtos_kernel::app::{App, Cyclic, Entry, Refusal, Start, Task, TaskIdentity};
 use tandem_rtos_kernel::placement::pick_core;
 use tandem_rtos_kernel::{CyclicConfig, Kernel, TaskConfig, TaskId, TaskState};
 
@@ -192,7 +192,7 @@ fn stamp_request(requested: &AtomicU64) {
 }
 
 /// PERIODIC's body: counts its dispatch latency, then busy-waits its work.
-fn run_periodic(_: Me) {
+fn run_periodic(_: TaskIdentity) {
     let start = hw::now();
     let p = &STATE;
     // The core it runs on: no need to take the kernel lock to ask.

@@ -33,7 +33,7 @@ use tandem_abi::rpc::{
 use tandem_board::BOARD;
 use tandem_rtos_firmware::{hw, syscall};
 use tandem_rtos_kernel::TaskConfig;
-use tandem_rtos_kernel::app::{App, Entry, Interrupt, Me, Owner, Refusal, Start, Task};
+use tandem_rtos_kernel::app::{App, Entry, Interrupt, Owner, Refusal, Start, Task, TaskIdentity};
 
 /// Cores that can run a server (one server task each: task `c` serves core
 /// `c`).
@@ -307,7 +307,7 @@ fn interrupt(core: usize) -> bool {
 }
 
 /// The server task's body (one per server core; it never migrates).
-fn run_server(_: Me) {
+fn run_server(_: TaskIdentity) {
     let core = tandem_rtos_firmware::core_index();
     if core >= SERVERS {
         return;

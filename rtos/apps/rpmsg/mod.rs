@@ -31,7 +31,9 @@ use tandem_rpmsg::Window;
 use tandem_rpmsg::transport::{Seen, Services, Transport, WINDOW_BYTES};
 use tandem_rtos_firmware::{hw, log, syscall};
 use tandem_rtos_kernel::TaskConfig;
-use tandem_rtos_kernel::app::{App, Entry, Interrupt, Me, Owner, Refusal, Service, Start, Task};
+use tandem_rtos_kernel::app::{
+    App, Entry, Interrupt, Owner, Refusal, Service, Start, Task, TaskIdentity,
+};
 
 /// Its one task.
 const CARRIER: u8 = 0;
@@ -227,7 +229,7 @@ fn top(core: usize) -> bool {
 }
 
 /// The task: a pass per wakeup, more while messages are left.
-fn carry(_: Me) {
+fn carry(_: TaskIdentity) {
     let core = tandem_rtos_firmware::core_index();
     // SAFETY: only this task uses the transport after start; it never
     // migrates and runs once.

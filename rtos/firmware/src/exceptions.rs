@@ -8,11 +8,11 @@ use crate::table::routes;
 use crate::{console, hw, log, sched, stats};
 use core::sync::atomic::{AtomicU8, Ordering};
 use tandem_abi::MAX_CORES;
-use tandem_rtos_kernel::app::{Nested, Notifications};
+use tandem_rtos_kernel::app::{NestedKernelInterrupts, Notifications};
 
 /// Per core: whether an application's top half runs, and the kernel's
-/// interrupts taken inside it ([`Nested`]). Only the core itself touches
-/// its own, from its outer and its nested handler.
+/// interrupts taken inside it ([`NestedKernelInterrupts`]). Only the core
+/// itself touches its own, from its outer and its nested handler.
 static NESTED: [AtomicU8; MAX_CORES] = [const { AtomicU8::new(0) }; MAX_CORES];
 
 /// IRQ at S-EL1: RTOS interrupts only. Handles every pending one, then lets
@@ -26,7 +26,7 @@ static NESTED: [AtomicU8; MAX_CORES] = [const { AtomicU8::new(0) }; MAX_CORES];
 /// taken at once ([`nested`]) and handled by this handler's pass.
 pub(crate) extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
     let core = core_index();
-    if Nested::from_bits(NESTED[core].load(Ordering::Relaxed)).in_top_half() {
+    if NestedKernelInterrupts::from_bits(NESTED[core].load(Ordering::Relaxed)).in_top_half() {
         return nested(core, frame);
     }
     let routes = routes();
@@ -40,17 +40,21 @@ pub(crate) extern "C" fn irq_handler(frame: *mut Frame) -> *mut Frame {
         if intid.raw_value() >= 1020 {
             break;
         }
-        let owners = routes.notices(intid.raw_value(), core);
+        let owners = routes.owners(intid.raw_value(), core);
         if owners.is_owned() {
-            NESTED[core].store(Nested::TOP_HALF_RUNS.bits(), Ordering::Relaxed);
+            NESTED[core].store(
+                NestedKernelInterrupts::TOP_HALF_RUNS.bits(),
+                Ordering::Relaxed,
+            );
             // Every owner's top half (a shared interrupt has several).
             hw::with_interrupts(|| {
-                for notice in owners.iter() {
-                    notice.take(core, &mut notify);
+                for owner in owners.iter() {
+                    owner.take(core, &mut notify);
                 }
             });
-            let taken =
-                Nested::from_bits(NESTED[core].swap(Nested::NONE.bits(), Ordering::Relaxed));
+            let taken = NestedKernelInterrupts::from_bits(
+                NESTED[core].swap(NestedKernelInterrupts::NONE.bits(), Ordering::Relaxed),
+            );
             timer |= taken.timer();
             other |= taken.kernel();
             owned = true;
@@ -101,17 +105,17 @@ fn nested(core: usize, frame: *mut Frame) -> *mut Frame {
         }
         let taken = if intid == hw::TIMER {
             timer_fired(core, frame);
-            Nested::TIMER_TAKEN
+            NestedKernelInterrupts::TIMER_TAKEN
         } else if intid == hw::RESCHEDULE {
             // SAFETY: the vector code just saved this frame.
             stats::reschedule_taken(core, unsafe { (*frame).entered });
-            Nested::RESCHEDULE_TAKEN
+            NestedKernelInterrupts::RESCHEDULE_TAKEN
         } else {
             // Not of a higher priority than the top half's: the GIC should
             // not have let it in. Logging is safe here: a top half that
             // logs holds the console with IRQs masked.
             log!(core, "unexpected interrupt {intid:?} inside a top half");
-            Nested::NONE
+            NestedKernelInterrupts::NONE
         };
         NESTED[core].fetch_or(taken.bits(), Ordering::Relaxed);
         hw::end(intid);

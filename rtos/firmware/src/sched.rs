@@ -7,17 +7,17 @@
 //! handlers call it directly. One spin lock guards the kernel and the task
 //! frames (FMP's giant lock); cross-core dispatch goes by an SGI.
 //!
-//! What the tasks are, which task a cyclic handler releases and what an
-//! S-EL0 task's application watches come from the applications table; this
-//! module never names an application.
+//! What the tasks are, which task a cyclic handler releases and the hooks
+//! an application has on its S-EL0 tasks come from the applications table;
+//! this module never names an application.
 
 use crate::frame::Frame;
-use crate::table::{apps, flat};
+use crate::table::{apps, kernel_objects};
 use crate::{hw, protect, stats, syscall};
 use tandem_abi::MAX_CORES;
 use tandem_board::BOARD;
 use tandem_lock::SpinLock;
-use tandem_rtos_kernel::app::{Entry, Me, Notifications, Table, Watch};
+use tandem_rtos_kernel::app::{Entry, Notifications, Table, TaskIdentity, UserTaskHooks};
 use tandem_rtos_kernel::{
     CyclicId, Done, Error, Kernel, MAX_CYCLICS, MAX_TASKS, TaskId, WaitResult,
 };
@@ -30,13 +30,13 @@ static mut TASK_STACKS: [[u8; TASK_STACK]; MAX_TASKS] = [[0; TASK_STACK]; MAX_TA
 
 /// What the table says of one task, looked up once at start (the paths
 /// that need it are hot: every switch): its code, what its body is given,
-/// its address space (0: the kernel's) and its application's watch.
+/// its address space (0: the kernel's) and its application's hooks.
 #[derive(Clone, Copy)]
 struct TaskInfo {
     entry: Entry,
-    me: Me,
+    identity: TaskIdentity,
     space: usize,
-    watch: Option<&'static Watch>,
+    hooks: Option<&'static UserTaskHooks>,
 }
 
 /// Every task's [`TaskInfo`], by task ID (`None` past the last task).
@@ -61,9 +61,9 @@ struct Sched {
     idle_frames: [usize; MAX_CORES],
     /// What runs on each core.
     current: [Option<TaskId>; MAX_CORES],
-    /// Each S-EL0 task's watch (here, under the lock it is called under,
+    /// Each S-EL0 task's hooks (here, under the lock they are called under,
     /// for the system-call path).
-    watches: [Option<&'static Watch>; MAX_TASKS],
+    hooks: [Option<&'static UserTaskHooks>; MAX_TASKS],
 }
 
 static SCHED: SpinLock<Option<Sched>> = SpinLock::new(None);
@@ -71,28 +71,28 @@ static SCHED: SpinLock<Option<Sched>> = SpinLock::new(None);
 /// Builds the kernel from the applications table, for every core the board
 /// has. Once, by the first core in, before any core takes interrupts.
 pub fn init(table: &Table, now: u64) {
-    let kernel = Kernel::new(&flat().config(BOARD.max_cores), now)
+    let kernel = Kernel::new(&kernel_objects().config(BOARD.max_cores), now)
         .expect("the table is checked at build time");
     let mut tasks = [None; MAX_TASKS];
     let mut user = 0;
     for (i, slot) in tasks.iter_mut().enumerate().take(table.task_count()) {
-        let (_, task, me) = table.task(TaskId(i as u8)).expect("a task of the table");
-        let (space, watch) = match task.entry {
+        let (_, task, identity) = table.task(TaskId(i as u8)).expect("a task of the table");
+        let (space, hooks) = match task.entry {
             Entry::User(u) => {
                 user += 1;
-                (user, u.watch)
+                (user, u.hooks)
             }
             Entry::Kernel(_) => (0, None),
         };
         *slot = Some(TaskInfo {
             entry: task.entry,
-            me,
+            identity,
             space,
-            watch,
+            hooks,
         });
     }
     TASKS.call_once(|| tasks);
-    let watches = tasks.map(|t| t.and_then(|t| t.watch));
+    let hooks = tasks.map(|t| t.and_then(|t| t.hooks));
     *SCHED.lock() = Some(Sched {
         kernel,
         frames: [0; MAX_TASKS],
@@ -100,7 +100,7 @@ pub fn init(table: &Table, now: u64) {
         awaiting: [false; MAX_TASKS],
         idle_frames: [0; MAX_CORES],
         current: [None; MAX_CORES],
-        watches,
+        hooks,
     });
 }
 
@@ -115,11 +115,11 @@ pub fn with_kernel<R>(f: impl FnOnce(&mut Kernel) -> R) -> R {
 extern "C" fn task_entry(task: usize) -> ! {
     if let Some(TaskInfo {
         entry: Entry::Kernel(body),
-        me,
+        identity,
         ..
     }) = info(task)
     {
-        body(*me);
+        body(*identity);
     }
     syscall::exit()
 }
@@ -245,19 +245,19 @@ pub fn system_call(core: usize, frame: *mut Frame) -> *mut Frame {
     let now = hw::now();
     let from_el0 = regs.spsr & 0xF == 0;
     let number = regs.x[8];
-    let watch = if from_el0 {
-        s.watches[caller.0 as usize]
+    let hooks = if from_el0 {
+        s.hooks[caller.0 as usize]
     } else {
         None
     };
     let result = if from_el0 && !syscall::el0_allowed(number) {
         Err(Error::Parameter)
-    } else if watch.is_some_and(|w| !(w.allow)(number)) {
+    } else if hooks.is_some_and(|w| !(w.allow)(number)) {
         Err(Error::Object)
     } else {
         syscall::serve(&mut s.kernel, caller, &regs.x, now)
     };
-    if let Some(w) = watch
+    if let Some(w) = hooks
         && result.is_ok()
     {
         (w.done)(number, now);
@@ -291,7 +291,7 @@ pub fn fault(
     };
     // SAFETY: the vector code just saved this frame.
     let elr = unsafe { (*frame).elr };
-    if let Some(w) = s.watches[t.0 as usize] {
+    if let Some(w) = s.hooks[t.0 as usize] {
         (w.fault)(t, esr, far);
     }
     protect::report_fault(core, t, what, esr, far, elr);

@@ -3,14 +3,14 @@
 
 use crate::hw;
 use tandem_board::BOARD;
-use tandem_rtos_kernel::app::{Flat, Routes, Table};
+use tandem_rtos_kernel::app::{KernelObjects, Routes, Table};
 
 /// What the image crate hands over: its table, and, laid out at build
 /// time, the table's objects as the kernel takes them and its interrupts'
 /// owners by INTID.
 pub struct Image {
     table: &'static Table,
-    flat: Flat,
+    kernel_objects: KernelObjects,
     routes: Routes,
 }
 
@@ -20,7 +20,7 @@ impl Image {
     pub const fn new(table: &'static Table) -> Image {
         Image {
             table,
-            flat: table.flat(),
+            kernel_objects: table.kernel_objects(),
             routes: table.routes(),
         }
     }
@@ -66,8 +66,8 @@ pub(crate) fn apps() -> &'static Table {
 }
 
 /// The table's objects, as the kernel takes them.
-pub(crate) fn flat() -> &'static Flat {
-    &tandem_rtos_image().flat
+pub(crate) fn kernel_objects() -> &'static KernelObjects {
+    &tandem_rtos_image().kernel_objects
 }
 
 /// The owners of the private interrupts, by INTID.

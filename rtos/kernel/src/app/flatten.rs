@@ -22,9 +22,9 @@ pub(super) const NO_CYCLIC: CyclicConfig = CyclicConfig {
 };
 
 /// Every application's objects in one list per kind, as the kernel takes
-/// them ([`Flat::config`]).
+/// them ([`KernelObjects::config`]).
 #[derive(Clone, Copy, Debug)]
-pub struct Flat {
+pub struct KernelObjects {
     tasks: [TaskConfig; MAX_TASKS],
     task_count: usize,
     cyclics: [CyclicConfig; MAX_CYCLICS],
@@ -37,7 +37,7 @@ pub struct Flat {
     dataqueue_count: usize,
 }
 
-impl Flat {
+impl KernelObjects {
     /// The kernel configuration for `cores` cores.
     pub fn config(&self, cores: usize) -> Config<'_> {
         Config {
@@ -54,8 +54,8 @@ impl Flat {
 impl Table {
     /// Every object in one list per kind (the totals must fit: see
     /// [`Table::check`]).
-    pub const fn flat(&self) -> Flat {
-        let mut f = Flat {
+    pub const fn kernel_objects(&self) -> KernelObjects {
+        let mut f = KernelObjects {
             tasks: [NO_TASK; MAX_TASKS],
             task_count: 0,
             cyclics: [NO_CYCLIC; MAX_CYCLICS],

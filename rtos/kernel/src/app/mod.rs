@@ -13,8 +13,8 @@
 //!   firmware delivers the bits as wakeups under the kernel lock. An
 //!   application may give an interrupt a `top` half that runs first, at
 //!   interrupt level without the lock (the kernel's own interrupts may
-//!   preempt it: [`Nested`]), and says whether the owner needs waking (the
-//!   RPC server answers short calls there).
+//!   preempt it: [`NestedKernelInterrupts`]), and says whether the owner
+//!   needs waking (the RPC server answers short calls there).
 //! - A cyclic handler activates its task; an application may give it a
 //!   `before` step that runs first, under the lock (the periodic task picks
 //!   its core there).
@@ -24,6 +24,11 @@
 //!
 //! [`Table::check`] is a `const fn`: a firmware asserts it, so a table with
 //! an error does not build.
+//!
+//! By concern: `table` holds what an application registers and the table's
+//! numbering, `check` the build-time validation, `flatten` the kernel's
+//! configuration from the table, `routing` interrupts to their owners, and
+//! `start` the boot-time start step.
 
 mod check;
 mod flatten;
@@ -32,12 +37,15 @@ mod start;
 mod table;
 
 pub use check::TableError;
-pub use flatten::Flat;
-pub use routing::{Nested, Notice, Notices, Notifications, PRIVATE_INTIDS, Routes};
+pub use flatten::KernelObjects;
+pub use routing::{
+    NestedKernelInterrupts, Notifications, OwnerOnCore, OwnersOnCore, PRIVATE_INTIDS, Routes,
+};
 pub use start::{Platform, Protection, Refusal, Start, StartError, StartFn, Started};
 pub use table::{
     App, AppIds, Cyclic, Entry, Interrupt, MAX_APPS, MAX_PARAMS, MAX_SERVICES, MAX_SHARERS,
-    MAX_USER_TASKS, Me, Owner, Param, SERVICE_NAME_LEN, Service, Table, Task, User, Watch,
+    MAX_USER_TASKS, Owner, Param, SERVICE_NAME_LEN, Service, Table, Task, TaskIdentity, User,
+    UserTaskHooks,
 };
 
 #[cfg(test)]

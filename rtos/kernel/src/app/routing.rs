@@ -6,16 +6,17 @@
 use super::table::{AppIds, Interrupt, MAX_SHARERS, Owner, Table};
 use crate::{Kernel, TaskId};
 
-/// An interrupt's owner on one core, as the table says.
+/// An interrupt's owner on one core, numbered system-wide, as the table
+/// says.
 #[derive(Clone, Copy, Debug)]
-pub struct Notice {
+pub struct OwnerOnCore {
     /// The task to notify (`None`: a per-core owner with no task here).
     pub owner: Option<TaskId>,
     /// The owner application's top half.
     pub top: Option<fn(usize) -> bool>,
 }
 
-impl Notice {
+impl OwnerOnCore {
     /// Runs the top half on `core`, then sets the owner's bit in `pending`
     /// unless the top half said nobody needs notifying. Returns whether a
     /// bit was set.
@@ -60,14 +61,14 @@ impl Route {
         }
     }
 
-    fn notice(&self, core: usize) -> Notice {
+    fn on_core(&self, core: usize) -> OwnerOnCore {
         let owner = match self.owner {
             Owner::Task(t) => Some(TaskId(t)),
             Owner::PerCore { first, count } => {
                 (core < count as usize).then(|| TaskId(first + core as u8))
             }
         };
-        Notice {
+        OwnerOnCore {
             owner,
             top: self.top,
         }
@@ -81,16 +82,16 @@ pub struct Routes([[Option<Route>; MAX_SHARERS]; PRIVATE_INTIDS]);
 
 /// Every owner of one interrupt on one core, in table order.
 #[derive(Clone, Copy, Debug)]
-pub struct Notices([Option<Notice>; MAX_SHARERS]);
+pub struct OwnersOnCore([Option<OwnerOnCore>; MAX_SHARERS]);
 
-impl Notices {
+impl OwnersOnCore {
     /// Whether any application owns it.
     pub fn is_owned(&self) -> bool {
         self.0[0].is_some()
     }
 
     /// The owners.
-    pub fn iter(&self) -> impl Iterator<Item = Notice> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = OwnerOnCore> + '_ {
         self.0.iter().flatten().copied()
     }
 }
@@ -99,20 +100,20 @@ impl Routes {
     /// Who private interrupt `intid` notifies first on `core`, as
     /// [`Table::interrupt`] says, in one step; `None` if no application
     /// owns it (or it is not private).
-    pub fn notice(&self, intid: u32, core: usize) -> Option<Notice> {
-        Some(self.0.get(intid as usize)?[0].as_ref()?.notice(core))
+    pub fn first_owner(&self, intid: u32, core: usize) -> Option<OwnerOnCore> {
+        Some(self.0.get(intid as usize)?[0].as_ref()?.on_core(core))
     }
 
     /// Every owner of private interrupt `intid` on `core`, as
     /// [`Table::interrupt_owners`] says, in one step.
-    pub fn notices(&self, intid: u32, core: usize) -> Notices {
+    pub fn owners(&self, intid: u32, core: usize) -> OwnersOnCore {
         let mut out = [None; MAX_SHARERS];
         if let Some(slots) = self.0.get(intid as usize) {
             for (o, r) in out.iter_mut().zip(slots) {
-                *o = r.as_ref().map(|r| r.notice(core));
+                *o = r.as_ref().map(|r| r.on_core(core));
             }
         }
-        Notices(out)
+        OwnersOnCore(out)
     }
 }
 
@@ -150,21 +151,21 @@ impl Notifications {
 /// that the firmware keeps a core's in an atomic its nested handler sets
 /// bits of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Nested(u8);
+pub struct NestedKernelInterrupts(u8);
 
-impl Nested {
+impl NestedKernelInterrupts {
     const TOP_HALF: u8 = 1;
     const TIMER: u8 = 2;
     const RESCHEDULE: u8 = 4;
 
     /// Nothing nested: no top half runs.
-    pub const NONE: Nested = Nested(0);
+    pub const NONE: NestedKernelInterrupts = NestedKernelInterrupts(0);
     /// A top half runs, and no kernel interrupt came yet.
-    pub const TOP_HALF_RUNS: Nested = Nested(Self::TOP_HALF);
+    pub const TOP_HALF_RUNS: NestedKernelInterrupts = NestedKernelInterrupts(Self::TOP_HALF);
     /// The bit a nested timer interrupt sets.
-    pub const TIMER_TAKEN: Nested = Nested(Self::TIMER);
+    pub const TIMER_TAKEN: NestedKernelInterrupts = NestedKernelInterrupts(Self::TIMER);
     /// The bit a nested reschedule SGI sets.
-    pub const RESCHEDULE_TAKEN: Nested = Nested(Self::RESCHEDULE);
+    pub const RESCHEDULE_TAKEN: NestedKernelInterrupts = NestedKernelInterrupts(Self::RESCHEDULE);
 
     /// As kept in the firmware's atomic.
     pub const fn bits(self) -> u8 {
@@ -172,8 +173,8 @@ impl Nested {
     }
 
     /// From the firmware's atomic.
-    pub const fn from_bits(bits: u8) -> Nested {
-        Nested(bits)
+    pub const fn from_bits(bits: u8) -> NestedKernelInterrupts {
+        NestedKernelInterrupts(bits)
     }
 
     /// Whether an interrupt taken now is nested in a top half (and must
@@ -198,11 +199,11 @@ impl Nested {
 impl Table {
     /// Who interrupt `intid` notifies on `core` first (its only owner,
     /// unless it is shared); `None` if no application owns it.
-    pub fn interrupt(&self, intid: u32, core: usize) -> Option<Notice> {
+    pub fn interrupt(&self, intid: u32, core: usize) -> Option<OwnerOnCore> {
         let mut ids = AppIds::default();
         for app in self.apps {
             if let Some(irq) = app.interrupts.iter().find(|i| i.intid == intid) {
-                return Some(Route::new(irq, ids).notice(core));
+                return Some(Route::new(irq, ids).on_core(core));
             }
             ids = self.next(ids, app);
         }
@@ -210,8 +211,8 @@ impl Table {
     }
 
     /// Every private interrupt's owner, by INTID, for an interrupt path
-    /// that looks it up in one step ([`Routes::notice`]). A `const fn`, so
-    /// a firmware can lay it out at build time.
+    /// that looks it up in one step ([`Routes::first_owner`]). A `const
+    /// fn`, so a firmware can lay it out at build time.
     pub const fn routes(&self) -> Routes {
         let mut routes = [[None; MAX_SHARERS]; PRIVATE_INTIDS];
         let mut ids = AppIds {
@@ -246,7 +247,7 @@ impl Table {
     }
 
     /// Every owner of interrupt `intid` on `core`, in table order.
-    pub fn interrupt_owners(&self, intid: u32, core: usize) -> Notices {
+    pub fn interrupt_owners(&self, intid: u32, core: usize) -> OwnersOnCore {
         let mut out = [None; MAX_SHARERS];
         let mut n = 0;
         let mut ids = AppIds::default();
@@ -254,11 +255,11 @@ impl Table {
             if let Some(irq) = app.interrupts.iter().find(|i| i.intid == intid)
                 && n < MAX_SHARERS
             {
-                out[n] = Some(Route::new(irq, ids).notice(core));
+                out[n] = Some(Route::new(irq, ids).on_core(core));
                 n += 1;
             }
             ids = self.next(ids, app);
         }
-        Notices(out)
+        OwnersOnCore(out)
     }
 }

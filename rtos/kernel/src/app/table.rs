@@ -56,7 +56,7 @@ impl AppIds {
 
 /// What a task's body is given: who it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Me {
+pub struct TaskIdentity {
     /// Its system-wide ID.
     pub id: TaskId,
     /// Its index among its application's tasks.
@@ -70,7 +70,7 @@ pub struct Me {
 pub enum Entry {
     /// At S-EL1, in the kernel's address space; returning ends the task
     /// (ext_tsk).
-    Kernel(fn(Me)),
+    Kernel(fn(TaskIdentity)),
     /// At S-EL0, in an address space of its own.
     User(User),
 }
@@ -81,16 +81,19 @@ pub struct User {
     /// Its first instruction, in the code S-EL0 may run (`.text.user`).
     /// It starts with x0 = its first data page, x1 = how many data pages it
     /// has, x2 and x3 = what its application's start step set
-    /// ([`Start::set_user_args`](super::Start::set_user_args)); SP is the top of its stack page.
+    /// ([`Start::set_user_args`]); SP is the top of its stack page.
+    ///
+    /// [`Start::set_user_args`]: super::Start::set_user_args
     pub entry: extern "C" fn(u64, u64, u64, u64) -> !,
-    /// What its application watches of it, if anything.
-    pub watch: Option<&'static Watch>,
+    /// Its application's hooks on its system calls and faults, if any.
+    pub hooks: Option<&'static UserTaskHooks>,
 }
 
-/// What an application watches of its S-EL0 tasks: their system calls (a
-/// measurement, a quota) and their faults. Called under the kernel lock.
+/// An application's hooks on its S-EL0 tasks: it watches their system
+/// calls (a measurement, a quota) and their faults. Called under the
+/// kernel lock.
 #[derive(Clone, Copy, Debug)]
-pub struct Watch {
+pub struct UserTaskHooks {
     /// Before system call `number`: whether it may go ahead (else it fails
     /// with E_OBJ and is not made).
     pub allow: fn(number: u64) -> bool,
@@ -146,9 +149,11 @@ pub struct Interrupt {
     pub owner: Owner,
     /// Runs first, at interrupt level without the kernel lock, on the core
     /// that took it, preemptible by the kernel's own interrupts only
-    /// ([`Nested`](super::Nested)): it must not take a lock they take (none but the
-    /// console's, which is held with interrupts masked); `false`: nobody
-    /// needs notifying this time.
+    /// ([`NestedKernelInterrupts`]): it must not take a lock they take
+    /// (none but the console's, which is held with interrupts masked);
+    /// `false`: nobody needs notifying this time.
+    ///
+    /// [`NestedKernelInterrupts`]: super::NestedKernelInterrupts
     pub top: Option<fn(core: usize) -> bool>,
     /// Other applications may own it too (at most [`MAX_SHARERS`], each
     /// saying so, each with a top half): every owner's top half runs when
@@ -183,7 +188,9 @@ pub const SERVICE_NAME_LEN: usize = 31;
 /// One parameter an application takes from the workload blob.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Param {
-    /// Its name in the blob (at most [`NAME_LEN`](tandem_abi::workload::NAME_LEN) ASCII characters).
+    /// Its name in the blob (at most [`NAME_LEN`] ASCII characters).
+    ///
+    /// [`NAME_LEN`]: tandem_abi::workload::NAME_LEN
     pub name: &'static str,
     /// Smallest value accepted.
     pub min: u32,
@@ -196,8 +203,10 @@ pub struct Param {
 /// One application: everything it registers.
 #[derive(Clone, Copy, Debug)]
 pub struct App {
-    /// Its name: in logs, and in the workload blob (at most [`NAME_LEN`](tandem_abi::workload::NAME_LEN)
+    /// Its name: in logs, and in the workload blob (at most [`NAME_LEN`]
     /// ASCII characters, unique in the table).
+    ///
+    /// [`NAME_LEN`]: tandem_abi::workload::NAME_LEN
     pub name: &'static str,
     /// Its tasks.
     pub tasks: &'static [Task],
@@ -278,12 +287,12 @@ impl Table {
 
     /// Task `t`: its application, its entry in it, and what its body is
     /// given.
-    pub fn task(&self, t: TaskId) -> Option<(&'static App, &'static Task, Me)> {
+    pub fn task(&self, t: TaskId) -> Option<(&'static App, &'static Task, TaskIdentity)> {
         let mut ids = AppIds::default();
         for app in self.apps {
             let index = t.0.checked_sub(ids.tasks)?;
             if let Some(task) = app.tasks.get(index as usize) {
-                return Some((app, task, Me { id: t, index, ids }));
+                return Some((app, task, TaskIdentity { id: t, index, ids }));
             }
             ids = self.next(ids, app);
         }

@@ -18,7 +18,7 @@ const RESERVED: &[u32] = &[29, 8];
 const SGI_A: u32 = 9;
 const SGI_B: u32 = 10;
 
-fn body(_: Me) {}
+fn body(_: TaskIdentity) {}
 
 extern "C" fn user_body(_: u64, _: u64, _: u64, _: u64) -> ! {
     unreachable!("never run on the host")
@@ -101,7 +101,7 @@ const SECOND: App = App {
             config: task("user", 0, 12),
             entry: Entry::User(User {
                 entry: user_body,
-                watch: None,
+                hooks: None,
             }),
         },
     ],
@@ -156,8 +156,8 @@ fn start_second(s: &mut Start<'_>) -> Result<(), Refusal> {
 }
 
 fn kernel(table: &Table) -> Kernel {
-    let flat = table.flat();
-    Kernel::new(&flat.config(CORES), 0).expect("a checked table")
+    let objects = table.kernel_objects();
+    Kernel::new(&objects.config(CORES), 0).expect("a checked table")
 }
 
 #[test]
@@ -171,7 +171,7 @@ fn objects_are_numbered_application_after_application() {
     assert_eq!((app.name, task.config.name), ("second", "clocked"));
     assert_eq!(
         me,
-        Me {
+        TaskIdentity {
             id: TaskId(5),
             index: 3,
             ids
@@ -222,14 +222,14 @@ fn routes_say_what_the_table_says_in_one_step() {
                 .interrupt(intid, core)
                 .map(|n| (n.owner, n.top.is_some()));
             let b = ROUTES
-                .notice(intid, core)
+                .first_owner(intid, core)
                 .map(|n| (n.owner, n.top.is_some()));
             assert_eq!(a, b, "INTID {intid} on core {core}");
         }
     }
     assert!(
         ROUTES
-            .notice(SGI_B, 2)
+            .first_owner(SGI_B, 2)
             .is_some_and(|n| n.owner == Some(TaskId(4)))
     );
 }
@@ -574,7 +574,7 @@ fn totals_are_checked_across_applications() {
         config: task("u", 0, 1),
         entry: Entry::User(User {
             entry: user_body,
-            watch: None,
+            hooks: None,
         }),
     };
     const USERS: &[App] = &[App {
@@ -603,20 +603,26 @@ fn totals_are_checked_across_applications() {
 fn kernel_interrupts_nested_in_a_top_half_are_left_to_the_outer_pass() {
     // The firmware's sequence: mark the top half, let the nested handler
     // OR in what it took, then take the whole byte back for the pass.
-    let mut core = Nested::TOP_HALF_RUNS.bits();
-    assert!(Nested::from_bits(core).in_top_half());
-    assert!(!Nested::from_bits(core).kernel(), "nothing came yet");
-    core |= Nested::TIMER_TAKEN.bits();
-    core |= Nested::RESCHEDULE_TAKEN.bits();
-    core |= Nested::TIMER_TAKEN.bits(); // a second one changes nothing
-    let taken = Nested::from_bits(core);
+    let mut core = NestedKernelInterrupts::TOP_HALF_RUNS.bits();
+    assert!(NestedKernelInterrupts::from_bits(core).in_top_half());
+    assert!(
+        !NestedKernelInterrupts::from_bits(core).kernel(),
+        "nothing came yet"
+    );
+    core |= NestedKernelInterrupts::TIMER_TAKEN.bits();
+    core |= NestedKernelInterrupts::RESCHEDULE_TAKEN.bits();
+    core |= NestedKernelInterrupts::TIMER_TAKEN.bits(); // a second one changes nothing
+    let taken = NestedKernelInterrupts::from_bits(core);
     assert!(taken.in_top_half() && taken.timer() && taken.kernel());
     // A reschedule alone: the scheduler runs, no timer work.
-    let resched = Nested::from_bits(Nested::TOP_HALF_RUNS.bits() | Nested::RESCHEDULE_TAKEN.bits());
+    let resched = NestedKernelInterrupts::from_bits(
+        NestedKernelInterrupts::TOP_HALF_RUNS.bits()
+            | NestedKernelInterrupts::RESCHEDULE_TAKEN.bits(),
+    );
     assert!(resched.kernel() && !resched.timer());
     // Outside a top half an interrupt is not nested.
-    assert!(!Nested::NONE.in_top_half());
-    assert!(!Nested::default().kernel());
+    assert!(!NestedKernelInterrupts::NONE.in_top_half());
+    assert!(!NestedKernelInterrupts::default().kernel());
 }
 
 /// The top half of `SHARER`'s claim of SGI_B: wakes its owner when told to.
@@ -673,11 +679,7 @@ fn a_shared_interrupt_runs_every_owners_top_half() {
         k.activate(TaskId(t)).unwrap();
     }
     for core in 0..CORES {
-        let owners: std::vec::Vec<_> = ROUTES
-            .notices(SGI_B, core)
-            .iter()
-            .map(|n| n.owner)
-            .collect();
+        let owners: std::vec::Vec<_> = ROUTES.owners(SGI_B, core).iter().map(|n| n.owner).collect();
         let want = [(core < 3).then(|| TaskId(2 + core as u8)), Some(TaskId(7))];
         assert_eq!(
             owners, want,
@@ -694,20 +696,20 @@ fn a_shared_interrupt_runs_every_owners_top_half() {
     let mut pending = Notifications::default();
     WAKE.store(false, Ordering::Relaxed);
     SHARER_WAKE.store(true, Ordering::Relaxed);
-    for n in ROUTES.notices(SGI_B, 1).iter() {
+    for n in ROUTES.owners(SGI_B, 1).iter() {
         n.take(1, &mut pending);
     }
     assert_eq!(pending, Notifications(1 << 7), "only the sharer's task");
     WAKE.store(true, Ordering::Relaxed);
     SHARER_WAKE.store(false, Ordering::Relaxed);
     let mut pending = Notifications::default();
-    for n in ROUTES.notices(SGI_B, 1).iter() {
+    for n in ROUTES.owners(SGI_B, 1).iter() {
         n.take(1, &mut pending);
     }
     assert_eq!(pending, Notifications(1 << 3), "only the server of core 1");
-    assert!(!ROUTES.notices(SGI_A + 2, 0).is_owned());
-    assert!(ROUTES.notices(SGI_A, 0).is_owned());
-    assert_eq!(ROUTES.notices(SGI_A, 0).iter().count(), 1);
+    assert!(!ROUTES.owners(SGI_A + 2, 0).is_owned());
+    assert!(ROUTES.owners(SGI_A, 0).is_owned());
+    assert_eq!(ROUTES.owners(SGI_A, 0).iter().count(), 1);
 }
 
 #[test]
