@@ -63,11 +63,11 @@ PYTHON_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 # The Rust workspace's layers, lowest first, by the crate's directory
 # (fnmatch patterns): what the worlds share (the ABI, boards as data,
-# locks, the UART driver); the pure, host-tested cores; the firmware
+# locks, the UART driver, the page-table crate); the pure, host-tested cores; the firmware
 # images made of them; and host-side tools, generators and QEMU plugins,
 # which may read any crate below.
 RUST_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("shared", ("abi", "abi/*", "boards", "lock", "uart")),
+    ("shared", ("abi", "abi/*", "boards", "lock", "paging", "uart")),
     ("cores", ("*/core", "rtos/kernel", "rtos/mm", "rtos/rpmsg")),
     ("firmware", ("*/firmware", "rtos/apps")),
     ("host tools", ("tools/*", "harness/*", "qemu/*")),

@@ -22,15 +22,12 @@
 //! the 2 MiB block around them).
 
 use tandem_board::{Board, MemoryRange};
+use tandem_paging::descriptor::{self, AF, INNER_SHAREABLE, stage1};
+pub use tandem_paging::{BLOCK, ENTRIES, Leaf, Regime, Security, SecurityMismatch};
+use tandem_paging::{GIB, PAGE, TableMemory, check_security, walk};
 
-/// Bytes a level-2 block maps.
-pub const BLOCK: u64 = 2 << 20;
-/// Bytes a level-1 entry covers.
-const GIB: u64 = 1 << 30;
 /// GiBs the tables cover (T0SZ = 32).
 pub const GIBS: usize = 4;
-/// Entries in a translation table (4 KiB granule).
-pub const ENTRIES: usize = 512;
 /// Bytes of the generic interrupt controller's redistributor frames per core
 /// (RD_base and SGI_base, 64 KiB each).
 const GICR_FRAMES_PER_CORE: u64 = 0x2_0000;
@@ -45,32 +42,6 @@ pub const MAIR: u64 = 0xFF << 8;
 pub const TCR: u64 = 32 | 1 << 8 | 1 << 10 | 3 << 12 | 1 << 23 | 1 << 31;
 /// SCTLR_EL3 bits that turn translation and the caches on: M, C, I.
 pub const SCTLR_ON: u64 = 1 | 1 << 2 | 1 << 12;
-
-/// Descriptor bits (VMSAv8-64, stage 1, 4 KiB granule).
-mod bits {
-    /// A level-1 or level-2 block.
-    pub const BLOCK: u64 = 0b01;
-    /// A next-level table.
-    pub const TABLE: u64 = 0b11;
-    /// AttrIndx = 1: MAIR attribute 1 (Normal write-back).
-    pub const NORMAL: u64 = 1 << 2;
-    /// AttrIndx = 0: MAIR attribute 0 (Device-nGnRnE).
-    pub const DEVICE: u64 = 0;
-    /// The output address is in the non-secure physical address space.
-    pub const NS: u64 = 1 << 5;
-    /// AP[1]: RES1 in a regime with one privilege level (EL3).
-    pub const AP1: u64 = 1 << 6;
-    /// AP[2]: read-only.
-    pub const READ_ONLY: u64 = 1 << 7;
-    /// SH = 3: inner shareable.
-    pub const INNER_SHAREABLE: u64 = 3 << 8;
-    /// AF: accessed (no access-flag fault on first use).
-    pub const AF: u64 = 1 << 10;
-    /// XN: never executed.
-    pub const XN: u64 = 1 << 54;
-    /// The output address of a 2 MiB block.
-    pub const BLOCK_ADDRESS: u64 = 0x0000_FFFF_FFE0_0000;
-}
 
 /// What a mapped address is, as the monitor sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,22 +60,24 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The block descriptor bits (all but the address) of this kind.
+    /// The block descriptor bits (all but the address and the type) of
+    /// this kind: MAIR attribute 1 for Normal memory, 0 for Device; AP[1]
+    /// is RES1 at EL3, which has one privilege level.
     pub const fn attributes(self) -> u64 {
-        use bits::*;
-        let normal = NORMAL | INNER_SHAREABLE | AF | AP1 | BLOCK;
+        use stage1::{AP_EL0_OR_RES1, NS, READ_ONLY, XN, attr_index};
+        let normal = attr_index(1) | INNER_SHAREABLE | AF | AP_EL0_OR_RES1;
+        let device = attr_index(0) | AF | AP_EL0_OR_RES1 | XN;
         match self {
             Self::Code => normal | READ_ONLY,
             Self::SecureData => normal | XN,
             Self::NonSecureData => normal | XN | NS,
-            Self::Device => DEVICE | AF | AP1 | XN | BLOCK,
-            Self::NonSecureDevice => DEVICE | AF | AP1 | XN | BLOCK | NS,
+            Self::Device => device,
+            Self::NonSecureDevice => device | NS,
         }
     }
 
-    /// The kind a block descriptor's attributes say.
-    pub fn of(descriptor: u64) -> Option<Self> {
-        let attrs = descriptor & !bits::BLOCK_ADDRESS;
+    /// The kind a leaf's attributes ([`Leaf::attributes`]) say.
+    pub fn of(attributes: u64) -> Option<Self> {
         [
             Self::Code,
             Self::SecureData,
@@ -113,7 +86,7 @@ impl Kind {
             Self::NonSecureDevice,
         ]
         .into_iter()
-        .find(|k| k.attributes() == attrs)
+        .find(|k| k.attributes() == attributes)
     }
 }
 
@@ -205,7 +178,7 @@ impl Tables {
             if level2.iter().any(|&d| d != 0) {
                 let table =
                     at + core::mem::offset_of!(Self, level2) as u64 + (gib * ENTRIES * 8) as u64;
-                self.level1[gib] = table | bits::TABLE;
+                self.level1[gib] = table | descriptor::TABLE;
             }
         }
         Ok(())
@@ -223,7 +196,7 @@ impl Tables {
         let mut block = range.base;
         while block < range.end() {
             let slot = &mut self.level2[(block / GIB) as usize][(block % GIB / BLOCK) as usize];
-            let descriptor = block | kind.attributes();
+            let descriptor = block | kind.attributes() | descriptor::BLOCK;
             if *slot != 0 && *slot != descriptor {
                 return Err(MapError::Overlap(name));
             }
@@ -233,23 +206,53 @@ impl Tables {
         Ok(())
     }
 
-    /// What `address` is mapped as, if at all (a walk of the tables as the
-    /// MMU does it, for tests and for checks before the MMU is on).
-    pub fn kind_of(&self, address: u64) -> Option<Kind> {
-        if address >= GIBS as u64 * GIB {
-            return None;
+    /// What the MMU finds for `address` in these tables, placed at
+    /// physical address `at` (the walk of `tandem-paging` the three images
+    /// share).
+    pub fn walk(&self, at: u64, address: u64) -> Option<Leaf> {
+        walk(&Placed { tables: self, at }, at, address)
+    }
+
+    /// What `address` is mapped as, if at all (identity mapped only: an
+    /// entry with another output address is no mapping of the board's).
+    pub fn kind_of(&self, at: u64, address: u64) -> Option<Kind> {
+        self.walk(at, address)
+            .filter(|leaf| leaf.address == address)
+            .and_then(|leaf| Kind::of(leaf.attributes))
+    }
+
+    /// Checks, by walking the tables at `at`, that the board's secure flash
+    /// and secure RAM reach the Secure physical address space and Linux's
+    /// RAM (with the shared region) the Non-secure one: a secure page
+    /// mapped Non-secure would hand the monitor normal-world memory where
+    /// it keeps its own state.
+    pub fn check_security(&self, board: &Board, at: u64) -> Result<(), SecurityMismatch> {
+        let placed = Placed { tables: self, at };
+        let regions = [
+            (board.secure_flash, Security::Secure),
+            (board.secure_ram, Security::Secure),
+            (board.normal_ram, Security::NonSecure),
+        ];
+        for (range, expected) in regions {
+            check_security(&placed, at, Regime::El3, range.base, range.size, expected)?;
         }
-        let gib = (address / GIB) as usize;
-        if self.level1[gib] & 0b11 != bits::TABLE {
-            return None;
+        Ok(())
+    }
+}
+
+/// The tables at their physical address, as the walker reads them.
+struct Placed<'a> {
+    tables: &'a Tables,
+    at: u64,
+}
+
+impl TableMemory for Placed<'_> {
+    fn table(&self, address: u64) -> Option<&[u64; ENTRIES]> {
+        match address.checked_sub(self.at)? / PAGE {
+            0 => Some(&self.tables.level1),
+            n => self.tables.level2.get(n as usize - 1),
         }
-        let descriptor = self.level2[gib][(address % GIB / BLOCK) as usize];
-        if descriptor & 0b11 != bits::BLOCK
-            || descriptor & bits::BLOCK_ADDRESS != address & !(BLOCK - 1)
-        {
-            return None;
-        }
-        Kind::of(descriptor)
+        .filter(|_| address.is_multiple_of(PAGE))
     }
 }
 
@@ -289,7 +292,7 @@ mod tests {
     fn the_shared_region_is_non_secure_normal_write_back_as_linux_maps_it() {
         let t = board_tables();
         for address in [BOARD.shared.base, BOARD.shared.end() - 1] {
-            assert_eq!(t.kind_of(address), Some(Kind::NonSecureData));
+            assert_eq!(t.kind_of(AT, address), Some(Kind::NonSecureData));
         }
         let d = t.level2[1][((BOARD.shared.base % GIB) / BLOCK) as usize];
         assert_eq!(d >> 2 & 7, 1, "MAIR attribute 1");
@@ -299,20 +302,45 @@ mod tests {
             "attribute 1: Normal, inner and outer write-back RWA"
         );
         assert_eq!(d >> 8 & 3, 3, "inner shareable, as Linux's RAM");
-        assert_ne!(d & bits::NS, 0, "the non-secure physical address space");
-        assert_ne!(d & bits::XN, 0, "never executed by the monitor");
+        assert_ne!(d & stage1::NS, 0, "the non-secure physical address space");
+        assert_ne!(d & stage1::XN, 0, "never executed by the monitor");
+    }
+
+    #[test]
+    fn secure_memory_is_secure_and_linuxs_ram_non_secure_by_the_walk() {
+        let t = board_tables();
+        assert_eq!(t.check_security(&BOARD, AT), Ok(()));
+        let rtos = t
+            .walk(AT, BOARD.rtos_ram.base)
+            .expect("the RTOS's RAM is mapped");
+        assert_eq!(rtos.security(Regime::El3), Security::Secure);
+    }
+
+    #[test]
+    fn a_secure_page_mapped_non_secure_fails_the_check() {
+        let mut t = board_tables();
+        let block = BOARD.rtos_ram.base & !(BLOCK - 1);
+        t.level2[(block / GIB) as usize][(block % GIB / BLOCK) as usize] |= stage1::NS;
+        assert_eq!(
+            t.check_security(&BOARD, AT),
+            Err(SecurityMismatch {
+                address: block,
+                mapped: Security::NonSecure
+            })
+        );
+        assert_eq!(t.kind_of(AT, block), Some(Kind::NonSecureData));
     }
 
     #[test]
     fn code_is_read_only_data_never_executed_devices_device_memory() {
         let t = board_tables();
         let flash = t.level2[0][0];
-        assert_eq!(t.kind_of(BOARD.secure_flash.base), Some(Kind::Code));
-        assert_ne!(flash & bits::READ_ONLY, 0);
-        assert_eq!(flash & bits::XN, 0);
-        assert_eq!(flash & bits::NS, 0, "secure flash is secure");
+        assert_eq!(t.kind_of(AT, BOARD.secure_flash.base), Some(Kind::Code));
+        assert_ne!(flash & stage1::READ_ONLY, 0);
+        assert_eq!(flash & stage1::XN, 0);
+        assert_eq!(flash & stage1::NS, 0, "secure flash is secure");
         for address in [BOARD.monitor_ram.base, BOARD.rtos_ram.end() - 8] {
-            assert_eq!(t.kind_of(address), Some(Kind::SecureData));
+            assert_eq!(t.kind_of(AT, address), Some(Kind::SecureData));
         }
         for address in [
             BOARD.gicd,
@@ -322,13 +350,13 @@ mod tests {
             BOARD.power.devices()[0],
             BOARD.power.devices()[1],
         ] {
-            assert_eq!(t.kind_of(address), Some(Kind::Device), "{address:#x}");
+            assert_eq!(t.kind_of(AT, address), Some(Kind::Device), "{address:#x}");
             let d = t.level2[0][(address / BLOCK) as usize];
             assert_eq!(d >> 2 & 7, 0, "MAIR attribute 0");
             assert_eq!(MAIR & 0xFF, 0, "attribute 0: Device-nGnRnE");
         }
         let last_redistributor = BOARD.gicr + BOARD.max_cores as u64 * GICR_FRAMES_PER_CORE - 1;
-        assert_eq!(t.kind_of(last_redistributor), Some(Kind::Device));
+        assert_eq!(t.kind_of(AT, last_redistributor), Some(Kind::Device));
     }
 
     #[test]
@@ -337,11 +365,11 @@ mod tests {
         let v = BOARD.virtio_mmio;
         assert!(v.count > 0, "QEMU virt has them");
         for address in [v.base, v.range().end() - 4] {
-            assert_eq!(t.kind_of(address), Some(Kind::NonSecureDevice));
+            assert_eq!(t.kind_of(AT, address), Some(Kind::NonSecureDevice));
             let d = t.level2[0][(address / BLOCK) as usize];
             assert_eq!(d >> 2 & 7, 0, "MAIR attribute 0: Device-nGnRnE");
-            assert_ne!(d & bits::NS, 0, "the non-secure physical address space");
-            assert_ne!(d & bits::XN, 0);
+            assert_ne!(d & stage1::NS, 0, "the non-secure physical address space");
+            assert_ne!(d & stage1::XN, 0);
         }
         let none = Board {
             virtio_mmio: tandem_board::VirtioMmio::NONE,
@@ -349,7 +377,11 @@ mod tests {
         };
         let mut t = Box::new(Tables::EMPTY);
         t.map_board(&none, AT).unwrap();
-        assert_eq!(t.kind_of(v.base), None, "a board without them maps none");
+        assert_eq!(
+            t.kind_of(AT, v.base),
+            None,
+            "a board without them maps none"
+        );
     }
 
     #[test]
@@ -362,12 +394,12 @@ mod tests {
             0x3FFF_FFFF,
             BOARD.normal_ram.end(),
         ] {
-            assert_eq!(t.kind_of(address), None, "{address:#x}");
+            assert_eq!(t.kind_of(AT, address), None, "{address:#x}");
         }
         assert_eq!(t.level1[2], 0);
         assert_eq!(t.level1[3], 0);
-        assert_eq!(t.level1[0], (AT + 4096) | bits::TABLE);
-        assert_eq!(t.level1[1], (AT + 2 * 4096) | bits::TABLE);
+        assert_eq!(t.level1[0], (AT + 4096) | descriptor::TABLE);
+        assert_eq!(t.level1[1], (AT + 2 * 4096) | descriptor::TABLE);
     }
 
     #[test]

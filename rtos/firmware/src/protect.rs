@@ -26,7 +26,7 @@ use tandem_abi::MAX_CORES;
 use tandem_board::BOARD;
 use tandem_rtos_kernel::app::{MAX_USER_TASKS, Started};
 use tandem_rtos_kernel::{MAX_TASKS, TaskId};
-use tandem_rtos_mm::{AddressSpace, BLOCK, Exception, Kind, Mapping, PAGE, TlbMode};
+use tandem_rtos_mm::{AddressSpace, Exception, Kind, Mapping, PAGE, TlbMode, kernel_map};
 
 /// Address spaces of S-EL0 tasks.
 const PROTECTED: usize = MAX_USER_TASKS;
@@ -89,49 +89,12 @@ fn area(slot: usize) -> u64 {
     (unsafe { addr_of_mut!(USER[slot]) }) as u64
 }
 
-fn block_of(address: u64, kind: Kind) -> Mapping {
-    Mapping {
-        base: address & !(BLOCK - 1),
-        size: BLOCK,
-        kind,
-    }
-}
-
 /// Builds the kernel's address space, and the protected tasks' if an
 /// application asked for protection: once, by the first core, before any
 /// core turns its MMU on.
 pub fn init(started: &Started) {
     ARGS.call_once(|| started.user_args);
-    let ram_start = BOARD.rtos_ram.base & !(BLOCK - 1);
-    let ram_end = BOARD.rtos_ram.end().next_multiple_of(BLOCK);
-    let mut kernel = [
-        Mapping {
-            base: ram_start,
-            size: ram_end - ram_start,
-            kind: Kind::Kernel,
-        },
-        block_of(BOARD.gicd, Kind::Device),
-        block_of(BOARD.gicr, Kind::Device),
-        block_of(BOARD.secure_uart, Kind::Device),
-        block_of(BOARD.power.devices()[0], Kind::Device),
-        block_of(BOARD.power.devices()[1], Kind::Device),
-        Mapping {
-            base: BOARD.shared.base,
-            size: BOARD.shared.size,
-            kind: Kind::Shared,
-        },
-    ];
-    // Devices that share a block appear once.
-    let mut n = kernel.len();
-    let mut i = 0;
-    while i < n {
-        if kernel[..i].iter().any(|m| m.base == kernel[i].base) {
-            kernel.copy_within(i + 1..n, i);
-            n -= 1;
-        } else {
-            i += 1;
-        }
-    }
+    let (kernel, n) = kernel_map(&BOARD);
     let kernel = &kernel[..n];
     // SAFETY: no core uses the tables yet (MMUs are off) and only this core
     // builds them.

@@ -10,10 +10,14 @@
 extern crate std;
 
 mod fault;
+mod kernel_map;
 mod tables;
 
 pub use fault::{Abort, Exception, classify};
-pub use tables::{AddressSpace, Kind, MapError, Mapping, TABLES, Translation};
+pub use kernel_map::{KERNEL_RANGES, kernel_map};
+pub use tables::{
+    AddressSpace, Kind, MapError, Mapping, Security, SecurityMismatch, TABLES, Translation,
+};
 
 /// Bytes in a page (4 KiB granule).
 pub const PAGE: u64 = 4096;

@@ -4,29 +4,17 @@
 //! 4 KiB pages, not global (tagged with the ASID), EL0 accessible, in level-3
 //! tables that split the kernel block they lie in.
 
-use crate::{BLOCK, PAGE, VA_BITS};
+use crate::{BLOCK, PAGE};
+use tandem_paging::descriptor::{self, ADDRESS, AF, INNER_SHAREABLE, TYPE, VALID, stage1};
+use tandem_paging::{Contiguous, ENTRIES, Regime, Table, walk};
+pub use tandem_paging::{Security, SecurityMismatch};
 
 /// Tables in one address space: one level 1, two level 2 (the first 2 GiB),
 /// the rest level 3.
 pub const TABLES: usize = 7;
 const L2_TABLES: usize = 2;
-const ENTRIES: usize = 512;
 /// Highest address + 1 the kernel part may map (two level-2 tables).
 const LIMIT: u64 = (L2_TABLES as u64) << 30;
-
-const VALID: u64 = 1;
-const TABLE: u64 = 1 << 1;
-const ATTR_DEVICE: u64 = 0 << 2;
-const ATTR_NORMAL: u64 = 1 << 2;
-const NS: u64 = 1 << 5;
-const AP_EL0: u64 = 1 << 6;
-const AP_RO: u64 = 1 << 7;
-const INNER_SHAREABLE: u64 = 3 << 8;
-const AF: u64 = 1 << 10;
-const NG: u64 = 1 << 11;
-const PXN: u64 = 1 << 53;
-const UXN: u64 = 1 << 54;
-const ADDRESS: u64 = 0x0000_FFFF_FFFF_F000;
 
 /// What a range of memory is, and so how it is mapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,9 +34,11 @@ pub enum Kind {
 
 impl Kind {
     const fn attributes(self) -> u64 {
-        let normal = ATTR_NORMAL | INNER_SHAREABLE;
+        use stage1::{AP_EL0_OR_RES1 as AP_EL0, NOT_GLOBAL as NG, NS, PXN, READ_ONLY as AP_RO};
+        use stage1::{XN as UXN, attr_index};
+        let normal = attr_index(1) | INNER_SHAREABLE;
         AF | match self {
-            Kind::Device => ATTR_DEVICE | PXN | UXN,
+            Kind::Device => attr_index(0) | PXN | UXN,
             Kind::Kernel => normal | UXN,
             Kind::Shared => normal | NS | PXN | UXN,
             Kind::UserData => normal | NG | AP_EL0 | PXN | UXN,
@@ -88,11 +78,6 @@ pub enum MapError {
     TooManyBlocks(u64),
 }
 
-/// One page-aligned translation table.
-#[repr(C, align(4096))]
-#[derive(Clone, Copy, Debug)]
-pub struct Table(pub [u64; ENTRIES]);
-
 /// The tables of one address space, laid out at a known physical address
 /// (the firmware's static, identity-mapped).
 #[repr(C)]
@@ -112,6 +97,8 @@ pub struct Translation {
     pub not_global: bool,
     /// Mapped by a level-3 page (else a 2 MiB block).
     pub page: bool,
+    /// The physical address space it reaches.
+    pub security: Security,
 }
 
 impl Translation {
@@ -132,7 +119,7 @@ impl Translation {
 impl AddressSpace {
     /// No mappings at all.
     pub const EMPTY: AddressSpace = AddressSpace {
-        tables: [Table([0; ENTRIES]); TABLES],
+        tables: [Table::EMPTY; TABLES],
     };
 
     /// Builds the tables, which lie at physical address `pa`: `kernel`
@@ -140,7 +127,7 @@ impl AddressSpace {
     pub fn build(&mut self, pa: u64, kernel: &[Mapping], user: &[Mapping]) -> Result<(), MapError> {
         *self = Self::EMPTY;
         for l2 in 0..L2_TABLES {
-            self.tables[0].0[l2] = table_pa(pa, 1 + l2) | TABLE | VALID;
+            self.tables[0].0[l2] = table_pa(pa, 1 + l2) | descriptor::TABLE;
         }
         for m in kernel {
             if m.base % BLOCK != 0 || m.size % BLOCK != 0 || m.kind.user() {
@@ -154,7 +141,7 @@ impl AddressSpace {
                 if *slot & VALID != 0 {
                     return Err(MapError::Overlap(block));
                 }
-                *slot = block | m.kind.attributes() | VALID;
+                *slot = block | m.kind.attributes() | descriptor::BLOCK;
             }
         }
         let mut next_l3 = 1 + L2_TABLES;
@@ -169,10 +156,10 @@ impl AddressSpace {
                 let entry = *self.l2_slot(page);
                 let l3 = if entry & VALID == 0 {
                     return Err(MapError::NotKernelMemory(page));
-                } else if entry & TABLE != 0 {
+                } else if entry & TYPE == descriptor::TABLE {
                     ((entry & ADDRESS) - pa) as usize / PAGE as usize
                 } else {
-                    if entry & ATTR_NORMAL == 0 || entry & NS != 0 {
+                    if entry & stage1::attr_index(1) == 0 || entry & stage1::NS != 0 {
                         return Err(MapError::NotKernelMemory(page));
                     }
                     if next_l3 == TABLES {
@@ -180,19 +167,19 @@ impl AddressSpace {
                     }
                     // Split the block into pages with its own attributes.
                     let base = entry & ADDRESS;
-                    let attributes = entry & !ADDRESS & !VALID;
+                    let attributes = entry & !ADDRESS & !TYPE;
                     for (i, e) in self.tables[next_l3].0.iter_mut().enumerate() {
-                        *e = (base + i as u64 * PAGE) | attributes | TABLE | VALID;
+                        *e = (base + i as u64 * PAGE) | attributes | descriptor::PAGE;
                     }
-                    *self.l2_slot(page) = table_pa(pa, next_l3) | TABLE | VALID;
+                    *self.l2_slot(page) = table_pa(pa, next_l3) | descriptor::TABLE;
                     next_l3 += 1;
                     next_l3 - 1
                 };
                 let e = &mut self.tables[l3].0[(page / PAGE) as usize % ENTRIES];
-                if *e & NG != 0 {
+                if *e & stage1::NOT_GLOBAL != 0 {
                     return Err(MapError::Overlap(page));
                 }
-                *e = page | m.kind.attributes() | TABLE | VALID;
+                *e = page | m.kind.attributes() | descriptor::PAGE;
             }
         }
         Ok(())
@@ -203,39 +190,37 @@ impl AddressSpace {
         &mut self.tables[1 + block / ENTRIES].0[block % ENTRIES]
     }
 
-    /// Walks the tables (at physical address `pa`) as the MMU would.
+    /// Walks the tables (at physical address `pa`) as the MMU would
+    /// (`tandem-paging`'s walker, which the other images' tests use too).
     pub fn translate(&self, pa: u64, va: u64) -> Option<Translation> {
-        if va >> VA_BITS != 0 {
-            return None;
-        }
-        let l1 = self.tables[0].0[(va >> 30) as usize];
-        if l1 & (VALID | TABLE) != VALID | TABLE {
-            return None;
-        }
-        let l2 = self.table_at(pa, l1)?.0[(va >> 21) as usize % ENTRIES];
-        let (descriptor, page) = match l2 & (VALID | TABLE) {
-            VALID => (l2, false),
-            3 => (
-                self.table_at(pa, l2)?.0[(va >> 12) as usize % ENTRIES],
-                true,
-            ),
-            _ => return None,
-        };
-        if descriptor & VALID == 0 {
-            return None;
-        }
-        let size = if page { PAGE } else { BLOCK };
+        let leaf = walk(&self.placed(pa), pa, va)?;
         Some(Translation {
-            pa: (descriptor & ADDRESS & !(size - 1)) | (va & (size - 1)),
-            kind: kind_of(descriptor)?,
-            not_global: descriptor & NG != 0,
-            page,
+            pa: leaf.address,
+            kind: kind_of(leaf.attributes)?,
+            not_global: leaf.attributes & stage1::NOT_GLOBAL != 0,
+            page: leaf.level == 3,
+            security: leaf.security(Regime::SecureEl1And0),
         })
     }
 
-    fn table_at(&self, pa: u64, descriptor: u64) -> Option<&Table> {
-        let offset = (descriptor & ADDRESS).checked_sub(pa)?;
-        self.tables.get((offset / PAGE) as usize)
+    /// Checks, by walking the tables at `pa`, that every mapped page of
+    /// `[base, base + size)` reaches the `expected` physical address space.
+    pub fn check_security(
+        &self,
+        pa: u64,
+        base: u64,
+        size: u64,
+        expected: Security,
+    ) -> Result<(), SecurityMismatch> {
+        let placed = self.placed(pa);
+        tandem_paging::check_security(&placed, pa, Regime::SecureEl1And0, base, size, expected)
+    }
+
+    fn placed(&self, pa: u64) -> Contiguous<'_> {
+        Contiguous {
+            tables: &self.tables,
+            base: pa,
+        }
     }
 }
 
@@ -243,8 +228,8 @@ fn table_pa(pa: u64, index: usize) -> u64 {
     pa + index as u64 * PAGE
 }
 
-fn kind_of(descriptor: u64) -> Option<Kind> {
-    let d = descriptor & !ADDRESS & !(VALID | TABLE);
+/// The kind a leaf's attributes (all but address and type) say.
+fn kind_of(attributes: u64) -> Option<Kind> {
     [
         Kind::Device,
         Kind::Kernel,
@@ -253,7 +238,7 @@ fn kind_of(descriptor: u64) -> Option<Kind> {
         Kind::UserCode,
     ]
     .into_iter()
-    .find(|k| k.attributes() == d)
+    .find(|k| k.attributes() == attributes)
 }
 
 #[cfg(test)]
