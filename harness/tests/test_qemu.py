@@ -18,7 +18,7 @@ from tandem.platform.abi import constants
 from tandem.platform.board import load_board
 from tandem.platform.boot import ExecResult, run_exec
 from tandem.platform.boot_options import BootOptions
-from tandem.platform.configs import PlatformConfig
+from tandem.platform.configs import PlatformConfig, load_config
 from tandem.platform.console import PROMPT, Console
 from tandem.platform.timing import Timing
 
@@ -280,7 +280,7 @@ cat /sys/devices/system/cpu/online
 cd /sys/bus/platform/devices/tandem/core3
 cat policy switches_to_linux rtos_releases
 """
-    r = run(script, config="heteroos", timing=Timing("virtual"))
+    r = run(script, config=load_config("heteroos"), timing=Timing("virtual"))
     assert r.lines[:4] == ["3", "0-2", "rtos", "0"], "core 3 never ran Linux"
     assert int(r.lines[4]) >= 900
     secure = r.secure_log.read_text()
@@ -289,7 +289,7 @@ cat policy switches_to_linux rtos_releases
 
 
 def test_linux_only_runs_no_rtos() -> None:
-    r = run("nproc", config="linux-only")
+    r = run("nproc", config=load_config("linux-only"))
     assert r.output == "4"
     secure = r.secure_log.read_text()
     assert "core policies: [Linux, Linux, Linux, Linux]" in secure
