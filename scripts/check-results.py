@@ -73,6 +73,8 @@ NO_PROVENANCE = {
     "results/switch/20261126-141512": _BENCH.format("switch"),
     "results/switch/20261127-141956": _BENCH.format("switch"),
     "results/switch/20261127-142018": _BENCH.format("switch"),
+    "results/switch/20261129-030212": _BENCH.format("switch"),
+    "results/switch/20261129-033028": _BENCH.format("switch"),
     "results/trace/20261127-083325": "`tandem trace`, which writes no provenance",
     "results/trace/20261127-083341": "`tandem trace`, which writes no provenance",
     "results/trace/20261127-083548": "`tandem trace`, which writes no provenance",

@@ -126,9 +126,11 @@ pub mod pv_time {
 /// and SP_EL1 preserved; every other general register, and SP_EL0, may hold
 /// anything on return (`clobber_abi("C")` in the caller). The RTOS's EL1
 /// exception registers (ELR, SPSR, ESR, FAR) are not preserved either: it
-/// calls from outside any exception handler. If the RTOS turns its MMU on,
-/// it does so before its first YIELD on the core and never turns it off
-/// (the monitor decides then which translation registers to swap).
+/// calls from outside any exception handler. The RTOS sets SCTLR_EL1 (its
+/// MMU), VBAR_EL1, TCR_EL1 and MAIR_EL1 before its first YIELD on a core
+/// and never changes them after: the monitor saves them only at a YIELD
+/// that leaves the core to the monitor (its first on the core is one), not
+/// at the YIELD that switches to Linux.
 pub mod tos {
     /// The RTOS on this core is idle: run Linux until the next secure
     /// interrupt. Returns (in the RTOS) when one is pending, with nothing in

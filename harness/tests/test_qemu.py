@@ -343,13 +343,16 @@ def test_bench_latency_single_core_is_the_bare_path(tmp_path: Path) -> None:
     assert rows[0] == "load,latency_ns,count" and len(rows) >= 3
 
 
-def test_bench_switch_counts_both_directions_within_300_instructions(tmp_path: Path) -> None:
+def test_bench_switch_counts_both_directions_within_110_instructions(tmp_path: Path) -> None:
+    # Issue 50's bound, each way: the YIELD fast path, EL1 registers moved
+    # in pairs, the RTOS's settings saved off the switch's path
+    # (docs/monitor.md, "What a switch costs").
     out = bench.switch(BootOptions(timing=Timing("virtual"), smp=1), seconds=1, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
     for direction in ("linux_to_rtos", "rtos_to_linux"):
         d = summary[direction]
         assert d["samples"] >= 500, d
-        assert 50 <= d["median_instructions"] <= 300, d
+        assert 50 <= d["median_instructions"] <= 110, d
         assert sum(d["median_path"].values()) == d["median_instructions"]
 
 

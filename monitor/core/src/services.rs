@@ -305,6 +305,17 @@ fn sip_call_count(_: &Monitor, _: &Args<'_>) -> Outcome {
     Outcome::value(TANDEM_SIP.len() as i64)
 }
 
+/// Whether a call is the RTOS's YIELD, decided from exactly what the table
+/// decides it from: the calling world, the SMC's immediate and w0 (the
+/// dispatcher ignores x0's upper half, as SMCCC says). The firmware tests
+/// this before the general decode, since YIELD starts every switch to
+/// Linux; `the_yield_fast_path_is_the_tables_yield` checks it against
+/// [`handle`] for every world, immediate and nearby function ID.
+#[inline(always)]
+pub const fn is_rtos_yield(from: World, imm: u16, w0: u32) -> bool {
+    matches!(from, World::Secure) && imm == 0 && w0 == tos::YIELD
+}
+
 /// Handles one call with the full table.
 #[inline(always)]
 pub fn handle(monitor: &Monitor, call: &SmcCall<'_>) -> Outcome {
@@ -697,6 +708,44 @@ mod tests {
             Outcome::NOT_SUPPORTED,
             "PSCI is Linux's"
         );
+    }
+
+    #[test]
+    fn the_yield_fast_path_is_the_tables_yield() {
+        let m = booted();
+        // Every function ID one bit away from YIELD (the SMCCC fields it
+        // encodes: fast, SMC64, owner, reserved, number), YIELD with x0's
+        // upper half set, and every other function the table lists.
+        let near = (0..32).map(|bit| u64::from(tos::YIELD ^ 1 << bit));
+        let wide = [
+            u64::from(tos::YIELD),
+            0xFFFF_FFFF_0000_0000 | u64::from(tos::YIELD),
+        ];
+        let listed = SERVICES
+            .services()
+            .iter()
+            .flat_map(|s| s.functions)
+            .map(|f| u64::from(f.id));
+        let mut yields = 0;
+        for x0 in near.chain(wide).chain(listed) {
+            for from in [World::Secure, World::NonSecure] {
+                for imm in [0, 1, 0x8000, 0xFFFF] {
+                    let mut regs = [0; 8];
+                    regs[0] = x0;
+                    let table = handle(&m, &SmcCall::new(&regs, imm, from, 1));
+                    let fast = is_rtos_yield(from, imm, x0 as u32);
+                    assert_eq!(
+                        fast,
+                        table == Outcome::YieldToNormal,
+                        "x0 {x0:#x} from {from:?}, imm {imm:#x}"
+                    );
+                    yields += usize::from(fast);
+                }
+            }
+        }
+        // From the secure world with immediate 0 only: YIELD (twice, once
+        // from the table's list) and YIELD with x0's upper half set.
+        assert_eq!(yields, 3);
     }
 
     fn smc(m: &Monitor, fid: u32, args: &[u64]) -> Outcome {

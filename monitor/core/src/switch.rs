@@ -152,6 +152,19 @@ impl Step {
         trace: None,
         stolen: None,
     };
+
+    /// Whether the RTOS's settings (the EL1 registers it sets before its
+    /// first YIELD on a core and never changes after, `tandem_abi::smc::
+    /// tos`) are saved with the rest of its state: at every YIELD but the
+    /// one that resumes Linux. The RTOS's first YIELD on a core is never
+    /// that one (Linux is not on yet: it starts from a look, after a YIELD
+    /// that left the core to the monitor), so the settings are saved
+    /// before the RTOS is first resumed, and the world switch moves only
+    /// what changes. The model check asserts it.
+    #[inline(always)]
+    pub fn saves_rtos_settings(&self) -> bool {
+        matches!(self.save, Some(World::Secure)) && !matches!(self.next, Next::Linux)
+    }
 }
 
 /// One core's world switch.
@@ -579,6 +592,9 @@ mod tests {
         version: [u64; 2],
         saved: [u64; 2],
         rtos_started: bool,
+        /// The RTOS's settings were saved since it started (at a YIELD
+        /// whose step says so): it must not be resumed before.
+        rtos_settings_saved: bool,
     }
 
     fn side(w: World) -> usize {
@@ -605,6 +621,7 @@ mod tests {
                 version: [0; 2],
                 saved: [0; 2],
                 rtos_started: false,
+                rtos_settings_saved: false,
             }
         }
 
@@ -620,9 +637,16 @@ mod tests {
                 );
                 self.saved[side(w)] = self.version[side(w)];
             }
+            if s.saves_rtos_settings() {
+                self.rtos_settings_saved = true;
+            }
             let resumed = match s.next {
                 Next::Rtos => {
                     assert!(self.rtos_started, "resumed an RTOS that never started");
+                    assert!(
+                        self.rtos_settings_saved,
+                        "resumed the RTOS before its settings were saved"
+                    );
                     Some(World::Secure)
                 }
                 Next::Linux => {
@@ -631,6 +655,7 @@ mod tests {
                 }
                 Next::StartRtos => {
                     self.rtos_started = true;
+                    self.rtos_settings_saved = false;
                     self.saved[1] = self.version[1];
                     Some(World::Secure)
                 }

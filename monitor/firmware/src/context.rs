@@ -144,54 +144,102 @@ pub fn stack_top(core: usize) -> u64 {
     base + ((core + 1) * STACK_SIZE) as u64
 }
 
-/// Declares a group of EL1 (and EL0) system registers, kept as plain `u64`s,
-/// with save and restore generated from the one list.
-macro_rules! sysregs {
-    ($(#[$meta:meta])* $name:ident { $($field:ident: $register:literal,)* }) => {
+/// Declares one world's EL1 (and EL0) system registers, kept as plain
+/// `u64`s in named groups of pairs, with each group's save and restore
+/// generated from the one list: a pair is two `mrs` and one `stp`, or one
+/// `ldp` and two `msr`, the fewest instructions that move two system
+/// registers through memory, addressed from the start of the whole state
+/// so that the groups share one base register.
+macro_rules! el1_state {
+    (
+        $(#[$meta:meta])*
+        $name:ident {
+            $(
+                $(#[$group_meta:meta])*
+                $vis:vis $save:ident / $restore:ident {
+                    $($a:ident: $ra:literal, $b:ident: $rb:literal;)*
+                }
+            )*
+        }
+    ) => {
         $(#[$meta])*
         #[repr(C)]
         #[derive(Clone, Copy, Debug)]
         pub struct $name {
-            $(
-                #[doc = concat!("`", $register, "`")]
-                pub $field: u64,
-            )*
+            $($(
+                #[doc = concat!("`", $ra, "`")]
+                $a: u64,
+                #[doc = concat!("`", $rb, "`")]
+                $b: u64,
+            )*)*
         }
 
         impl $name {
             /// All zero.
-            pub const ZERO: Self = Self { $($field: 0,)* };
+            const ZERO: Self = Self { $($($a: 0, $b: 0,)*)* };
 
-            /// Reads the live registers into `self`.
-            #[inline(always)]
-            pub fn save(&mut self) {
-                $(
-                    // SAFETY: reading an EL1 register at EL3 has no side effects.
-                    unsafe {
-                        core::arch::asm!(concat!("mrs {}, ", $register), out(reg) self.$field,
-                            options(nomem, nostack, preserves_flags))
-                    };
-                )*
-            }
+            $(
+                $(#[$group_meta])*
+                /// Reads the group's live registers into `self`.
+                #[inline(always)]
+                $vis fn $save(&mut self) {
+                    let at: *mut Self = self;
+                    $(
+                        // SAFETY: reading EL1 registers at EL3 has no side
+                        // effects; the pair goes to two adjacent fields of
+                        // `*self` (checked below), 8-byte aligned.
+                        unsafe {
+                            core::arch::asm!(
+                                concat!("mrs {x}, ", $ra),
+                                concat!("mrs {y}, ", $rb),
+                                "stp {x}, {y}, [{at}, #{offset}]",
+                                at = in(reg) at,
+                                offset = const core::mem::offset_of!($name, $a),
+                                x = out(reg) _,
+                                y = out(reg) _,
+                                options(nostack, preserves_flags),
+                            )
+                        };
+                    )*
+                }
 
-            /// Writes `self` into the live registers.
-            ///
-            /// # Safety
-            ///
-            /// Only on the way back to a lower EL, with values saved from, or
-            /// made for, the world about to run.
-            #[inline(always)]
-            pub unsafe fn restore(&self) {
-                $(
-                    // SAFETY: EL1 registers do not affect EL3; the caller
-                    // guarantees they suit the world that runs next.
-                    unsafe {
-                        core::arch::asm!(concat!("msr ", $register, ", {}"), in(reg) self.$field,
-                            options(nomem, nostack, preserves_flags))
-                    };
-                )*
-            }
+                /// Writes the group's values from `self` into the live
+                /// registers.
+                ///
+                /// # Safety
+                ///
+                /// Only on the way back to a lower EL, with values saved
+                /// from, or made for, the world about to run.
+                #[inline(always)]
+                $vis unsafe fn $restore(&self) {
+                    let at: *const Self = self;
+                    $(
+                        // SAFETY: EL1 registers do not affect EL3; the
+                        // caller guarantees they suit the world that runs
+                        // next. The pair comes from two adjacent fields of
+                        // `*self`.
+                        unsafe {
+                            core::arch::asm!(
+                                "ldp {x}, {y}, [{at}, #{offset}]",
+                                concat!("msr ", $ra, ", {x}"),
+                                concat!("msr ", $rb, ", {y}"),
+                                at = in(reg) at,
+                                offset = const core::mem::offset_of!($name, $a),
+                                x = out(reg) _,
+                                y = out(reg) _,
+                                options(nostack, preserves_flags, readonly),
+                            )
+                        };
+                    )*
+                }
+            )*
         }
+
+        $($(
+            const _: () = assert!(
+                core::mem::offset_of!($name, $b) == core::mem::offset_of!($name, $a) + 8
+            );
+        )*)*
     };
 }
 
@@ -207,106 +255,66 @@ macro_rules! sysregs {
 // registers the RTOS uses are banked by security state. FP/SIMD registers
 // and FPCR/FPSR are never touched by the secure side (soft-float builds,
 // `scripts/check-no-fp.sh`).
+//
+// Every group is moved on every switch, whether or not the RTOS turned its
+// MMU on: testing for it cost more than the move it spared, and the RTOS
+// turns it on in every configuration since issue 21.
 
-sysregs! {
-    /// Registers both worlds set to their own values: saved when a world
-    /// leaves, restored when it returns.
-    Own {
-        sctlr_el1: "sctlr_el1",
-        vbar_el1: "vbar_el1",
-        sp_el1: "sp_el1",
+el1_state! {
+    /// Linux's EL1 state while the RTOS runs: everything the RTOS may
+    /// change, saved and restored whole on every switch (Linux may change
+    /// any of it at any time).
+    LinuxEl1 {
+        /// The registers both worlds set (the RTOS's counterpart is
+        /// [`RtosEl1`]'s settings), and the two both change while they run.
+        save_shared / restore_shared {
+            sctlr_el1: "sctlr_el1", vbar_el1: "vbar_el1";
+            tcr_el1: "tcr_el1", mair_el1: "mair_el1";
+            sp_el1: "sp_el1", ttbr0_el1: "ttbr0_el1";
+        }
+        /// Registers the RTOS overwrites but never needs back: every
+        /// interrupt it takes writes ELR and SPSR, its tasks' system calls
+        /// (`svc`) write ESR, FAR is UNKNOWN after any exception that does
+        /// not set it (it yields from its idle loop, outside any
+        /// exception); what code at S-EL0 could change (its thread
+        /// register) and the FP/SIMD trap control (the RTOS runs with 0, so
+        /// a stray FP instruction traps instead of touching Linux's FP
+        /// registers).
+        save_linux_only / restore_linux_only {
+            elr_el1: "elr_el1", spsr_el1: "spsr_el1";
+            esr_el1: "esr_el1", far_el1: "far_el1";
+            tpidr_el0: "tpidr_el0", cpacr_el1: "cpacr_el1";
+        }
     }
-}
-
-sysregs! {
-    /// Registers the RTOS's own exceptions overwrite: every interrupt it
-    /// takes writes ELR and SPSR, its tasks' system calls (`svc`) write ESR,
-    /// and FAR is UNKNOWN after any exception that does not set it. The
-    /// RTOS never needs them back (it yields from its idle loop, outside any
-    /// exception), so only Linux's values are kept.
-    Exception {
-        elr_el1: "elr_el1",
-        spsr_el1: "spsr_el1",
-        esr_el1: "esr_el1",
-        far_el1: "far_el1",
-    }
-}
-
-sysregs! {
-    /// Translation registers, which the RTOS writes only with its MMU on
-    /// (protected tasks): swapped only then.
-    Translation {
-        ttbr0_el1: "ttbr0_el1",
-        tcr_el1: "tcr_el1",
-        mair_el1: "mair_el1",
-    }
-}
-
-sysregs! {
-    /// What code at S-EL0 could change or use: its thread register, and the
-    /// FP/SIMD trap control (the RTOS sets 0, so a stray FP instruction in a
-    /// task traps instead of touching Linux's FP registers). S-EL0 code runs
-    /// only with the RTOS's MMU on, so Linux's values are kept only then.
-    El0 {
-        tpidr_el0: "tpidr_el0",
-        cpacr_el1: "cpacr_el1",
-    }
-}
-
-/// SCTLR_EL1.M: the stage 1 MMU is on.
-const SCTLR_M: u64 = 1;
-
-/// Linux's EL1 state while the RTOS runs.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct LinuxEl1 {
-    own: Own,
-    exception: Exception,
-    translation: Translation,
-    el0: El0,
 }
 
 impl LinuxEl1 {
     /// What a freshly started Linux sees: MMU off, FP/SIMD trapped until it
     /// enables it, everything else zero.
     pub const RESET: Self = Self {
-        own: Own {
-            sctlr_el1: SCTLR_EL1_RESET,
-            ..Own::ZERO
-        },
-        exception: Exception::ZERO,
-        translation: Translation::ZERO,
-        el0: El0::ZERO,
+        sctlr_el1: SCTLR_EL1_RESET,
+        ..Self::ZERO
     };
 
-    /// Saves what the RTOS, with its MMU on if `rtos_mmu`, may change.
+    /// Saves everything the RTOS may change.
     #[inline(always)]
-    pub fn save(&mut self, rtos_mmu: bool) {
-        self.own.save();
-        self.exception.save();
-        if rtos_mmu {
-            self.translation.save();
-            self.el0.save();
-        }
+    pub fn save(&mut self) {
+        self.save_shared();
+        self.save_linux_only();
     }
 
-    /// Puts Linux's values back where the RTOS may have changed them.
+    /// Puts Linux's values back wherever the RTOS may have changed them.
     ///
     /// # Safety
     ///
-    /// Only on the way back to Linux, with the same `rtos_mmu` as at the
-    /// last [`LinuxEl1::save`].
+    /// Only on the way back to Linux.
     #[inline(always)]
-    pub unsafe fn restore(&self, rtos_mmu: bool) {
+    pub unsafe fn restore(&self) {
         // SAFETY: Linux's own values, about to resume Linux (the caller's
         // promise).
         unsafe {
-            self.own.restore();
-            self.exception.restore();
-            if rtos_mmu {
-                self.translation.restore();
-                self.el0.restore();
-            }
+            self.restore_shared();
+            self.restore_linux_only();
         }
     }
 
@@ -318,70 +326,68 @@ impl LinuxEl1 {
     pub unsafe fn reset(&mut self) {
         *self = Self::RESET;
         // SAFETY: reset values for an EL1 that starts from scratch (the
-        // caller's promise); all groups, whatever the RTOS does.
-        unsafe { self.restore(true) };
+        // caller's promise).
+        unsafe { self.restore() };
     }
 }
 
-/// The RTOS's EL1 state while Linux runs (or the core idles).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct RtosEl1 {
-    own: Own,
-    translation: Translation,
+el1_state! {
+    /// The RTOS's EL1 state while Linux runs (or the core idles).
+    RtosEl1 {
+        /// What the RTOS sets before its first YIELD on a core and never
+        /// changes after (`tandem_abi::smc::tos`): its MMU and caches, its
+        /// vectors, its translation regime's shape and memory attributes.
+        /// Saved only at a YIELD that leaves the core to the monitor
+        /// (`switch::Step::saves_rtos_settings`): its first on the core is
+        /// one, and it changes them only before that.
+        pub save_settings / restore_settings {
+            sctlr_el1: "sctlr_el1", vbar_el1: "vbar_el1";
+            tcr_el1: "tcr_el1", mair_el1: "mair_el1";
+        }
+        /// What it changes while it runs: its EL1 stack and the
+        /// translation table of the address space in use (its protected
+        /// tasks have their own).
+        save_moving / restore_moving {
+            sp_el1: "sp_el1", ttbr0_el1: "ttbr0_el1";
+        }
+    }
 }
 
 impl RtosEl1 {
     /// What the RTOS sees at its entry: MMU off, no vectors yet.
     pub const RESET: Self = Self {
-        own: Own {
-            sctlr_el1: SCTLR_EL1_RESET,
-            ..Own::ZERO
-        },
-        translation: Translation::ZERO,
+        sctlr_el1: SCTLR_EL1_RESET,
+        ..Self::ZERO
     };
 
-    /// Its MMU was on when it last yielded. The RTOS turns it on, if at
-    /// all, before its first YIELD on a core and never off (`tandem_abi::
-    /// smc::tos`), so this is fixed from that first YIELD, before Linux
-    /// runs there.
-    #[inline(always)]
-    pub fn mmu(&self) -> bool {
-        self.own.sctlr_el1 & SCTLR_M != 0
-    }
-
-    /// Saves the RTOS's registers at its YIELD.
+    /// Saves what the RTOS changes between its YIELDs, at a YIELD.
     #[inline(always)]
     pub fn save(&mut self) {
-        self.own.save();
-        if self.mmu() {
-            self.translation.save();
-        }
+        self.save_moving();
     }
 
-    /// Gives the RTOS its values back.
+    /// Gives the RTOS its values back, and 0 in CPACR_EL1: FP/SIMD trapped
+    /// at S-EL1 and S-EL0, whatever Linux enabled.
     ///
     /// # Safety
     ///
-    /// Only on the way to the RTOS, after Linux's were saved (if it ran).
+    /// Only on the way to the RTOS, after Linux's were saved (if it ran),
+    /// with its settings saved since its start.
     #[inline(always)]
     pub unsafe fn restore(&self) {
-        // SAFETY: the RTOS's own values, about to resume it; 0 in CPACR_EL1
-        // traps FP/SIMD at S-EL1 and S-EL0.
+        // SAFETY: the RTOS's own values, about to resume it (the caller's
+        // promise).
         unsafe {
-            self.own.restore();
-            if self.mmu() {
-                self.translation.restore();
-                core::arch::asm!(
-                    "msr cpacr_el1, xzr",
-                    options(nomem, nostack, preserves_flags)
-                );
-            }
+            self.restore_settings();
+            self.restore_moving();
+            core::arch::asm!(
+                "msr cpacr_el1, xzr",
+                options(nomem, nostack, preserves_flags)
+            );
         }
     }
 
-    /// Sets the RTOS's registers for its start: its own group and, since
-    /// nothing of Linux's is live on the core yet, CPACR_EL1 = 0 (FP/SIMD
+    /// Sets the RTOS's registers for its start, and CPACR_EL1 = 0 (FP/SIMD
     /// trapped from the first instruction).
     ///
     /// # Safety
@@ -391,13 +397,7 @@ impl RtosEl1 {
         *self = Self::RESET;
         // SAFETY: reset values for an EL1 that starts from scratch (the
         // caller's promise).
-        unsafe {
-            self.own.restore();
-            core::arch::asm!(
-                "msr cpacr_el1, xzr",
-                options(nomem, nostack, preserves_flags)
-            );
-        }
+        unsafe { self.restore() };
     }
 }
 

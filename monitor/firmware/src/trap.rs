@@ -10,6 +10,7 @@ use crate::context::{
 };
 use crate::{console, linux, log, note, shm};
 use arm_sysregs::el3::accessors::read_esr_el3;
+use core::mem::offset_of;
 use spin::Once;
 use tandem_abi::boot::Policies;
 use tandem_board::BOARD;
@@ -40,6 +41,9 @@ const RTOS_LEAVE_TICKS: u64 = BOARD.ns_to_ticks_up(BOARD.rtos_leave_ns);
 const EC_SMC64: u64 = 0x17;
 /// ESR_EL3 exception class: a trapped WFI or WFE (only WFI is trapped).
 const EC_WFX: u64 = 0x01;
+/// ESR_EL3 of `smc #0` from AArch64: its class, IL (a 32-bit instruction)
+/// and an ISS of the immediate alone, the rest of it RES0.
+const ESR_SMC64_IMM0: u64 = EC_SMC64 << 26 | 1 << 25;
 
 /// The calling core's state.
 #[inline(always)]
@@ -64,6 +68,27 @@ unsafe fn saved<'a>(ctx: *mut WorldContext) -> &'a mut WorldContext {
     // SAFETY: a valid, aligned context of this core's (the caller's
     // promise), which no other reference points at while the trap is decoded.
     unsafe { &mut *ctx }
+}
+
+/// The core's state that holds `ctx`, the context of `world` the vector
+/// code passed: found from the context's own address, which spares the
+/// world switch's paths the core's index and the multiplication.
+///
+/// # Safety
+///
+/// As [`saved`], with `world` the world that trapped; the caller holds no
+/// other reference to the core's state or its contexts.
+#[inline(always)]
+unsafe fn state_holding<'a>(ctx: *mut WorldContext, world: World) -> &'a mut CoreState {
+    let offset = match world {
+        World::NonSecure => offset_of!(CoreState, normal),
+        World::Secure => offset_of!(CoreState, secure),
+    };
+    // SAFETY: SP_EL3 only ever points at a context inside a `CoreState` of
+    // `CORES` (`resume_world` and `resume_yielded` are given no other), the
+    // one of the world that runs, so stepping back by that field's offset
+    // reaches its `CoreState`, exclusively the caller's (its promise).
+    unsafe { &mut *ctx.byte_sub(offset).cast::<CoreState>() }
 }
 
 /// A synchronous exception from Linux: an SMC, or its WFI (trapped only with
@@ -162,8 +187,35 @@ fn write_el2_exception(trapped: &WorldContext) {
 
 /// A synchronous exception from the RTOS: an SMC, its only way here
 /// (`entry.rs` saved what its calls preserve).
+///
+/// YIELD, which begins every switch to Linux, is recognised first, from
+/// exactly what the dispatch table recognises it by (`services::
+/// is_rtos_yield`: the secure world, which this vector is for, immediate 0,
+/// w0 = YIELD), and goes straight to the state machine. Every other call,
+/// and YIELD with any other ESR (a RES0 bit set), takes the general decode
+/// with all of SMCCC's checks.
 pub extern "C" fn secure_sync(ctx: *mut WorldContext) -> *mut WorldContext {
     let esr = read_esr_el3().bits();
+    // SAFETY: the vector code's argument, borrowed only to read w0.
+    let w0 = unsafe { saved(ctx) }.x[0] as u32;
+    if esr == ESR_SMC64_IMM0 && services::is_rtos_yield(World::Secure, 0, w0) {
+        // SAFETY: the vector code's argument, from the secure world; the
+        // borrow above has ended.
+        let state = unsafe { state_holding(ctx, World::Secure) };
+        let core = state.secure.core as usize;
+        return resume(
+            switch_in(state, core, Some(World::Secure), Event::Yield),
+            core,
+        );
+    }
+    secure_call(ctx, esr)
+}
+
+/// Any other trap from the RTOS: one of its other calls, decoded and
+/// dispatched with every check. Out of line, so YIELD's path keeps none of
+/// its registers or stack.
+#[inline(never)]
+fn secure_call(ctx: *mut WorldContext, esr: u64) -> *mut WorldContext {
     if esr >> 26 == EC_SMC64 {
         return smc(ctx, esr, World::Secure);
     }
@@ -353,15 +405,39 @@ pub extern "C" fn lower_irq(ctx: *mut WorldContext) -> *mut WorldContext {
 /// monitor's doorbell (Group 0), or an RTOS interrupt (Secure Group 1),
 /// which preempts Linux at once.
 pub extern "C" fn lower_fiq(ctx: *mut WorldContext) -> *mut WorldContext {
-    // SAFETY: the vector code's argument.
+    if Plat::take_doorbell() {
+        return doorbell_while_linux_runs(ctx);
+    }
+    // SAFETY: the vector code's argument, from Linux (only it runs with
+    // SCR_EL3.FIQ set).
+    let state = unsafe { state_holding(ctx, World::NonSecure) };
+    let core = state.normal.core as usize;
+    resume(
+        switch_in(
+            state,
+            core,
+            Some(World::NonSecure),
+            Event::Fiq { doorbell: false },
+        ),
+        core,
+    )
+}
+
+/// The monitor's doorbell while Linux runs: a stop of Linux on this core,
+/// or nothing for it (the idle loop's wake-up, rung before it reached this
+/// core's look). Out of line, so an RTOS interrupt's path keeps nothing of
+/// it.
+#[cold]
+#[inline(never)]
+fn doorbell_while_linux_runs(ctx: *mut WorldContext) -> *mut WorldContext {
+    // SAFETY: the vector code's argument, passed on.
     let core = unsafe { saved(ctx) }.core as usize;
-    let doorbell = Plat::take_doorbell();
-    if doorbell && MONITOR.stop_requested(core) {
+    if MONITOR.stop_requested(core) {
         stop_here(core, Some(World::NonSecure));
         look(core);
     }
     resume(
-        switch(core, Some(World::NonSecure), Event::Fiq { doorbell }),
+        switch(core, Some(World::NonSecure), Event::Fiq { doorbell: true }),
         core,
     )
 }
@@ -393,7 +469,12 @@ fn resume(then: Then, core: usize) -> *mut WorldContext {
 /// returning.
 #[inline(always)]
 fn switch(core: usize, from: Option<World>, event: Event) -> Then {
-    let state = state(core);
+    switch_in(state(core), core, from, event)
+}
+
+/// As [`switch`], with the core's state already found.
+#[inline(always)]
+fn switch_in(state: &mut CoreState, core: usize, from: Option<World>, event: Event) -> Then {
     let now = Plat::now();
     let step = state.switch.step(event, now);
     // Each arm carries out the whole step itself, so that on a world
@@ -401,20 +482,20 @@ fn switch(core: usize, from: Option<World>, event: Event) -> Then {
     match step.next {
         Next::Linux => {
             record(core, state, &step, now);
-            // SAFETY: Linux's own registers, saved when it last left, with
-            // the RTOS's MMU setting fixed since before Linux first ran
-            // here; the RTOS's were saved at its YIELD. Its context is the
-            // one it trapped from, saved whole.
+            // SAFETY: Linux's own registers, saved when it last left; the
+            // RTOS's were saved at its YIELD. Its context is the one it
+            // trapped from, saved whole.
             unsafe {
-                state.linux_el1.restore(state.rtos_el1.mmu());
+                state.linux_el1.restore();
                 resume_world(&mut state.normal)
             }
         }
         Next::Rtos => {
             record(core, state, &step, now);
-            // SAFETY: the RTOS's registers, saved at its YIELD, after
-            // Linux's were saved (if it ran); its context is the one it
-            // yielded from.
+            // SAFETY: the RTOS's registers, saved at its YIELD (its
+            // settings at a YIELD since its start: `saves_rtos_settings`),
+            // after Linux's were saved (if it ran); its context is the one
+            // it yielded from.
             unsafe {
                 state.rtos_el1.restore();
                 resume_yielded(&mut state.secure)
@@ -453,9 +534,14 @@ fn record(core: usize, state: &mut CoreState, step: &Step, now: u64) {
         shm::publish_stolen(core, ticks_to_ns(ticks, BOARD.counter_hz));
     }
     match step.save {
-        Some(World::NonSecure) => state.linux_el1.save(state.rtos_el1.mmu()),
+        Some(World::NonSecure) => state.linux_el1.save(),
         Some(World::Secure) => state.rtos_el1.save(),
         None => {}
+    }
+    // Known at compile time on both switch paths (the caller matched
+    // `step.next`): false on the YIELD that resumes Linux.
+    if step.saves_rtos_settings() {
+        state.rtos_el1.save_settings();
     }
     if let Some(event) = step.trace {
         state.switches.record(event, now);
