@@ -8,6 +8,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tandem import provenance
 from tandem.platform import qemu_command
 from tandem.platform.boot import run_exec
 from tandem.platform.boot_options import BootOptions
@@ -237,6 +238,8 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
         extra_qemu_args=qemu_command.exec_log_args(code, "{run_dir}/exec.log"),
         linux_idle="wfi",
     )
+    # Taken before the boot, as `tandem exp run` does.
+    stamp = provenance.collect([logged])
     print(
         f"bench switch: booting with QEMU's execution log ({options.timing.words()})",
         file=sys.stderr,
@@ -266,6 +269,7 @@ def switch(options: BootOptions, seconds: int, out_root: Path = RESULTS) -> Path
         "smp": options.smp,
         "config": options.config.name,
         **measured,
+        "provenance": stamp,
     }
     out = new_run_dir(out_root / "switch")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
