@@ -66,7 +66,8 @@ def crossover(busy: dict[int, float], block: dict[int, float]) -> float | None:
 
 def switch_round_trip_ns(root: Path = RESULTS) -> int | None:
     """Linux -> RTOS -> Linux in instructions (= ns in virtual timing), from
-    the latest `./tandem bench switch`."""
+    the latest `./tandem bench switch` (`switch_run` names it): a reference
+    from another run, not a measurement of this run's boots."""
     path = root / "switch" / "latest" / "summary.json"
     if not path.is_file():
         return None
@@ -77,6 +78,12 @@ def switch_round_trip_ns(root: Path = RESULTS) -> int | None:
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def switch_run(root: Path = RESULTS) -> str | None:
+    """The `bench switch` run `switch_round_trip_ns` reads."""
+    latest = root / "switch" / "latest"
+    return latest.resolve().name if latest.is_dir() else None
 
 
 def _cores(s: Scenario) -> tuple[int, int]:
@@ -168,6 +175,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         "calibrated": all(calibrated(m) for m in models),
         "calibration_log": calibration_log(lines),  # the last boot's, like the model
         "switch_round_trip_ns": switch_round_trip_ns(),
+        "switch_run": switch_run(),
     }
     write_summary(out, summary, COLUMNS)
     return summary
