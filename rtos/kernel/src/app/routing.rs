@@ -215,13 +215,7 @@ impl Table {
     /// fn`, so a firmware can lay it out at build time.
     pub const fn routes(&self) -> Routes {
         let mut routes = [[None; MAX_SHARERS]; PRIVATE_INTIDS];
-        let mut ids = AppIds {
-            tasks: 0,
-            cyclics: 0,
-            semaphores: 0,
-            flags: 0,
-            dataqueues: 0,
-        };
+        let mut ids = AppIds::FIRST;
         let mut a = 0;
         while a < self.apps.len() {
             let app = &self.apps[a];

@@ -28,6 +28,15 @@ pub struct AppIds {
 }
 
 impl AppIds {
+    /// Where the first application's objects start: at 0 of each kind.
+    pub(super) const FIRST: AppIds = AppIds {
+        tasks: 0,
+        cyclics: 0,
+        semaphores: 0,
+        flags: 0,
+        dataqueues: 0,
+    };
+
     /// The application's task `i`.
     pub const fn task(self, i: u8) -> TaskId {
         TaskId(self.tasks + i)
@@ -254,13 +263,7 @@ pub struct Table {
 impl Table {
     /// Where application `app`'s objects start.
     pub const fn ids(&self, app: usize) -> AppIds {
-        let mut ids = AppIds {
-            tasks: 0,
-            cyclics: 0,
-            semaphores: 0,
-            flags: 0,
-            dataqueues: 0,
-        };
+        let mut ids = AppIds::FIRST;
         let mut i = 0;
         while i < app && i < self.apps.len() {
             let a = &self.apps[i];
