@@ -282,7 +282,7 @@ lint:
 	@echo "== lint"
 	cargo fmt --all --check
 	cargo clippy -q --workspace --exclude tandem-monitor --exclude tandem-rtos --exclude tandem-rtos-firmware --exclude tandem-hyp --all-targets -- -D warnings
-	cargo clippy -q -p tandem-monitor -p tandem-rtos -p tandem-rtos-firmware -p tandem-hyp --target $(FW_TARGET) -- -D warnings
+	cargo clippy -q -p tandem-monitor -p tandem-rtos -p tandem-rtos-firmware -p tandem-hyp -p tandem-runtime --target $(FW_TARGET) -- -D warnings
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-monitor
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-rtos
 	scripts/check-no-fp.sh target/$(FW_TARGET)/release/tandem-hyp

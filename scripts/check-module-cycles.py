@@ -67,7 +67,7 @@ PYTHON_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # images made of them; and host-side tools, generators and QEMU plugins,
 # which may read any crate below.
 RUST_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("shared", ("abi", "abi/*", "boards", "lock", "paging", "uart")),
+    ("shared", ("abi", "abi/*", "boards", "lock", "paging", "runtime", "uart")),
     ("cores", ("*/core", "rtos/kernel", "rtos/mm", "rtos/rpmsg")),
     ("firmware", ("*/firmware", "rtos/apps")),
     ("host tools", ("tools/*", "harness/*", "qemu/*")),

@@ -15,25 +15,25 @@ mod regs;
 mod trap;
 
 use core::cell::UnsafeCell;
-use core::sync::atomic::Ordering;
 use tandem_abi::MAX_CORES;
 use tandem_abi::image::Span;
 use tandem_abi::partition::{self, MAX_PARTITIONS, Partition, PartitionTable, Partitions};
 use tandem_board::BOARD;
 use tandem_hyp_core::maps::{self, Image, Machine};
 use tandem_hyp_core::tables::{self, Page, Pool};
+use tandem_runtime::{FirstCore, Translation};
 
-/// Start-up state, in .data so that it holds before .bss is zeroed and
-/// survives every later entry (the monitor copies the image once): 1
-/// untouched, 2 being set up by the first core, 3 ready, 4 refused (the
-/// partition table or the maps are unusable). `entry.rs` reads and writes it.
-#[unsafe(no_mangle)]
-pub static INIT_STATE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(1);
+/// The first core's hand-shake (`entry.rs`), in .data so that it holds
+/// before .bss is zeroed and survives every later entry (the monitor
+/// copies the image once); the first core leaves it [`READY`] or
+/// [`REFUSED`].
+pub static INIT_STATE: FirstCore = FirstCore::new();
 
 /// [`INIT_STATE`]: the maps are built.
-pub const READY: u32 = 3;
-/// [`INIT_STATE`]: the layer cannot run the partitions.
-pub const REFUSED: u32 = 4;
+pub const READY: u32 = FirstCore::READY;
+/// [`INIT_STATE`]: the layer cannot run the partitions (the partition
+/// table or the maps are unusable).
+pub const REFUSED: u32 = FirstCore::READY + 1;
 
 unsafe extern "C" {
     /// Enters the partition's Linux at EL1 at `entry` with x0 = `arg`
@@ -220,23 +220,22 @@ extern "C" fn init(_core: usize) -> u32 {
 
 /// Turns this core's MMU and caches on at EL2 with the layer's map.
 fn enable_mmu(root: u64) {
-    // SAFETY: the tables map the layer's code, data and stacks at their own
-    // addresses, so execution goes on unchanged when translation starts;
-    // the TLB is invalidated first.
-    unsafe {
-        regs::mair_el2::write(tables::MAIR);
-        regs::tcr_el2::write(tables::TCR);
-        regs::ttbr0_el2::write(root);
-        core::arch::asm!("dsb sy", "tlbi alle2", "dsb sy", "isb", options(nostack));
-        regs::sctlr_el2::write(tables::SCTLR_ON);
-        core::arch::asm!("isb", options(nostack));
-    }
+    let translation = Translation {
+        mair: tables::MAIR,
+        tcr: tables::TCR,
+        ttbr0: root,
+        sctlr_clear: !0,
+        sctlr_set: tables::SCTLR_ON,
+    };
+    // SAFETY: this runs at EL2; the tables map the layer's code, data and
+    // stacks at their own addresses.
+    unsafe { tandem_runtime::el2::enable_mmu(&translation) };
 }
 
 /// Every core, on every start, once the maps are built: this core's EL2
 /// state for its partition, then into Linux at EL1.
 extern "C" fn hyp_main(core: usize, entry: u64, arg: u64, start: u64) -> ! {
-    if INIT_STATE.load(Ordering::Acquire) != READY {
+    if INIT_STATE.state() != READY {
         park()
     }
     let g = global();

@@ -16,6 +16,7 @@ use core::mem::offset_of;
 use tandem_abi::MAX_CORES;
 use tandem_monitor_core::smc::World;
 use tandem_monitor_core::switch::CoreSwitch;
+use tandem_runtime::Stacks;
 
 /// SPSR for entering EL1h (SP_EL1) with D, A, I and F masked, as the Linux boot
 /// protocol requires.
@@ -136,12 +137,11 @@ pub const STACK_SIZE: usize = 16 * 1024;
 /// Per-core monitor stacks, in the NOLOAD `.stacks` section. The reset code
 /// sets each core's stack pointer here; a world's context names its top.
 #[unsafe(link_section = ".stacks")]
-pub static mut STACKS: [[u8; STACK_SIZE]; MAX_CORES] = [[0; STACK_SIZE]; MAX_CORES];
+pub static STACKS: Stacks<STACK_SIZE, MAX_CORES> = Stacks::new();
 
 /// Top of `core`'s monitor stack.
 pub fn stack_top(core: usize) -> u64 {
-    let base = core::ptr::addr_of!(STACKS) as u64;
-    base + ((core + 1) * STACK_SIZE) as u64
+    STACKS.top(core)
 }
 
 /// Declares one world's EL1 (and EL0) system registers, kept as plain

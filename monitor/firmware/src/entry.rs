@@ -16,6 +16,7 @@ use crate::context::{CTX_ELR, CTX_MONITOR_SP, CTX_SCR, CTX_SP_EL0, STACK_SIZE, S
 use tandem_board::{BOARD, MPIDR_AFFINITY_MASK};
 
 core::arch::global_asm!(
+    tandem_runtime::asm_macros!(),
     r#"
     .section .text.entry, "ax"
     .global _start
@@ -26,27 +27,14 @@ _start:
     and     x19, x19, x1
     cmp     x19, #{max_cores}
     b.hs    park_forever            /* not a core this firmware knows */
-
-    ldr     x0, =vectors
-    msr     vbar_el3, x0
-    isb
-
-    ldr     x2, ={stacks}
-    mov     x1, #{stack_size}
-    madd    x0, x19, x1, x1
-    add     x0, x0, x2
-    mov     sp, x0
-
+    install_vectors 3, vectors
+    core_stack x19, {stacks}, {stack_size}, x2, x0
     cbnz    x19, secondary_wait
 
-    /* Boot core: zero .bss, copy .data from flash, then Rust. */
-    ldr     x0, =__bss_start
-    ldr     x1, =__bss_end
-0:  cmp     x0, x1
-    b.hs    1f
-    str     xzr, [x0], #8
-    b       0b
-1:  ldr     x0, =__data_start
+    /* Boot core: zero .bss, copy .data from flash, then Rust. Core 0
+     * always boots first, so no hand-shake decides it. */
+    zero_bss x0, x1
+    ldr     x0, =__data_start
     ldr     x1, =__data_end
     ldr     x2, =__data_lma
 2:  cmp     x0, x1
@@ -69,26 +57,12 @@ secondary_wait:
     bl      {secondary_main}
 
 park_forever:
-    wfe
-    b       park_forever
+    park
 
     /* Saves x2..x30, SP_EL0, ELR and SPSR into the context SP_EL3 points
      * at (x0 and x1 are already there). */
     .macro  save_from_x2
-    stp     x2, x3, [sp, #0x10]
-    stp     x4, x5, [sp, #0x20]
-    stp     x6, x7, [sp, #0x30]
-    stp     x8, x9, [sp, #0x40]
-    stp     x10, x11, [sp, #0x50]
-    stp     x12, x13, [sp, #0x60]
-    stp     x14, x15, [sp, #0x70]
-    stp     x16, x17, [sp, #0x80]
-    stp     x18, x19, [sp, #0x90]
-    stp     x20, x21, [sp, #0xa0]
-    stp     x22, x23, [sp, #0xb0]
-    stp     x24, x25, [sp, #0xc0]
-    stp     x26, x27, [sp, #0xd0]
-    stp     x28, x29, [sp, #0xe0]
+    save_x2_x29 sp
     mrs     x0, sp_el0
     stp     x30, x0, [sp, #{ctx_sp_el0} - 8]
     mrs     x0, elr_el3
@@ -106,48 +80,30 @@ park_forever:
     b       resume_world
     .endm
 
-    .global resume_world
-resume_world:
+    /* SP_EL3 = the context at x0; its SCR_EL3, ELR_EL3 and SPSR_EL3
+     * back in place. */
+    .macro  enter_context
     mov     sp, x0
     ldr     x1, [sp, #{ctx_scr}]
     msr     scr_el3, x1
     ldp     x0, x1, [sp, #{ctx_elr}]
     msr     elr_el3, x0
     msr     spsr_el3, x1
+    .endm
+
+    .global resume_world
+resume_world:
+    enter_context
     ldp     x30, x0, [sp, #{ctx_sp_el0} - 8]
     msr     sp_el0, x0
-    ldp     x28, x29, [sp, #0xe0]
-    ldp     x26, x27, [sp, #0xd0]
-    ldp     x24, x25, [sp, #0xc0]
-    ldp     x22, x23, [sp, #0xb0]
-    ldp     x20, x21, [sp, #0xa0]
-    ldp     x18, x19, [sp, #0x90]
-    ldp     x16, x17, [sp, #0x80]
-    ldp     x14, x15, [sp, #0x70]
-    ldp     x12, x13, [sp, #0x60]
-    ldp     x10, x11, [sp, #0x50]
-    ldp     x8, x9, [sp, #0x40]
-    ldp     x6, x7, [sp, #0x30]
-    ldp     x4, x5, [sp, #0x20]
-    ldp     x2, x3, [sp, #0x10]
-    ldp     x0, x1, [sp, #0x00]
+    restore_x0_x29 sp
     eret
 
     /* The RTOS back inside its YIELD: only what the call preserves. */
     .global resume_yielded
 resume_yielded:
-    mov     sp, x0
-    ldr     x1, [sp, #{ctx_scr}]
-    msr     scr_el3, x1
-    ldp     x0, x1, [sp, #{ctx_elr}]
-    msr     elr_el3, x0
-    msr     spsr_el3, x1
-    ldp     x28, x29, [sp, #0xe0]
-    ldp     x26, x27, [sp, #0xd0]
-    ldp     x24, x25, [sp, #0xc0]
-    ldp     x22, x23, [sp, #0xb0]
-    ldp     x20, x21, [sp, #0xa0]
-    ldp     x18, x19, [sp, #0x90]
+    enter_context
+    restore_x18_x29 sp
     eret
 
     /* An SMC from the RTOS (the lower_sync vector saw SCR_EL3.NS = 0, x0
@@ -156,22 +112,14 @@ resume_yielded:
      * x2, x3, x18..x29, ELR and SPSR, and nothing else. */
 secure_sync:
     stp     x2, x3, [sp, #0x10]
-    stp     x18, x19, [sp, #0x90]
-    stp     x20, x21, [sp, #0xa0]
-    stp     x22, x23, [sp, #0xb0]
-    stp     x24, x25, [sp, #0xc0]
-    stp     x26, x27, [sp, #0xd0]
-    stp     x28, x29, [sp, #0xe0]
+    save_x18_x29 sp
     mrs     x0, elr_el3
     mrs     x1, spsr_el3
     stp     x0, x1, [sp, #{ctx_elr}]
     call_handler {secure_sync}
 
 monitor_fault_entry:
-    mrs     x0, esr_el3
-    mrs     x1, elr_el3
-    mrs     x2, far_el3
-    bl      {monitor_fault}
+    fault_entry 3, {monitor_fault}
 
     /* The vectors hold the save code itself, saving the branch on every
      * trap; `.org` fails the build if an entry outgrows its 0x80 bytes. The

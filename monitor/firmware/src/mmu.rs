@@ -9,13 +9,12 @@
 //! starts from the image the monitor copied, MMU off; the other cores read
 //! the boot flag before turning theirs on.
 
-use arm_sysregs::el3::accessors::{
-    read_sctlr_el3, write_mair_el3, write_sctlr_el3, write_tcr_el3, write_ttbr0_el3,
-};
-use arm_sysregs::el3::registers::{MairEl3, SctlrEl3, TcrEl3, Ttbr0El3};
+use arm_sysregs::el3::accessors::read_sctlr_el3;
+use arm_sysregs::el3::registers::SctlrEl3;
 use core::cell::UnsafeCell;
 use tandem_board::BOARD;
 use tandem_monitor_core::memory_map::{MAIR, MapError, SCTLR_ON, TCR, Tables};
+use tandem_runtime::Translation;
 
 /// The tables, in .bss: written once by the boot core with every MMU off,
 /// read only by the table walkers afterwards.
@@ -37,18 +36,17 @@ pub fn build() -> Result<(), MapError> {
 
 /// Turns this core's MMU and caches on with the tables `build` made.
 pub fn enable() {
-    // SAFETY: the tables are complete (`build` ran on the boot core before
-    // this core was let go) and map the monitor's code, data, stacks and
-    // devices at their own addresses, so execution goes on unchanged when
-    // translation starts; the TLB is invalidated before.
-    unsafe {
-        write_mair_el3(MairEl3::from_bits_retain(MAIR));
-        write_tcr_el3(TcrEl3::from_bits_retain(TCR));
-        write_ttbr0_el3(Ttbr0El3::from_bits_retain(TABLES.0.get() as u64));
-        core::arch::asm!("dsb sy", "tlbi alle3", "dsb sy", "isb", options(nostack));
-        write_sctlr_el3(read_sctlr_el3() | SctlrEl3::from_bits_retain(SCTLR_ON));
-        core::arch::asm!("isb", options(nostack));
-    }
+    let translation = Translation {
+        mair: MAIR,
+        tcr: TCR,
+        ttbr0: TABLES.0.get() as u64,
+        sctlr_clear: 0,
+        sctlr_set: SCTLR_ON,
+    };
+    // SAFETY: this runs at EL3; the tables are complete (`build` ran on
+    // the boot core before this core was let go) and map the monitor's
+    // code, data, stacks and devices at their own addresses.
+    unsafe { tandem_runtime::el3::enable_mmu(&translation) };
 }
 
 /// Whether this core's MMU is on.

@@ -7,6 +7,7 @@ use crate::frame::FRAME_SIZE;
 use crate::{exceptions, start};
 use tandem_abi::MAX_CORES;
 use tandem_abi::image::RTOS_MAGIC;
+use tandem_runtime::{FirstCore, Stacks};
 
 /// Bytes of stack per core: the idle context, interrupt handling, and, on the
 /// first core, building the kernel state (several KiB, moved by value).
@@ -14,70 +15,42 @@ const STACK_SIZE: usize = 64 * 1024;
 
 /// Per-core stacks, in the NOLOAD `.stacks` section.
 #[unsafe(link_section = ".stacks")]
-static mut STACKS: [[u8; STACK_SIZE]; MAX_CORES] = [[0; STACK_SIZE]; MAX_CORES];
+static STACKS: Stacks<STACK_SIZE, MAX_CORES> = Stacks::new();
 
-/// Start-up handshake between cores, in .data so it is valid before .bss is
-/// zeroed: 1 untouched, 2 being initialised by the first core in, 3 ready.
-#[unsafe(no_mangle)]
-pub static INIT_STATE: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(1);
+/// The first core's hand-shake (`tandem_runtime::FirstCore`), in .data so
+/// it is valid before .bss is zeroed.
+static INIT_STATE: FirstCore = FirstCore::new();
 
 core::arch::global_asm!(
+    tandem_runtime::asm_macros!(),
     r#"
-    .section .text.header, "ax"
-    .global _start
     /* Image header (abi::image::RtosImageHeader); the monitor enters here. */
-    b       _start
-    .word   0
-    .quad   {magic}
-    .quad   __image_size
-    .quad   __ram_size
+    image_header {magic}
 
 _start:
     /* x0 = core index, x1 = shared region, x2 = RTOS cores, from the monitor. */
     mov     x19, x0
     mov     x20, x1
     mov     x21, x2
-    ldr     x2, ={stacks}
-    mov     x3, #{stack_size}
-    madd    x4, x19, x3, x3
-    add     x4, x4, x2
-    mov     sp, x4
-    ldr     x5, =vectors
-    msr     vbar_el1, x5
-    isb
+    core_stack x19, {stacks}, {stack_size}, x2, x4
+    install_vectors 1, vectors
 
-    /* The first core in zeroes .bss; the others wait for it. */
-    ldr     x6, ={init_state}
-0:  ldaxr   w7, [x6]
-    cmp     w7, #1
-    b.ne    3f
-    mov     w8, #2
-    stxr    w9, w8, [x6]
-    cbnz    w9, 0b
-    ldr     x10, =__bss_start
-    ldr     x11, =__bss_end
-1:  cmp     x10, x11
-    b.hs    2f
-    str     xzr, [x10], #8
-    b       1b
-2:  mov     w8, #3
-    stlr    w8, [x6]
-    sev
+    /* The first core in zeroes .bss; the others wait for it. x3 tells
+     * rtos_main which of the two this core was. */
+    first_core_or_wait {init_state}, first_core
+    mov     x3, #0
+    b       run
+first_core:
+    zero_bss x10, x11
+    mov     w8, #{ready}
+    release_waiting_cores {init_state}, w8
     mov     x3, #1
-    b       5f
-3:  clrex
-4:  ldar    w7, [x6]
-    cmp     w7, #3
-    b.eq    6f
-    wfe
-    b       4b
-6:  mov     x3, #0
-5:  mov     x0, x19
+run:
+    mov     x0, x19
     mov     x1, x20
     mov     x2, x21
     bl      {rtos_main}
-7:  wfe
-    b       7b
+    park
 
     .macro  save_frame
     sub     sp, sp, #{frame_size}
@@ -88,20 +61,7 @@ _start:
 
     /* Everything but x0, x1 and `entered`. */
     .macro  save_frame_from_x2
-    stp     x2, x3, [sp, #0x10]
-    stp     x4, x5, [sp, #0x20]
-    stp     x6, x7, [sp, #0x30]
-    stp     x8, x9, [sp, #0x40]
-    stp     x10, x11, [sp, #0x50]
-    stp     x12, x13, [sp, #0x60]
-    stp     x14, x15, [sp, #0x70]
-    stp     x16, x17, [sp, #0x80]
-    stp     x18, x19, [sp, #0x90]
-    stp     x20, x21, [sp, #0xa0]
-    stp     x22, x23, [sp, #0xb0]
-    stp     x24, x25, [sp, #0xc0]
-    stp     x26, x27, [sp, #0xd0]
-    stp     x28, x29, [sp, #0xe0]
+    save_x2_x29 sp
     mrs     x0, elr_el1
     mrs     x1, spsr_el1
     str     x30, [sp, #0xf0]
@@ -133,30 +93,10 @@ restore_frame:
     ldp     x0, x1, [sp, #0x100]
     msr     elr_el1, x0
     msr     spsr_el1, x1
-    ldr     x30, [sp, #0xf0]
-    ldp     x28, x29, [sp, #0xe0]
-    ldp     x26, x27, [sp, #0xd0]
-    ldp     x24, x25, [sp, #0xc0]
-    ldp     x22, x23, [sp, #0xb0]
-    ldp     x20, x21, [sp, #0xa0]
-    ldp     x18, x19, [sp, #0x90]
-    ldp     x16, x17, [sp, #0x80]
-    ldp     x14, x15, [sp, #0x70]
-    ldp     x12, x13, [sp, #0x60]
-    ldp     x10, x11, [sp, #0x50]
-    ldp     x8, x9, [sp, #0x40]
-    ldp     x6, x7, [sp, #0x30]
-    ldp     x4, x5, [sp, #0x20]
-    ldp     x2, x3, [sp, #0x10]
-    ldp     x0, x1, [sp, #0x00]
-    add     sp, sp, #{frame_size}
-    eret
+    return_from_frame {frame_size}
 
 unexpected_entry:
-    mrs     x0, esr_el1
-    mrs     x1, elr_el1
-    mrs     x2, far_el1
-    bl      {fault}
+    fault_entry 1, {fault}
 
     .section .text.vectors, "ax"
     .balign 0x800
@@ -195,6 +135,7 @@ vectors:
     stacks = sym STACKS,
     stack_size = const STACK_SIZE,
     init_state = sym INIT_STATE,
+    ready = const FirstCore::READY,
     rtos_main = sym start::rtos_main,
     irq_handler = sym exceptions::irq_handler,
     sync_handler = sym exceptions::sync_handler,

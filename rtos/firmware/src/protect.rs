@@ -16,10 +16,8 @@
 use crate::frame::Frame;
 use crate::log;
 use crate::table::apps;
-use arm_sysregs::el1::accessors::{
-    read_sctlr_el1, write_mair_el1, write_sctlr_el1, write_tcr_el1, write_ttbr0_el1,
-};
-use arm_sysregs::el1::registers::{MairEl1, SctlrEl1, TcrEl1, Ttbr0El1};
+use arm_sysregs::el1::accessors::write_ttbr0_el1;
+use arm_sysregs::el1::registers::Ttbr0El1;
 use core::ptr::addr_of_mut;
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
 use tandem_abi::MAX_CORES;
@@ -27,6 +25,7 @@ use tandem_board::BOARD;
 use tandem_rtos_kernel::app::{MAX_USER_TASKS, Started};
 use tandem_rtos_kernel::{MAX_TASKS, TaskId};
 use tandem_rtos_mm::{AddressSpace, Exception, Kind, Mapping, PAGE, TlbMode, kernel_map};
+use tandem_runtime::Translation;
 
 /// Address spaces of S-EL0 tasks.
 const PROTECTED: usize = MAX_USER_TASKS;
@@ -139,24 +138,17 @@ pub fn enable_mmu() {
     if !MMU.load(Ordering::Acquire) {
         return;
     }
-    let ttbr = tandem_rtos_mm::ttbr0(space_pa(0), 0);
-    // SAFETY: the tables are complete (built before any core got here) and
-    // the MMU is still off, so these registers take effect only below.
-    unsafe {
-        core::arch::asm!("dsb ish", options(nostack));
-        write_mair_el1(MairEl1::from_bits_retain(tandem_rtos_mm::MAIR));
-        write_tcr_el1(TcrEl1::from_bits_retain(tandem_rtos_mm::TCR));
-        write_ttbr0_el1(Ttbr0El1::from_bits_retain(ttbr));
-        core::arch::asm!("isb", "tlbi vmalle1", "dsb nsh", "isb", options(nostack));
-    }
-    let sctlr = read_sctlr_el1() | SctlrEl1::from_bits_retain(tandem_rtos_mm::SCTLR_ON);
-    // SAFETY: the tables map everything the RTOS touches (its RAM, devices,
-    // the shared region) at the same address, so execution continues
-    // unchanged once translation is on; the TLB was invalidated above.
-    unsafe {
-        write_sctlr_el1(sctlr);
-        core::arch::asm!("isb", options(nostack));
-    }
+    let translation = Translation {
+        mair: tandem_rtos_mm::MAIR,
+        tcr: tandem_rtos_mm::TCR,
+        ttbr0: tandem_rtos_mm::ttbr0(space_pa(0), 0),
+        sctlr_clear: 0,
+        sctlr_set: tandem_rtos_mm::SCTLR_ON,
+    };
+    // SAFETY: this runs at S-EL1; the tables are complete (built before
+    // any core got here) and map everything the RTOS touches (its RAM,
+    // devices, the shared region) at the same address.
+    unsafe { tandem_runtime::el1::enable_mmu(&translation) };
 }
 
 /// Before resuming a task on `core`: its address space `space` (0: it is
