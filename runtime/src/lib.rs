@@ -11,8 +11,7 @@
 //!   (`.bss`, `.stacks`, what is discarded), found by name on the link's
 //!   search path (this crate's build script puts it there).
 //! - `el1`, `el2`, `el3` (one cargo feature each, built for aarch64 only):
-//!   turning the MMU on at
-//!   that exception level.
+//!   turning the MMU on at that exception level.
 //!
 //! Why not Google's `aarch64-rt`: it owns the reset vector, the exception
 //! vectors and their register saves, and calls Rust handlers through its
