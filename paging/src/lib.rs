@@ -10,7 +10,8 @@
 //! - [`descriptor`]: the bits of a descriptor, per translation regime.
 //! - [`Pool`]: a builder that takes tables from caller-owned pages as
 //!   regions need them, blocks where a region covers whole 2 MiB blocks,
-//!   pages elsewhere.
+//!   pages elsewhere; and pages mapped over a block, which it splits
+//!   first (the RTOS's task pages in its kernel's RAM).
 //! - [`walk`]: the one walker: what an input address translates to, with
 //!   the leaf's attributes and its security state ([`Leaf::security`]), and
 //!   [`check_security`], which refuses a map that puts an address in the

@@ -16,6 +16,9 @@ pub enum MapError {
     Pool,
     /// A page already mapped differently (two regions overlap).
     Overlap(u64),
+    /// A page to map over that no mapping the caller accepts covers
+    /// ([`Pool::map_pages_over`]).
+    Uncovered(u64),
 }
 
 /// Pages for tables, and where they are: table descriptors hold physical
@@ -89,10 +92,7 @@ impl<'a> Pool<'a> {
         size: u64,
         attributes: impl Into<u64>,
     ) -> Result<(), MapError> {
-        let end = base.checked_add(size).ok_or(MapError::Range(base))?;
-        if size == 0 || !base.is_multiple_of(PAGE) || !size.is_multiple_of(PAGE) || end > SPACE {
-            return Err(MapError::Range(base));
-        }
+        let end = page_range(base, size)?;
         let attributes = attributes.into();
         let mut at = base;
         while at < end {
@@ -111,10 +111,81 @@ impl<'a> Pool<'a> {
         Ok(())
     }
 
+    /// Maps each page of `[base, base + size)` with the leaf `attributes`
+    /// over a mapping already there that `over` accepts (it is given the
+    /// leaf descriptor): a block is first split into a level-3 table of
+    /// pages that keep its attributes, then the pages are replaced. A page
+    /// whose descriptor `over` refuses (one mapped over already, if
+    /// `attributes` are such that `over` refuses them) is an overlap; a
+    /// page with no accepted mapping under it is [`MapError::Uncovered`].
+    /// The RTOS maps a task's pages this way inside its kernel's blocks.
+    pub fn map_pages_over(
+        &mut self,
+        base: u64,
+        size: u64,
+        attributes: impl Into<u64>,
+        over: impl Fn(u64) -> bool,
+    ) -> Result<(), MapError> {
+        let end = page_range(base, size)?;
+        let attributes = attributes.into();
+        for at in (base..end).step_by(PAGE as usize) {
+            let level1 = self.pages[0].0[(at / GIB) as usize];
+            if level1 & descriptor::TYPE != descriptor::TABLE {
+                return Err(MapError::Uncovered(at));
+            }
+            let level2 = self.index_of(level1 & descriptor::ADDRESS);
+            let index2 = (at % GIB / BLOCK) as usize;
+            let entry = self.pages[level2].0[index2];
+            let level3 = if entry & descriptor::TYPE == descriptor::TABLE {
+                self.index_of(entry & descriptor::ADDRESS)
+            } else if entry & descriptor::VALID != 0 && over(entry) {
+                self.split(level2, index2)?
+            } else {
+                return Err(MapError::Uncovered(at));
+            };
+            let page = &mut self.pages[level3].0[(at % BLOCK / PAGE) as usize];
+            if *page & descriptor::VALID == 0 {
+                return Err(MapError::Uncovered(at));
+            }
+            if !over(*page) {
+                return Err(MapError::Overlap(at));
+            }
+            *page = at | attributes | descriptor::PAGE;
+        }
+        Ok(())
+    }
+
+    /// Replaces the block at `index` of the level-2 table `page` by a
+    /// level-3 table of the same pages with the same attributes; returns
+    /// the new table's page.
+    fn split(&mut self, page: usize, index: usize) -> Result<usize, MapError> {
+        let block = self.pages[page].0[index];
+        let output = block & descriptor::ADDRESS;
+        let attributes = block & !descriptor::ADDRESS & !descriptor::TYPE;
+        let next = self.used;
+        let table = self.pages.get_mut(next).ok_or(MapError::Pool)?;
+        for (i, entry) in table.0.iter_mut().enumerate() {
+            *entry = (output + i as u64 * PAGE) | attributes | descriptor::PAGE;
+        }
+        self.used += 1;
+        self.pages[page].0[index] = (self.base + next as u64 * PAGE) | descriptor::TABLE;
+        Ok(next)
+    }
+
     /// Walks the tables for `address` as the hardware would ([`walk`]).
     pub fn translate(&self, address: u64) -> Option<Leaf> {
         walk(self, self.base, address)
     }
+}
+
+/// The end of `[base, base + size)`, a non-empty run of whole pages inside
+/// the 4 GiB the tables cover.
+fn page_range(base: u64, size: u64) -> Result<u64, MapError> {
+    let end = base.checked_add(size).ok_or(MapError::Range(base))?;
+    if size == 0 || !base.is_multiple_of(PAGE) || !size.is_multiple_of(PAGE) || end > SPACE {
+        return Err(MapError::Range(base));
+    }
+    Ok(end)
 }
 
 impl TableMemory for Pool<'_> {
@@ -195,6 +266,67 @@ mod tests {
         assert_eq!(pool.map(0, 0, RAM), Err(MapError::Range(0)));
         // GiB 0 needs a level 2 and a level 3 table: one page too few.
         assert_eq!(pool.map(0x0900_0000, PAGE, DEVICE), Err(MapError::Pool));
+    }
+
+    #[test]
+    fn pages_mapped_over_a_block_split_it_and_keep_the_rest() {
+        const TASK: u64 = descriptor::AF | 0b1111 << 2 | 1 << 11;
+        let kernel_only = |d: u64| d & (1 << 11) == 0;
+        let mut pages = vec![Table::EMPTY; 4];
+        let mut pool = Pool::new(&mut pages, BASE).unwrap();
+        pool.map(0x4000_0000, 2 * BLOCK, RAM).unwrap();
+        pool.map_pages_over(0x401F_F000, 2 * PAGE, TASK, kernel_only)
+            .unwrap();
+        // Level 1, level 2, and a level 3 for each of the two blocks.
+        assert_eq!(pool.used(), 4);
+        for (address, attributes) in [
+            (0x401F_F008, TASK),
+            (0x4020_0FF8, TASK),
+            (0x401F_E000, RAM),
+            (0x4020_1000, RAM),
+            (0x4000_0000, RAM),
+            (0x403F_F000, RAM),
+        ] {
+            let leaf = pool.translate(address).unwrap();
+            assert_eq!((leaf.address, leaf.level), (address, 3), "{address:#x}");
+            assert_eq!(leaf.attributes, attributes, "{address:#x}");
+        }
+        assert_eq!(
+            pool.map_pages_over(0x4020_0000, PAGE, TASK, kernel_only),
+            Err(MapError::Overlap(0x4020_0000)),
+            "a page mapped over already"
+        );
+        assert_eq!(
+            pool.map_pages_over(0x4040_0000, PAGE, TASK, kernel_only),
+            Err(MapError::Uncovered(0x4040_0000)),
+            "past the blocks"
+        );
+        assert_eq!(
+            pool.map_pages_over(0x0800_0000, PAGE, TASK, kernel_only),
+            Err(MapError::Uncovered(0x0800_0000)),
+            "a GiB with nothing mapped"
+        );
+    }
+
+    #[test]
+    fn a_block_the_caller_refuses_is_not_split() {
+        let mut pages = vec![Table::EMPTY; 4];
+        let mut pool = Pool::new(&mut pages, BASE).unwrap();
+        pool.map(0x4000_0000, BLOCK, DEVICE).unwrap();
+        let ram_only = |d: u64| d & 0b1111 << 2 == RAM & 0b1111 << 2;
+        assert_eq!(
+            pool.map_pages_over(0x4000_0000, PAGE, RAM, ram_only),
+            Err(MapError::Uncovered(0x4000_0000))
+        );
+        assert_eq!(pool.used(), 2, "no table taken");
+        let mut pages = vec![Table::EMPTY; 2];
+        let mut pool = Pool::new(&mut pages, BASE).unwrap();
+        pool.map(0x4000_0000, BLOCK, RAM).unwrap();
+        assert_eq!(
+            pool.map_pages_over(0x4000_0000, PAGE, DEVICE, ram_only),
+            Err(MapError::Pool),
+            "no page left to split the block into"
+        );
     }
 
     #[test]

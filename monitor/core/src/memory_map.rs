@@ -16,15 +16,16 @@
 //! monitor only resets before a restart copies Linux's images. Nothing
 //! else is mapped: a stray access faults instead of reaching a device.
 //!
-//! Tables: one level-1 table (T0SZ = 32, 4 GiB) and a level-2 table per
-//! GiB that holds anything, of 2 MiB blocks; so every region the board
-//! names must start and end on 2 MiB boundaries (devices are mapped by
-//! the 2 MiB block around them).
+//! Tables: built by `tandem-paging`'s [`Pool`] in five pages, one level-1
+//! table (T0SZ = 32, 4 GiB) and a level-2 table for each GiB that holds
+//! anything, of 2 MiB blocks only; so every region the board names must
+//! start and end on 2 MiB boundaries (devices are mapped by the 2 MiB
+//! block around them).
 
 use tandem_board::{Board, MemoryRange};
-use tandem_paging::descriptor::{self, AF, INNER_SHAREABLE, stage1};
+use tandem_paging::descriptor::{AF, INNER_SHAREABLE, stage1};
 pub use tandem_paging::{BLOCK, ENTRIES, Leaf, Regime, Security, SecurityMismatch};
-use tandem_paging::{GIB, PAGE, TableMemory, check_security, walk};
+use tandem_paging::{Contiguous, GIB, Pool, Table, check_security, walk};
 
 /// GiBs the tables cover (T0SZ = 32).
 pub const GIBS: usize = 4;
@@ -111,29 +112,26 @@ impl core::fmt::Display for MapError {
     }
 }
 
-/// The monitor's translation tables: level 1, then a level-2 table for each
-/// GiB (unused ones stay empty). Aligned so that each table is on its own
-/// 4 KiB page, as TTBR0_EL3 and table descriptors require.
-#[repr(C, align(4096))]
+/// The monitor's translation tables: pages for a level-1 table and a
+/// level-2 table per GiB (unused ones stay empty), each 4 KiB aligned as
+/// TTBR0_EL3 and table descriptors require.
+#[repr(C)]
 #[derive(Clone, Debug)]
 pub struct Tables {
-    /// Level 1: one entry per GiB.
-    pub level1: [u64; ENTRIES],
-    /// Level 2, per GiB: 2 MiB blocks.
-    pub level2: [[u64; ENTRIES]; GIBS],
+    pages: [Table; 1 + GIBS],
 }
 
 impl Tables {
     /// No mapping at all.
     pub const EMPTY: Self = Self {
-        level1: [0; ENTRIES],
-        level2: [[0; ENTRIES]; GIBS],
+        pages: [Table::EMPTY; 1 + GIBS],
     };
 
     /// Fills the tables with the board's identity map; `at` is the physical
     /// address the tables themselves live at (table descriptors hold it).
     pub fn map_board(&mut self, board: &Board, at: u64) -> Result<(), MapError> {
         *self = Self::EMPTY;
+        let mut pool = Pool::new(&mut self.pages, at).expect("the tables have pages");
         let gicr = MemoryRange {
             base: board.gicr,
             size: board.max_cores as u64 * GICR_FRAMES_PER_CORE,
@@ -153,14 +151,15 @@ impl Tables {
             ("power device", power_b),
         ];
         for (name, range, kind) in regions {
-            self.map(name, range, kind)?;
+            map(&mut pool, name, range, kind)?;
         }
         for (name, address) in devices {
-            self.map(name, device(address), Kind::Device)?;
+            map(&mut pool, name, device(address), Kind::Device)?;
         }
         let virtio = board.virtio_mmio.range();
         if virtio.size != 0 {
-            self.map(
+            map(
+                &mut pool,
                 "virtio-mmio transports",
                 around(virtio),
                 Kind::NonSecureDevice,
@@ -174,35 +173,6 @@ impl Tables {
             // would need its own entry.
             return Err(MapError::OutOfRange("shared region outside normal RAM"));
         }
-        for (gib, level2) in self.level2.iter().enumerate() {
-            if level2.iter().any(|&d| d != 0) {
-                let table =
-                    at + core::mem::offset_of!(Self, level2) as u64 + (gib * ENTRIES * 8) as u64;
-                self.level1[gib] = table | descriptor::TABLE;
-            }
-        }
-        Ok(())
-    }
-
-    /// Maps `range` as `kind`, block by block.
-    fn map(&mut self, name: &'static str, range: MemoryRange, kind: Kind) -> Result<(), MapError> {
-        if !range.base.is_multiple_of(BLOCK) || !range.size.is_multiple_of(BLOCK) || range.size == 0
-        {
-            return Err(MapError::Unaligned(name));
-        }
-        if range.end() > GIBS as u64 * GIB {
-            return Err(MapError::OutOfRange(name));
-        }
-        let mut block = range.base;
-        while block < range.end() {
-            let slot = &mut self.level2[(block / GIB) as usize][(block % GIB / BLOCK) as usize];
-            let descriptor = block | kind.attributes() | descriptor::BLOCK;
-            if *slot != 0 && *slot != descriptor {
-                return Err(MapError::Overlap(name));
-            }
-            *slot = descriptor;
-            block += BLOCK;
-        }
         Ok(())
     }
 
@@ -210,7 +180,7 @@ impl Tables {
     /// physical address `at` (the walk of `tandem-paging` the three images
     /// share).
     pub fn walk(&self, at: u64, address: u64) -> Option<Leaf> {
-        walk(&Placed { tables: self, at }, at, address)
+        walk(&self.placed(at), at, address)
     }
 
     /// What `address` is mapped as, if at all (identity mapped only: an
@@ -227,7 +197,7 @@ impl Tables {
     /// mapped Non-secure would hand the monitor normal-world memory where
     /// it keeps its own state.
     pub fn check_security(&self, board: &Board, at: u64) -> Result<(), SecurityMismatch> {
-        let placed = Placed { tables: self, at };
+        let placed = self.placed(at);
         let regions = [
             (board.secure_flash, Security::Secure),
             (board.secure_ram, Security::Secure),
@@ -238,22 +208,38 @@ impl Tables {
         }
         Ok(())
     }
-}
 
-/// The tables at their physical address, as the walker reads them.
-struct Placed<'a> {
-    tables: &'a Tables,
-    at: u64,
-}
-
-impl TableMemory for Placed<'_> {
-    fn table(&self, address: u64) -> Option<&[u64; ENTRIES]> {
-        match address.checked_sub(self.at)? / PAGE {
-            0 => Some(&self.tables.level1),
-            n => self.tables.level2.get(n as usize - 1),
+    /// The tables at their physical address, as the walker reads them.
+    fn placed(&self, at: u64) -> Contiguous<'_> {
+        Contiguous {
+            tables: &self.pages,
+            base: at,
         }
-        .filter(|_| address.is_multiple_of(PAGE))
     }
+}
+
+/// Maps `range` as `kind` in 2 MiB blocks: the board's regions and the
+/// blocks around its devices, nothing finer.
+fn map(
+    pool: &mut Pool<'_>,
+    name: &'static str,
+    range: MemoryRange,
+    kind: Kind,
+) -> Result<(), MapError> {
+    if !range.base.is_multiple_of(BLOCK) || !range.size.is_multiple_of(BLOCK) || range.size == 0 {
+        return Err(MapError::Unaligned(name));
+    }
+    if range.end() > GIBS as u64 * GIB {
+        return Err(MapError::OutOfRange(name));
+    }
+    pool.map(range.base, range.size, kind.attributes())
+        .map_err(|e| match e {
+            tandem_paging::MapError::Overlap(_) => MapError::Overlap(name),
+            // Aligned ranges below 4 GiB take blocks only, at most one
+            // level-2 table per GiB, for which the pool has a page; only
+            // `map_pages_over` finds a page uncovered.
+            _ => MapError::OutOfRange(name),
+        })
 }
 
 /// The 2 MiB block around one device's registers.
@@ -279,6 +265,7 @@ mod tests {
     use super::*;
     use std::boxed::Box;
     use tandem_board::BOARD;
+    use tandem_paging::descriptor;
 
     const AT: u64 = 0x0E01_0000;
 
@@ -288,13 +275,21 @@ mod tests {
         t
     }
 
+    /// The block descriptor that maps `address` (tables at `AT`).
+    fn block(t: &mut Tables, address: u64) -> &mut u64 {
+        let level1 = t.pages[0].0[(address / GIB) as usize];
+        assert_eq!(level1 & descriptor::TYPE, descriptor::TABLE);
+        let page = ((level1 & descriptor::ADDRESS) - AT) / 4096;
+        &mut t.pages[page as usize].0[(address % GIB / BLOCK) as usize]
+    }
+
     #[test]
     fn the_shared_region_is_non_secure_normal_write_back_as_linux_maps_it() {
-        let t = board_tables();
+        let mut t = board_tables();
         for address in [BOARD.shared.base, BOARD.shared.end() - 1] {
             assert_eq!(t.kind_of(AT, address), Some(Kind::NonSecureData));
         }
-        let d = t.level2[1][((BOARD.shared.base % GIB) / BLOCK) as usize];
+        let d = *block(&mut t, BOARD.shared.base);
         assert_eq!(d >> 2 & 7, 1, "MAIR attribute 1");
         assert_eq!(
             MAIR >> 8 & 0xFF,
@@ -319,22 +314,22 @@ mod tests {
     #[test]
     fn a_secure_page_mapped_non_secure_fails_the_check() {
         let mut t = board_tables();
-        let block = BOARD.rtos_ram.base & !(BLOCK - 1);
-        t.level2[(block / GIB) as usize][(block % GIB / BLOCK) as usize] |= stage1::NS;
+        let rtos = BOARD.rtos_ram.base & !(BLOCK - 1);
+        *block(&mut t, rtos) |= stage1::NS;
         assert_eq!(
             t.check_security(&BOARD, AT),
             Err(SecurityMismatch {
-                address: block,
+                address: rtos,
                 mapped: Security::NonSecure
             })
         );
-        assert_eq!(t.kind_of(AT, block), Some(Kind::NonSecureData));
+        assert_eq!(t.kind_of(AT, rtos), Some(Kind::NonSecureData));
     }
 
     #[test]
     fn code_is_read_only_data_never_executed_devices_device_memory() {
-        let t = board_tables();
-        let flash = t.level2[0][0];
+        let mut t = board_tables();
+        let flash = *block(&mut t, BOARD.secure_flash.base);
         assert_eq!(t.kind_of(AT, BOARD.secure_flash.base), Some(Kind::Code));
         assert_ne!(flash & stage1::READ_ONLY, 0);
         assert_eq!(flash & stage1::XN, 0);
@@ -351,7 +346,7 @@ mod tests {
             BOARD.power.devices()[1],
         ] {
             assert_eq!(t.kind_of(AT, address), Some(Kind::Device), "{address:#x}");
-            let d = t.level2[0][(address / BLOCK) as usize];
+            let d = *block(&mut t, address);
             assert_eq!(d >> 2 & 7, 0, "MAIR attribute 0");
             assert_eq!(MAIR & 0xFF, 0, "attribute 0: Device-nGnRnE");
         }
@@ -361,12 +356,12 @@ mod tests {
 
     #[test]
     fn linuxs_virtio_transports_are_non_secure_device_memory() {
-        let t = board_tables();
+        let mut t = board_tables();
         let v = BOARD.virtio_mmio;
         assert!(v.count > 0, "QEMU virt has them");
         for address in [v.base, v.range().end() - 4] {
             assert_eq!(t.kind_of(AT, address), Some(Kind::NonSecureDevice));
-            let d = t.level2[0][(address / BLOCK) as usize];
+            let d = *block(&mut t, address);
             assert_eq!(d >> 2 & 7, 0, "MAIR attribute 0: Device-nGnRnE");
             assert_ne!(d & stage1::NS, 0, "the non-secure physical address space");
             assert_ne!(d & stage1::XN, 0);
@@ -396,10 +391,11 @@ mod tests {
         ] {
             assert_eq!(t.kind_of(AT, address), None, "{address:#x}");
         }
-        assert_eq!(t.level1[2], 0);
-        assert_eq!(t.level1[3], 0);
-        assert_eq!(t.level1[0], (AT + 4096) | descriptor::TABLE);
-        assert_eq!(t.level1[1], (AT + 2 * 4096) | descriptor::TABLE);
+        let level1 = &t.pages[0].0;
+        assert_eq!(level1[2], 0);
+        assert_eq!(level1[3], 0);
+        assert_eq!(level1[0], (AT + 4096) | descriptor::TABLE);
+        assert_eq!(level1[1], (AT + 2 * 4096) | descriptor::TABLE);
     }
 
     #[test]

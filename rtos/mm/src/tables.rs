@@ -5,16 +5,14 @@
 //! tables that split the kernel block they lie in.
 
 use crate::{BLOCK, PAGE};
-use tandem_paging::descriptor::{self, ADDRESS, AF, INNER_SHAREABLE, TYPE, VALID, stage1};
-use tandem_paging::{Contiguous, ENTRIES, Regime, Table, walk};
+use tandem_paging::descriptor::{AF, INNER_SHAREABLE, stage1};
+use tandem_paging::{Contiguous, Pool, Regime, Table, walk};
 pub use tandem_paging::{Security, SecurityMismatch};
 
-/// Tables in one address space: one level 1, two level 2 (the first 2 GiB),
-/// the rest level 3.
+/// Tables in one address space, built by `tandem-paging`'s [`Pool`]: one
+/// level 1, a level 2 for each GiB the kernel's part reaches (two on both
+/// boards), the rest level 3 for the blocks tasks' pages split.
 pub const TABLES: usize = 7;
-const L2_TABLES: usize = 2;
-/// Highest address + 1 the kernel part may map (two level-2 tables).
-const LIMIT: u64 = (L2_TABLES as u64) << 30;
 
 /// What a range of memory is, and so how it is mapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,13 +66,14 @@ pub enum MapError {
     /// A kernel range not 2 MiB aligned, or a task range not 4 KiB aligned,
     /// or a user kind in the kernel part (or the reverse).
     Unaligned(u64),
-    /// A kernel range beyond the first 2 GiB.
+    /// A range beyond the 4 GiB the tables cover.
     OutOfRange(u64),
     /// Two ranges map the same address.
     Overlap(u64),
     /// A task page outside the kernel's RAM (the kernel must reach it).
     NotKernelMemory(u64),
-    /// Task pages spread over more 2 MiB blocks than there are level-3 tables.
+    /// Task pages spread over more 2 MiB blocks than there are level-3
+    /// tables (or the kernel's part over more GiBs than level-2 tables).
     TooManyBlocks(u64),
 }
 
@@ -126,68 +125,36 @@ impl AddressSpace {
     /// ranges as 2 MiB blocks, then `user` ranges as pages inside them.
     pub fn build(&mut self, pa: u64, kernel: &[Mapping], user: &[Mapping]) -> Result<(), MapError> {
         *self = Self::EMPTY;
-        for l2 in 0..L2_TABLES {
-            self.tables[0].0[l2] = table_pa(pa, 1 + l2) | descriptor::TABLE;
-        }
+        let mut pool = Pool::new(&mut self.tables, pa).expect("an address space has tables");
         for m in kernel {
             if m.base % BLOCK != 0 || m.size % BLOCK != 0 || m.kind.user() {
                 return Err(MapError::Unaligned(m.base));
             }
-            if m.base.checked_add(m.size).is_none_or(|end| end > LIMIT) {
-                return Err(MapError::OutOfRange(m.base));
+            // Two kernel ranges never share a block, even mapped alike.
+            let mut blocks = (m.base..m.base.saturating_add(m.size)).step_by(BLOCK as usize);
+            if let Some(mapped) = blocks.find(|&b| pool.translate(b).is_some()) {
+                return Err(MapError::Overlap(mapped));
             }
-            for block in (m.base..m.base + m.size).step_by(BLOCK as usize) {
-                let slot = self.l2_slot(block);
-                if *slot & VALID != 0 {
-                    return Err(MapError::Overlap(block));
-                }
-                *slot = block | m.kind.attributes() | descriptor::BLOCK;
-            }
+            pool.map(m.base, m.size, m.kind.attributes())
+                .map_err(|e| match e {
+                    tandem_paging::MapError::Overlap(_) => MapError::Overlap(m.base),
+                    tandem_paging::MapError::Pool => MapError::TooManyBlocks(m.base),
+                    _ => MapError::OutOfRange(m.base),
+                })?;
         }
-        let mut next_l3 = 1 + L2_TABLES;
         for m in user {
             if m.base % PAGE != 0 || m.size % PAGE != 0 || !m.kind.user() {
                 return Err(MapError::Unaligned(m.base));
             }
-            if m.base.checked_add(m.size).is_none_or(|end| end > LIMIT) {
-                return Err(MapError::NotKernelMemory(m.base));
-            }
-            for page in (m.base..m.base + m.size).step_by(PAGE as usize) {
-                let entry = *self.l2_slot(page);
-                let l3 = if entry & VALID == 0 {
-                    return Err(MapError::NotKernelMemory(page));
-                } else if entry & TYPE == descriptor::TABLE {
-                    ((entry & ADDRESS) - pa) as usize / PAGE as usize
-                } else {
-                    if entry & stage1::attr_index(1) == 0 || entry & stage1::NS != 0 {
-                        return Err(MapError::NotKernelMemory(page));
-                    }
-                    if next_l3 == TABLES {
-                        return Err(MapError::TooManyBlocks(page));
-                    }
-                    // Split the block into pages with its own attributes.
-                    let base = entry & ADDRESS;
-                    let attributes = entry & !ADDRESS & !TYPE;
-                    for (i, e) in self.tables[next_l3].0.iter_mut().enumerate() {
-                        *e = (base + i as u64 * PAGE) | attributes | descriptor::PAGE;
-                    }
-                    *self.l2_slot(page) = table_pa(pa, next_l3) | descriptor::TABLE;
-                    next_l3 += 1;
-                    next_l3 - 1
-                };
-                let e = &mut self.tables[l3].0[(page / PAGE) as usize % ENTRIES];
-                if *e & stage1::NOT_GLOBAL != 0 {
-                    return Err(MapError::Overlap(page));
-                }
-                *e = page | m.kind.attributes() | descriptor::PAGE;
-            }
+            pool.map_pages_over(m.base, m.size, m.kind.attributes(), is_kernel_ram)
+                .map_err(|e| match e {
+                    tandem_paging::MapError::Overlap(at) => MapError::Overlap(at),
+                    tandem_paging::MapError::Pool => MapError::TooManyBlocks(m.base),
+                    tandem_paging::MapError::Uncovered(at) => MapError::NotKernelMemory(at),
+                    tandem_paging::MapError::Range(at) => MapError::NotKernelMemory(at),
+                })?;
         }
         Ok(())
-    }
-
-    fn l2_slot(&mut self, address: u64) -> &mut u64 {
-        let block = (address / BLOCK) as usize;
-        &mut self.tables[1 + block / ENTRIES].0[block % ENTRIES]
     }
 
     /// Walks the tables (at physical address `pa`) as the MMU would
@@ -224,8 +191,10 @@ impl AddressSpace {
     }
 }
 
-fn table_pa(pa: u64, index: usize) -> u64 {
-    pa + index as u64 * PAGE
+/// Whether a leaf is the kernel's RAM (Normal, Secure, global), which a
+/// task's pages may be mapped over: once, since they are not global.
+fn is_kernel_ram(descriptor: u64) -> bool {
+    descriptor & stage1::attr_index(1) != 0 && descriptor & (stage1::NS | stage1::NOT_GLOBAL) == 0
 }
 
 /// The kind a leaf's attributes (all but address and type) say.
@@ -344,12 +313,12 @@ mod tests {
             Err(MapError::Unaligned(0x0E01_0000))
         );
         let high = Mapping {
-            base: 0x8000_0000,
+            base: 1 << 32,
             ..GIC
         };
         assert_eq!(
             s.build(PA, &[high], &[]),
-            Err(MapError::OutOfRange(0x8000_0000))
+            Err(MapError::OutOfRange(1 << 32))
         );
         assert_eq!(
             s.build(PA, &[RAM, RAM], &[]),
