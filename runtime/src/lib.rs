@@ -4,7 +4,9 @@
 //! - [`asm_macros!`]: the assembler macros their entry and vector code is
 //!   made of: each core's stack, the first core's hand-shake, zeroing
 //!   `.bss`, saving and restoring x2..x29, the image header, the fault
-//!   entry and the parking loop.
+//!   entry and the parking loop; [`global_asm!`] puts them before an
+//!   image's own assembly.
+//! - [`Stacks`] (declared with [`per_core_stacks!`]): each core's stack.
 //! - [`FirstCore`]: the state that hand-shake moves, declared by an image
 //!   whose cores may arrive in any order (the EL2 layer, the RTOS).
 //! - `link/tandem-runtime.ld`: the end of every image's linker script
@@ -50,8 +52,8 @@ pub const fn gpr_offset(n: usize) -> usize {
 
 /// Per-core stacks: `CORES` of `SIZE` bytes each, core n's top at
 /// `(n + 1) * SIZE` from the base. An image declares one in the NOLOAD
-/// `.stacks` section (`#[unsafe(link_section = ".stacks")]`), which the
-/// linker fragment keeps and never zeroes, and names it to `core_stack`.
+/// `.stacks` section ([`per_core_stacks!`]), which the linker fragment
+/// keeps and never zeroes, and names it to `core_stack`.
 #[repr(C, align(16))]
 pub struct Stacks<const SIZE: usize, const CORES: usize>(UnsafeCell<[[u8; SIZE]; CORES]>);
 
@@ -71,6 +73,26 @@ impl<const SIZE: usize, const CORES: usize> Stacks<SIZE, CORES> {
         assert!(core < CORES, "core {core} has no stack");
         self.0.get() as u64 + ((core + 1) * SIZE) as u64
     }
+}
+
+/// `core::arch::global_asm!` with [`asm_macros!`] first: an image's entry
+/// and vectors, written with the macros (same template and operands).
+#[macro_export]
+macro_rules! global_asm {
+    ($($template_and_operands:tt)*) => {
+        core::arch::global_asm!($crate::asm_macros!(), $($template_and_operands)*);
+    };
+}
+
+/// Declares `static $name: Stacks<$size, $cores>` in the `.stacks`
+/// section, where the linker fragment keeps it unzeroed.
+#[macro_export]
+macro_rules! per_core_stacks {
+    ($(#[$doc:meta])* $vis:vis static $name:ident: $size:expr, $cores:expr) => {
+        $(#[$doc])*
+        #[unsafe(link_section = ".stacks")]
+        $vis static $name: $crate::Stacks<{ $size }, { $cores }> = $crate::Stacks::new();
+    };
 }
 
 /// The first core's hand-shake, for an image whose cores may arrive in
@@ -111,8 +133,8 @@ impl Default for FirstCore {
 }
 
 /// The assembler macros the images' entry and vector code is made of, as
-/// a string literal to put first in a `global_asm!`:
-/// `global_asm!(tandem_runtime::asm_macros!(), r#"..."#, ...)`. The text
+/// a string literal to put first in a `global_asm!` (which
+/// [`global_asm!`](crate::global_asm!) does). The text
 /// defines them once per object however many blocks include it.
 ///
 /// - `core_stack core, stacks, size, t0, t1`: sp = the top of core `core`'s
@@ -133,10 +155,10 @@ impl Default for FirstCore {
 ///   and x0, x1 last.
 /// - `return_from_frame size`: x0..x30 from the `size`-byte frame at sp,
 ///   which it pops, then ERET.
-/// - `image_header magic`: the header the monitor checks at the base of a
+/// - `image_start magic`: the header the monitor checks at the base of a
 ///   loaded image (`tandem_abi::image::RtosImageHeader`), in the section
-///   the image's linker script puts first, branching over itself to the
-///   image's `_start`.
+///   the image's linker script puts first, and the image's `_start` right
+///   after it, which the header's branch jumps to.
 /// - `fault_entry el, handler`: calls `handler(ESR, ELR, FAR)` of level el.
 /// - `park`: WFE forever.
 #[macro_export]
@@ -257,7 +279,7 @@ macro_rules! asm_macros {
     eret
     .endm
 
-    .macro  image_header magic
+    .macro  image_start magic
     .section .text.header, "ax"
     .global _start
     b       _start
@@ -265,6 +287,7 @@ macro_rules! asm_macros {
     .quad   \magic
     .quad   __image_size
     .quad   __ram_size
+_start:
     .endm
 
     .macro  fault_entry el, handler

@@ -16,22 +16,19 @@ use crate::trap::Frame;
 use tandem_abi::MAX_CORES;
 use tandem_abi::image::HYP_MAGIC;
 use tandem_board::MPIDR_AFFINITY_MASK;
-use tandem_runtime::Stacks;
 
 /// Bytes of stack per core: a trap's frame and its handler.
 pub const STACK_SIZE: usize = 16 * 1024;
 
-/// Per-core stacks, in the NOLOAD `.stacks` section.
-#[unsafe(link_section = ".stacks")]
-static STACKS: Stacks<STACK_SIZE, MAX_CORES> = Stacks::new();
+tandem_runtime::per_core_stacks!(
+    /// Per-core stacks: the layer's only memory before its MMU is on.
+    static STACKS: STACK_SIZE, MAX_CORES
+);
 
-core::arch::global_asm!(
-    tandem_runtime::asm_macros!(),
+tandem_runtime::global_asm!(
     r#"
-    /* Image header (abi::image::RtosImageHeader with HYP_MAGIC). */
-    image_header {magic}
-
-_start:
+    /* The monitor checks the header (HYP_MAGIC), then enters at _start. */
+    image_start {magic}
     mov     x19, x0
     mov     x20, x1
     mov     x22, x2

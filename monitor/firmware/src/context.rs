@@ -16,7 +16,6 @@ use core::mem::offset_of;
 use tandem_abi::MAX_CORES;
 use tandem_monitor_core::smc::World;
 use tandem_monitor_core::switch::CoreSwitch;
-use tandem_runtime::Stacks;
 
 /// SPSR for entering EL1h (SP_EL1) with D, A, I and F masked, as the Linux boot
 /// protocol requires.
@@ -134,10 +133,11 @@ unsafe extern "C" {
 /// Bytes of monitor stack per core.
 pub const STACK_SIZE: usize = 16 * 1024;
 
-/// Per-core monitor stacks, in the NOLOAD `.stacks` section. The reset code
-/// sets each core's stack pointer here; a world's context names its top.
-#[unsafe(link_section = ".stacks")]
-pub static STACKS: Stacks<STACK_SIZE, MAX_CORES> = Stacks::new();
+tandem_runtime::per_core_stacks!(
+    /// Per-core monitor stacks. The reset code sets each core's stack
+    /// pointer here; a world's context names its top.
+    pub static STACKS: STACK_SIZE, MAX_CORES
+);
 
 /// Top of `core`'s monitor stack.
 pub fn stack_top(core: usize) -> u64 {

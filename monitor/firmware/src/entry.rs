@@ -15,8 +15,7 @@
 use crate::context::{CTX_ELR, CTX_MONITOR_SP, CTX_SCR, CTX_SP_EL0, STACK_SIZE, STACKS};
 use tandem_board::{BOARD, MPIDR_AFFINITY_MASK};
 
-core::arch::global_asm!(
-    tandem_runtime::asm_macros!(),
+tandem_runtime::global_asm!(
     r#"
     .section .text.entry, "ax"
     .global _start

@@ -7,27 +7,25 @@ use crate::frame::FRAME_SIZE;
 use crate::{exceptions, start};
 use tandem_abi::MAX_CORES;
 use tandem_abi::image::RTOS_MAGIC;
-use tandem_runtime::{FirstCore, Stacks};
+use tandem_runtime::FirstCore;
 
 /// Bytes of stack per core: the idle context, interrupt handling, and, on the
 /// first core, building the kernel state (several KiB, moved by value).
 const STACK_SIZE: usize = 64 * 1024;
 
-/// Per-core stacks, in the NOLOAD `.stacks` section.
-#[unsafe(link_section = ".stacks")]
-static STACKS: Stacks<STACK_SIZE, MAX_CORES> = Stacks::new();
+tandem_runtime::per_core_stacks!(
+    /// Per-core stacks: each core's idle context and interrupt handling.
+    static STACKS: STACK_SIZE, MAX_CORES
+);
 
 /// The first core's hand-shake (`tandem_runtime::FirstCore`), in .data so
 /// it is valid before .bss is zeroed.
 static INIT_STATE: FirstCore = FirstCore::new();
 
-core::arch::global_asm!(
-    tandem_runtime::asm_macros!(),
+tandem_runtime::global_asm!(
     r#"
-    /* Image header (abi::image::RtosImageHeader); the monitor enters here. */
-    image_header {magic}
-
-_start:
+    /* The monitor checks the header (RTOS_MAGIC), then enters at _start. */
+    image_start {magic}
     /* x0 = core index, x1 = shared region, x2 = RTOS cores, from the monitor. */
     mov     x19, x0
     mov     x20, x1
