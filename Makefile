@@ -171,7 +171,11 @@ $(ABI_HEADER): $(wildcard abi/src/*.rs tools/abi-gen/src/*.rs monitor/core/src/*
 
 # --- Linux: Debian's source, our patches, our config --------------------------
 
+# The tree is deleted and unpacked again: only ever one inside $(BUILD)
+# (a KSRC= naming another checkout's tree would lose that tree).
 $(BUILD)/.ksrc-stamp: $(KSRC_TAR) $(PATCHES)
+	@case "$(abspath $(KSRC))/" in "$(abspath $(BUILD))"/*) ;; \
+		*) echo "make: KSRC=$(KSRC) is not inside $(BUILD); not deleting it" >&2; exit 1;; esac
 	@echo "  UNPACK  $(KSRC_TAR)"
 	@rm -rf $(KSRC) && mkdir -p $(BUILD) && tar -C $(BUILD) -xf $(KSRC_TAR)
 	@while read -r p; do \
