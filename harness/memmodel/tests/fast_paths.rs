@@ -23,7 +23,8 @@ fn pair(name: &str, cores: usize) -> (MemoryModel, MemoryModel) {
 }
 
 /// One call of a mixed run: mostly repeats and near accesses (where the
-/// fast paths answer), with streams of lines (the prefetcher), misses, sharing between cores, stores to
+/// fast paths answer), with streams of lines (the prefetcher), runs of
+/// stores over whole lines (write streaming), misses, sharing between cores, stores to
 /// shared lines, line-crossing and device accesses, faults (MMU on with an
 /// unmapped upper half), and now and then a TTBR write, a world switch or a
 /// TLBI, local or broadcast.
@@ -38,7 +39,23 @@ fn next_call(
     seq: &mut Sequence,
     core: usize,
     last: &mut Option<tandem_memmodel::DataAccess>,
+    store_run: &mut u64,
 ) -> Call {
+    if *store_run > 0
+        && let Some(previous) = *last
+        && !previous.io
+    {
+        // The run goes on: the next 16 bytes.
+        *store_run -= 1;
+        let mut access = previous;
+        access.virtual_address = (previous.virtual_address & !15) + 16;
+        access.physical_address = (previous.physical_address & !15) + 16;
+        access.size = 16;
+        access.kind = AccessKind::Store;
+        *last = Some(access);
+        return Call::Data(access);
+    }
+    *store_run = 0;
     let roll = seq.below(1000);
     if roll < 5 {
         let register = if seq.below(2) == 0 {
@@ -117,6 +134,18 @@ fn next_call(
         *last = Some(access);
         return Call::Data(access);
     }
+    if roll < 720 {
+        // A run of stores over whole lines (a53's write streaming), from
+        // the start of the last access's line, 16 bytes at a time.
+        *store_run = 4 * (4 + seq.below(12));
+        if let Some(previous) = last.as_mut() {
+            previous.virtual_address &= !63;
+            previous.physical_address &= !63;
+            previous.virtual_address -= 16;
+            previous.physical_address -= 16;
+        }
+        return next_call(seq, core, last, store_run);
+    }
     let offset = match seq.below(10) {
         // Shared by every core: snoops and upgrades.
         0..=1 => seq.below(64 << 10),
@@ -169,6 +198,7 @@ fn run_both(name: &str, seed: u64, calls: u64) {
     let mut seq = Sequence::new(seed);
     let mut clocks = vec![0u64; cores];
     let mut last = vec![None; cores];
+    let mut store_runs = vec![0u64; cores];
     let mut repeats_answered = 0u64;
     let (mut core, mut turn_end) = (0, 1_000);
     for i in 0..calls {
@@ -177,7 +207,7 @@ fn run_both(name: &str, seed: u64, calls: u64) {
             turn_end = clocks[core] + 1_000;
         }
         let now = clocks[core];
-        let call = next_call(&mut seq, core, &mut last[core]);
+        let call = next_call(&mut seq, core, &mut last[core], &mut store_runs[core]);
         let before = fast.core_stats(core).l1d_hits + fast.core_stats(core).l1i_hits;
         let (a, b) = match &call {
             Call::Data(access) => (
@@ -218,6 +248,13 @@ fn run_both(name: &str, seed: u64, calls: u64) {
         repeats_answered > calls / 4,
         "the run exercised hits: {repeats_answered}"
     );
+    if fast.profile().write_streaming.is_some() {
+        let streamed: u64 = (0..cores).map(|c| fast.core_stats(c).streamed_lines).sum();
+        assert!(
+            streamed > calls / 1000,
+            "the run exercised write streaming: {streamed}"
+        );
+    }
     if fast.profile().prefetch.is_some() {
         let prefetches: u64 = (0..cores).map(|c| fast.core_stats(c).prefetches).sum();
         assert!(

@@ -208,9 +208,156 @@ fn the_worlds_keep_their_own_entries() {
 struct Tables(BTreeMap<u64, u64>);
 
 impl TableReader for Tables {
-    fn read_descriptor(&mut self, physical_address: u64) -> Option<u64> {
+    fn read_descriptor(&mut self, physical_address: u64, _secure: bool) -> Option<u64> {
         Some(self.0.get(&physical_address).copied().unwrap_or(0))
     }
+}
+
+/// Page tables that also record every read: its address and security.
+#[derive(Default)]
+struct RecordingTables {
+    tables: Tables,
+    reads: Vec<(u64, bool)>,
+}
+
+impl TableReader for RecordingTables {
+    fn read_descriptor(&mut self, physical_address: u64, secure: bool) -> Option<u64> {
+        self.reads.push((physical_address, secure));
+        self.tables.read_descriptor(physical_address, secure)
+    }
+}
+
+/// A VA whose four table indices are 8, 16, 24 and 0: the descriptors of
+/// levels 0, 1 and 2 lie 64, 128 and 192 bytes into their tables (L1D
+/// sets 1, 2 and 3 of page-aligned tables), the level 3 one at its
+/// table's start (set 0).
+const SPREAD_VA: u64 = (8 << 39) | (16 << 30) | (24 << 21);
+
+/// Four levels of tables from `root` mapping the 4 KiB page at `va` to
+/// `page`, the tables at `root` + 1, 2 and 3 MiB; `ns_table` sets
+/// NSTable in the root's descriptor.
+fn four_levels(root: u64, va: u64, page: u64, ns_table: bool) -> Tables {
+    let mut tables = Tables::default();
+    let next = [root + 0x10_0000, root + 0x20_0000, root + 0x30_0000];
+    let index = |level: u32| (va >> (39 - 9 * level)) & 511;
+    let ns = if ns_table { 1 << 63 } else { 0 };
+    tables.0.insert(root + index(0) * 8, next[0] | 0b11 | ns);
+    tables.0.insert(next[0] + index(1) * 8, next[1] | 0b11);
+    tables.0.insert(next[1] + index(2) * 8, next[2] | 0b11);
+    // A page: valid, page, AF.
+    tables.0.insert(next[2] + index(3) * 8, page | 0x403);
+    tables
+}
+
+/// Guest lines 8 KiB apart share an L1D set of `a53` (32 KiB, 4 ways,
+/// 64-byte lines: 128 sets); loaded at EL3 with its MMU off, they take no
+/// walk of their own.
+fn el3_load(pa: u64) -> tandem_memmodel::DataAccess {
+    tandem_memmodel::DataAccess {
+        el: tandem_memmodel::ExceptionLevel::El3,
+        ..load_at(pa, pa)
+    }
+}
+
+/// L1D misses of loading again the four guest lines of set 0, after a
+/// walk of `SPREAD_VA` with `tables` (`None`: no reader, derived tables).
+fn guest_misses_after_walk(tables: Option<&mut RecordingTables>) -> (u64, CoreStats) {
+    let mut m = model("a53", 1);
+    enable_mmu(&mut m, 0, ROOT_A, 1);
+    let guest: Vec<u64> = (0..4).map(|k| 0x5000_0000 + k * 0x2000).collect();
+    let mut now = 0;
+    for &pa in &guest {
+        now += 4 + m.data_access(0, now, &el3_load(pa));
+    }
+    // The page is at 0x6000_0000; the access lies in its line of set 5.
+    let access = load_at(SPREAD_VA + 0x140, 0x6000_0140);
+    now += 4 + match tables {
+        Some(tables) => m.data_access_with(0, now, &access, tables),
+        None => m.data_access(0, now, &access),
+    };
+    let before = m.core_stats(0).l1d_misses;
+    for &pa in &guest {
+        now += 4 + m.data_access(0, now, &el3_load(pa));
+    }
+    (m.core_stats(0).l1d_misses - before, *m.core_stats(0))
+}
+
+#[test]
+fn a_walk_reads_the_guest_descriptors_and_its_line_evicts_a_guest_line_of_its_set() {
+    let mut tables = RecordingTables {
+        tables: four_levels(ROOT_A, SPREAD_VA, 0x6000_0000, false),
+        reads: Vec::new(),
+    };
+    let (misses, stats) = guest_misses_after_walk(Some(&mut tables));
+    let level3_table = ROOT_A + 0x30_0000;
+    assert_eq!(
+        tables.reads,
+        vec![
+            (ROOT_A + 64, false),
+            (ROOT_A + 0x10_0000 + 128, false),
+            (ROOT_A + 0x20_0000 + 192, false),
+            (level3_table, false),
+        ],
+        "the walk reads each level's descriptor where the guest's tables put it,          in the normal world's space"
+    );
+    assert_eq!((stats.walks_read, stats.walks_unreadable), (1, 0));
+    assert!(
+        misses >= 1,
+        "the level 3 descriptor's line (set 0) took a way from the guest's four lines of set 0"
+    );
+    // Without a reader the deeper tables lie above 2^62: no guest set is hit.
+    let (derived_misses, derived) = guest_misses_after_walk(None);
+    assert_eq!((derived.walks_read, derived.walks_unreadable), (0, 1));
+    assert_eq!(derived_misses, 0, "derived tables evict no guest line here");
+}
+
+#[test]
+fn secure_walks_read_the_secure_space_until_ns_table_says_otherwise() {
+    let walk_reads = |secure_world: bool, ns_table: bool| {
+        let mut m = model("a53", 1);
+        enable_mmu(&mut m, 0, ROOT_A, 1);
+        if secure_world {
+            m.system_event(0, &SystemEvent::WorldSwitch { secure: true });
+        }
+        let mut tables = RecordingTables {
+            tables: four_levels(ROOT_A, SPREAD_VA, 0x6000_0000, ns_table),
+            reads: Vec::new(),
+        };
+        m.data_access_with(0, 0, &load_at(SPREAD_VA, 0x6000_0000), &mut tables);
+        tables.reads.iter().map(|&(_, secure)| secure).collect::<Vec<_>>()
+    };
+    assert_eq!(walk_reads(false, false), [false; 4], "normal world");
+    assert_eq!(
+        walk_reads(false, true),
+        [false; 4],
+        "NSTable means nothing in the normal world"
+    );
+    assert_eq!(walk_reads(true, false), [true; 4], "secure world");
+    assert_eq!(
+        walk_reads(true, true),
+        [true, false, false, false],
+        "the root's NSTable puts the tables below it in the non-secure space"
+    );
+}
+
+#[test]
+fn an_unreadable_descriptor_derives_the_rest_of_its_walk_and_is_counted() {
+    /// Reads only the root table.
+    struct RootOnly(Tables);
+    impl TableReader for RootOnly {
+        fn read_descriptor(&mut self, physical_address: u64, secure: bool) -> Option<u64> {
+            (physical_address >> 12 == ROOT_A >> 12)
+                .then(|| self.0.read_descriptor(physical_address, secure))
+                .flatten()
+        }
+    }
+    let mut m = model("a53", 1);
+    enable_mmu(&mut m, 0, ROOT_A, 1);
+    let mut tables = RootOnly(four_levels(ROOT_A, SPREAD_VA, 0x6000_0000, false));
+    m.data_access_with(0, 0, &load_at(SPREAD_VA, 0x6000_0000), &mut tables);
+    let stats = m.core_stats(0);
+    assert_eq!((stats.walks_read, stats.walks_unreadable), (0, 1));
+    assert_eq!(stats.walk_reads, 4, "every level is still charged");
 }
 
 #[test]
