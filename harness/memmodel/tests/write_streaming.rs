@@ -148,7 +148,7 @@ fn a_streamed_line_is_not_answered_as_a_hit_afterwards() {
             },
         );
         let mut now = 0;
-        for offset in (0..8 * 64).step_by(16) {
+        for offset in (0..16 * 64).step_by(16) {
             let access = DataAccess {
                 size: 16,
                 ..store(DESTINATION + offset)
@@ -157,15 +157,16 @@ fn a_streamed_line_is_not_answered_as_a_hit_afterwards() {
         }
         let before = *m.core_stats(0);
         assert!(before.streamed_lines > 0);
-        // Line 7 was streamed: not in the L1, whatever the path.
-        let stall = m.data_access(0, now, &store(DESTINATION + 7 * 64));
+        // Line 15 was streamed (the prefetcher fetched some lines ahead
+        // before the mode began): not in the L1, whatever the path.
+        let stall = m.data_access(0, now, &store(DESTINATION + 15 * 64));
         let after = *m.core_stats(0);
         assert_eq!(
             after.l1d_hits, before.l1d_hits,
             "fast paths {fast_paths}: a store to a streamed line is no L1 hit"
         );
         assert_eq!(after.l1d_misses, before.l1d_misses + 1);
-        let load_stall = m.data_access(0, now + stall + 1, &load(DESTINATION + 7 * 64));
+        let load_stall = m.data_access(0, now + stall + 1, &load(DESTINATION + 15 * 64));
         assert!(
             load_stall > 0,
             "fast paths {fast_paths}: a load of a streamed line misses the L1"
