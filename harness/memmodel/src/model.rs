@@ -4,7 +4,7 @@ use crate::bus::{BusLanes, BusStats, Transfer, WindowCounters};
 use crate::cache::{Cache, LineState};
 use crate::decode::{Tlbi, TlbiOperation};
 use crate::prefetch::Prefetcher;
-use crate::profile::{Profile, Replacement, WalkEntryLevel};
+use crate::profile::{Profile, Replacement, WalkEntryLevel, WriteStreamingProfile};
 use crate::tlb::{AsidScope, Invalidation, Mapping, MicroTlb, SetTlb, Space, SpaceId};
 use crate::translation::{
     ExceptionLevel, Half, NoTables, Registers, TableReader, TranslationRegister, synthetic_table,
@@ -169,6 +169,19 @@ pub struct CoreStats {
     pub translation_stall_ns: u64,
     /// TLB invalidations this core received (its own and broadcast ones).
     pub tlbi_received: u64,
+    /// Walks whose every descriptor was read from the guest's tables.
+    pub walks_read: u64,
+    /// Walks with a descriptor the table reader could not read (outside
+    /// RAM, or no reader): the rest of each was derived
+    /// ([`crate::translation::synthetic_table`]).
+    pub walks_unreadable: u64,
+    /// Lines allocated in the L1 data cache (demand fills, prefetches and
+    /// descriptor reads through it).
+    pub l1d_fills: u64,
+    /// Lines stores wrote past the L1 without allocating (write streaming).
+    pub streamed_lines: u64,
+    /// Of those, lines written to DRAM without allocating in the L2 either.
+    pub streamed_to_memory: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,6 +220,35 @@ struct Core {
     main_tlb: SetTlb,
     walk_cache: Option<SetTlb>,
     prefetcher: Option<Prefetcher>,
+    write_stream: WriteStream,
+}
+
+/// The line a core's stores are writing, for write streaming (profiles
+/// with a `[write_streaming]` rule: `MemoryModel::note_store`).
+#[derive(Debug, Clone, Copy)]
+struct WriteStream {
+    /// The physical line the core's last store wrote ([`NO_LINE`]: none).
+    line: u64,
+    /// Its bytes written since the stores came to it, one bit per byte.
+    written: u64,
+    /// Lines written whole in a row (the current one included once whole).
+    run: u32,
+    /// `line` was written past the L1 without allocating.
+    streamed: bool,
+}
+
+/// [`WriteStream::line`] before any store.
+const NO_LINE: u64 = u64::MAX;
+
+impl WriteStream {
+    fn new() -> Self {
+        Self {
+            line: NO_LINE,
+            written: 0,
+            run: 0,
+            streamed: false,
+        }
+    }
 }
 
 /// A data access a core can repeat as a plain L1 hit: the same line,
@@ -241,6 +283,10 @@ struct FilterEntry {
     /// arrives by then).
     ready_at: u64,
 }
+
+/// A walk cache entry's flag: its table lies in the non-secure space
+/// (table addresses, real or derived, stay below bit 63).
+const NON_SECURE_TABLE: u64 = 1 << 63;
 
 /// [`FilterEntry::micro`] when the access's regime had its MMU off.
 const NO_MICRO: usize = usize::MAX;
@@ -297,6 +343,41 @@ fn filter_key(line: u64, el: ExceptionLevel) -> u64 {
     line << 3 | (el as u64) << 1 | 1
 }
 
+/// One bit per byte of a line (at most 64 bytes: the profile checks),
+/// for `bytes` bytes from byte `first`.
+#[inline]
+fn byte_mask(first: u64, bytes: u64) -> u64 {
+    let ones = if bytes >= 64 {
+        u64::MAX
+    } else {
+        (1 << bytes) - 1
+    };
+    ones << first
+}
+
+/// Notes in `stream` a store of `bytes` bytes from byte `first` of `line`
+/// (`whole_line`: the mask of a whole line). Stores leaving a line they
+/// did not write whole end the run of whole lines, and so the mode
+/// (TRM: "a cacheable write burst that is not a full cache line"); a line
+/// made whole adds one to it.
+#[inline]
+fn note_store_in(stream: &mut WriteStream, whole_line: u64, line: u64, first: u64, bytes: u64) {
+    if line != stream.line {
+        if stream.line != NO_LINE && stream.written != whole_line {
+            stream.run = 0;
+        }
+        stream.line = line;
+        stream.written = 0;
+        stream.streamed = false;
+    }
+    if stream.written != whole_line {
+        stream.written |= byte_mask(first, bytes) & whole_line;
+        if stream.written == whole_line {
+            stream.run = stream.run.saturating_add(1);
+        }
+    }
+}
+
 /// The whole memory system of a machine of `cores` cores under one profile.
 ///
 /// Every method takes the core it runs on and returns the stall in ns to
@@ -318,6 +399,10 @@ pub struct MemoryModel {
     filter_on: bool,
     /// First and end address of all devices: accesses outside skip the search.
     device_span: (u64, u64),
+    /// The profile's write streaming rule, if any.
+    write_streaming: Option<WriteStreamingProfile>,
+    /// [`WriteStream::written`] of a whole line.
+    whole_line: u64,
 }
 
 impl MemoryModel {
@@ -355,6 +440,7 @@ impl MemoryModel {
                 prefetcher: profile
                     .prefetch
                     .map(|p| Prefetcher::new(p, profile.l1d.line_bytes)),
+                write_stream: WriteStream::new(),
             })
             .collect();
         let device_span = (
@@ -367,11 +453,13 @@ impl MemoryModel {
             bus: BusLanes::new(cores.len(), profile.bus_service_ns, options.max_skew_ns),
             read_kind: Transfer::Demand,
             cores,
-            profile,
             max_skew_ns: options.max_skew_ns,
             fast_paths: options.fast_paths,
             filter_on,
             device_span,
+            write_streaming: profile.write_streaming,
+            whole_line: byte_mask(0, profile.l1d.line_bytes),
+            profile,
         }
     }
 
@@ -444,10 +532,17 @@ impl MemoryModel {
         }
     }
 
-    /// As [`Self::data_access`], for a caller that asked [`Self::filtered`]
-    /// already and got no answer: the whole path, without asking again.
-    pub fn data_access_past_filter(&mut self, core: usize, now: u64, access: &DataAccess) -> u64 {
-        self.unfiltered_data_access(core, now, access, &mut NoTables)
+    /// As [`Self::data_access_with`], for a caller that asked
+    /// [`Self::filtered`] already and got no answer: the whole path, without
+    /// asking again.
+    pub fn data_access_past_filter<R: TableReader>(
+        &mut self,
+        core: usize,
+        now: u64,
+        access: &DataAccess,
+        tables: &mut R,
+    ) -> u64 {
+        self.unfiltered_data_access(core, now, access, tables)
     }
 
     /// The data access's whole path (the repeat of the last access, or
@@ -478,7 +573,7 @@ impl MemoryModel {
             modified: false,
         };
         if !self.filter_on
-            && let Some(stall) = self.repeat_data(core, now, &repeat, store, first == last)
+            && let Some(stall) = self.repeat_data(core, now, access, &repeat, store, first == last)
         {
             return stall;
         }
@@ -496,12 +591,33 @@ impl MemoryModel {
             self.cores[core].stats.device_accesses += 1;
             stall += cost;
         } else {
+            let line_mask = (1u64 << self.line_shift) - 1;
+            let offset = access.physical_address & line_mask;
+            let size = u64::from(access.size.max(1));
+            if self.write_streaming.is_some() {
+                if store {
+                    let in_first = size.min((line_mask + 1) - offset);
+                    self.note_store(core, first, offset, in_first);
+                } else {
+                    self.note_load(core, first);
+                }
+            }
             let (first_stall, state, prefetched) =
                 self.demand_line(core, now + stall, first, store);
             stall += first_stall;
             if last != first {
+                if self.write_streaming.is_some() {
+                    if store {
+                        let in_last = offset + size - (line_mask + 1);
+                        self.note_store(core, last, 0, in_last);
+                    } else {
+                        self.note_load(core, last);
+                    }
+                }
                 stall += self.demand_line(core, now + stall, last, store).0;
-            } else if translated && !prefetched {
+            } else if translated && !prefetched && state != LineState::Invalid {
+                // (Invalid: a store streamed past the L1, which holds no
+                // copy: its next access is no plain hit.)
                 // The line is in the L1 now, in `state` (nothing after
                 // the lookup or fill touched this core's L1D).
                 repeatable = Some(LastData {
@@ -574,6 +690,16 @@ impl MemoryModel {
         }
         if store {
             c.stats.stores += 1;
+            if self.write_streaming.is_some() {
+                let offset = virtual_address & ((1 << self.line_shift) - 1);
+                note_store_in(
+                    &mut c.write_stream,
+                    self.whole_line,
+                    entry.physical_line,
+                    offset,
+                    u64::from(size.max(1)),
+                );
+            }
         } else {
             c.stats.loads += 1;
         }
@@ -633,6 +759,7 @@ impl MemoryModel {
         &mut self,
         core: usize,
         now: u64,
+        data: &DataAccess,
         access: &LastData,
         store: bool,
         one_line: bool,
@@ -650,6 +777,15 @@ impl MemoryModel {
             return None;
         }
         c.stats.l1d_hits += 1;
+        if store && self.write_streaming.is_some() {
+            note_store_in(
+                &mut c.write_stream,
+                self.whole_line,
+                access.physical_line,
+                data.physical_address & ((1 << self.line_shift) - 1),
+                u64::from(data.size.max(1)),
+            );
+        }
         let stall = self.profile.l1d.hit_ns;
         // The whole path would also let the prefetcher send what it has
         // ready by now; a fill changes the L1, so no repeat after it.
@@ -929,7 +1065,8 @@ impl MemoryModel {
     }
 
     /// Walks `half`'s tables for `va`: the stall of its descriptor reads
-    /// and the translation found (`None`: the walk faults).
+    /// and the translation found (`None`: the walk faults). Counts the
+    /// walk as read from the guest's tables or as (partly) derived.
     fn walk<R: TableReader>(
         &mut self,
         core: usize,
@@ -939,6 +1076,26 @@ impl MemoryModel {
         space: Space,
         tables: &mut R,
     ) -> (u64, Option<Mapping>) {
+        let (stall, mapping, derived) = self.walk_levels(core, now, va, half, space, tables);
+        let stats = &mut self.cores[core].stats;
+        if derived {
+            stats.walks_unreadable += 1;
+        } else {
+            stats.walks_read += 1;
+        }
+        (stall, mapping)
+    }
+
+    /// [`Self::walk`]'s levels, and whether a descriptor could not be read.
+    fn walk_levels<R: TableReader>(
+        &mut self,
+        core: usize,
+        now: u64,
+        va: u64,
+        half: &Half,
+        space: Space,
+        tables: &mut R,
+    ) -> (u64, Option<Mapping>, bool) {
         let tlb = self.profile.tlb;
         let start = half.start_level();
         let charged_from = if tlb.walk_levels_charged == 0 {
@@ -952,7 +1109,8 @@ impl MemoryModel {
             payload: 0,
         };
         // The walk cache holds the last-level table of the span one
-        // level-2 entry maps (2 MiB with 4 KiB pages).
+        // level-2 entry maps (2 MiB with 4 KiB pages), and whether it lies
+        // in the non-secure space (`NON_SECURE_TABLE`).
         let walk_cache_key = Mapping {
             shift: half.level_shift(2),
             global: half.global_by_default,
@@ -960,11 +1118,15 @@ impl MemoryModel {
         };
         let mut level = start;
         let mut table = half.table_base;
+        // The walk reads the space of its regime's security state, and
+        // the non-secure one below a secure table descriptor with NSTable.
+        let mut secure = space.id & SpaceId::SECURE != 0;
         if start < 3
             && let Some(walk_cache) = &mut self.cores[core].walk_cache
             && let Some(cached) = walk_cache.lookup(va, space)
         {
-            table = cached.payload;
+            table = cached.payload & !NON_SECURE_TABLE;
+            secure &= cached.payload & NON_SECURE_TABLE == 0;
             level = 3;
             self.cores[core].stats.walk_cache_hits += 1;
         }
@@ -980,10 +1142,10 @@ impl MemoryModel {
             let descriptor = if derived {
                 None
             } else {
-                tables.read_descriptor(descriptor_address)
+                tables.read_descriptor(descriptor_address, secure)
             };
             match descriptor {
-                None if level == 3 => return (stall, Some(page)),
+                None if level == 3 => return (stall, Some(page), true),
                 None => {
                     // Unreadable: the rest of this walk is derived.
                     derived = true;
@@ -994,7 +1156,7 @@ impl MemoryModel {
                     let table_or_page = descriptor & 2 == 2;
                     let global = descriptor >> 11 & 1 == 0;
                     if !valid || (level == 3 && !table_or_page) || (level == 0 && !table_or_page) {
-                        return (stall, None);
+                        return (stall, None, derived);
                     }
                     if level == 3 || !table_or_page {
                         let shift = half.level_shift(level);
@@ -1005,8 +1167,11 @@ impl MemoryModel {
                                 global,
                                 payload: 0,
                             }),
+                            derived,
                         );
                     }
+                    // NSTable (bit 63) counts in the secure state only.
+                    secure &= descriptor >> 63 == 0;
                     table = descriptor & 0x0000_ffff_ffff_f000 & !((1 << half.granule_shift) - 1);
                 }
             }
@@ -1014,11 +1179,12 @@ impl MemoryModel {
             if level == 3
                 && let Some(walk_cache) = &mut self.cores[core].walk_cache
             {
+                let non_secure = if secure { 0 } else { NON_SECURE_TABLE };
                 walk_cache.insert(
                     va,
                     space,
                     Mapping {
-                        payload: table,
+                        payload: table | non_secure,
                         ..walk_cache_key
                     },
                 );
@@ -1089,7 +1255,70 @@ impl MemoryModel {
         store: bool,
     ) -> (u64, LineState) {
         self.cores[core].stats.l1d_misses += 1;
+        if store && let Some(rule) = self.write_streaming {
+            let stream = &mut self.cores[core].write_stream;
+            if stream.line == line && (stream.streamed || stream.run + 1 >= rule.l1_no_allocate_line)
+            {
+                if !stream.streamed {
+                    stream.streamed = true;
+                    let past_l2 = stream.run + 1 >= rule.l2_no_allocate_line;
+                    self.stream_line(core, now, line, past_l2);
+                }
+                // The store leaves through the write buffer: no linefill
+                // to wait for.
+                return (self.profile.l1d.hit_ns, LineState::Invalid);
+            }
+        }
         self.fill_line(core, now, line, store)
+    }
+
+    /// Notes a store of `bytes` bytes from byte `first` of `line` by
+    /// `core` (before its lookup), for write streaming.
+    fn note_store(&mut self, core: usize, line: u64, first: u64, bytes: u64) {
+        let whole_line = self.whole_line;
+        note_store_in(
+            &mut self.cores[core].write_stream,
+            whole_line,
+            line,
+            first,
+            bytes,
+        );
+    }
+
+    /// A load of `line` by `core`: one of the line its stores are
+    /// streaming past the L1 ends the mode (TRM: "a load to the same line
+    /// as is currently being written").
+    fn note_load(&mut self, core: usize, line: u64) {
+        let stream = &mut self.cores[core].write_stream;
+        if stream.streamed && stream.line == line {
+            stream.streamed = false;
+            stream.run = 0;
+        }
+    }
+
+    /// Whether `core`'s stores are in write streaming mode (their misses
+    /// do not allocate in the L1).
+    fn write_streaming_on(&self, core: usize) -> bool {
+        self.write_streaming.is_some_and(|rule| {
+            let stream = &self.cores[core].write_stream;
+            stream.streamed || stream.run + 1 >= rule.l1_no_allocate_line
+        })
+    }
+
+    /// A line `core`'s stores write past its L1 without allocating: other
+    /// cores' copies go; the line is written into the L2 (allocating there
+    /// unless `past_l2`, the L2's own threshold reached, and the L2 misses)
+    /// or to DRAM. Either leaves through the write buffer: no stall.
+    fn stream_line(&mut self, core: usize, now: u64, line: u64, past_l2: bool) {
+        self.snoop(core, line, true);
+        self.cores[core].stats.streamed_lines += 1;
+        let in_l2 = self.l2.as_ref().is_some_and(|l2| l2.probe(line).is_some());
+        if self.l2.is_some() && (in_l2 || !past_l2) {
+            self.write_back_from_l1(core, now, line);
+        } else {
+            self.cores[core].stats.streamed_to_memory += 1;
+            self.memory_write(core, now);
+        }
     }
 
     /// Brings `line` into `core`'s L1 data cache from wherever it is (for
@@ -1115,6 +1344,7 @@ impl MemoryModel {
         } else {
             LineState::Exclusive
         };
+        self.cores[core].stats.l1d_fills += 1;
         let (_, victim) = self.cores[core].l1d.insert(line, state);
         if let Some(victim) = victim
             && victim.dirty
@@ -1138,13 +1368,19 @@ impl MemoryModel {
     ) -> (u64, LineState, bool) {
         let misses = self.cores[core].stats.l1d_misses;
         let (mut stall, state) = self.data_line_state(core, now, line, store);
+        // In write streaming mode stores make no linefills for the
+        // prefetcher to follow (and fetching ahead of them would fill the
+        // lines the mode keeps out).
+        let trains = !(store && self.write_streaming_on(core));
         let c = &mut self.cores[core];
         let missed = c.stats.l1d_misses != misses;
         let Some(prefetcher) = c.prefetcher.as_mut() else {
             return (stall, state, false);
         };
         if missed {
-            prefetcher.on_miss(line);
+            if trains {
+                prefetcher.on_miss(line);
+            }
         } else {
             if prefetcher.has_in_flight(now) {
                 let wait = prefetcher.arrival_wait(line, now);
@@ -1154,7 +1390,9 @@ impl MemoryModel {
                     stall += wait;
                 }
             }
-            prefetcher.on_hit(line);
+            if trains {
+                prefetcher.on_hit(line);
+            }
         }
         let changed = prefetcher.may_fetch(now) && self.prefetch_ahead(core, now);
         (stall, state, changed)

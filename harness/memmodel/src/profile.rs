@@ -85,6 +85,14 @@ struct File {
     tlb: TlbSection,
     mmio: MmioSection,
     prefetch: Option<PrefetchSection>,
+    write_streaming: Option<WriteStreamingSection>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteStreamingSection {
+    l1_no_allocate_line: u64,
+    l2_no_allocate_line: u64,
 }
 
 #[derive(Deserialize)]
@@ -314,6 +322,21 @@ impl PrefetchProfile {
     }
 }
 
+/// Write streaming (the A53's "read allocate mode"), checked: after a run
+/// of stores that write whole lines, a store that misses the L1 writes
+/// past it without allocating a line; the run ends with a line left
+/// partly written or a load of the line being written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteStreamingProfile {
+    /// The first line of a run that does not allocate in the L1 (the A53's
+    /// "Nth consecutive streaming cache line does not allocate"): lines
+    /// before it do.
+    pub l1_no_allocate_line: u32,
+    /// The first line of a run that allocates in neither the L1 nor the L2
+    /// (at least `l1_no_allocate_line`).
+    pub l2_no_allocate_line: u32,
+}
+
 /// A memory-mapped device with a fixed access cost.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Device {
@@ -360,6 +383,9 @@ pub struct Profile {
     pub devices: Vec<Device>,
     /// The L1 data prefetcher, if the profile has one.
     pub prefetch: Option<PrefetchProfile>,
+    /// Write streaming, if the profile has it (else every store miss
+    /// allocates).
+    pub write_streaming: Option<WriteStreamingProfile>,
 }
 
 impl Profile {
@@ -484,6 +510,10 @@ impl Profile {
             Some(section) => Some(check_prefetch(section, l1d.line_bytes)?),
             None => None,
         };
+        let write_streaming = match &file.write_streaming {
+            Some(section) => Some(check_write_streaming(section, l1d.line_bytes)?),
+            None => None,
+        };
 
         Ok(Self {
             name: file.name,
@@ -501,6 +531,7 @@ impl Profile {
             mmio_default_ns: file.mmio.default_cycles,
             devices,
             prefetch,
+            write_streaming,
         })
     }
 
@@ -571,6 +602,13 @@ impl Profile {
         if let Some(p) = &self.prefetch {
             let values: Vec<String> = p.fields().iter().map(|(_, v)| v.to_string()).collect();
             lines.push(format!("prefetch={}", values.join(",")));
+        }
+        // Likewise: a profile without write streaming keeps its hash.
+        if let Some(w) = &self.write_streaming {
+            lines.push(format!(
+                "write_streaming={},{}",
+                w.l1_no_allocate_line, w.l2_no_allocate_line
+            ));
         }
         let mut text = lines.join("\n");
         text.push('\n');
@@ -672,6 +710,37 @@ fn check_prefetch(section: &PrefetchSection, line: u64) -> Result<PrefetchProfil
         strided_trigger: strided as u32,
         max_stride_lines: max_stride,
         page_bytes: page,
+    })
+}
+
+fn check_write_streaming(
+    section: &WriteStreamingSection,
+    line: u64,
+) -> Result<WriteStreamingProfile, ProfileError> {
+    // The model tells a whole line by one bit per byte.
+    if line > 64 {
+        return Err(invalid(
+            "write_streaming",
+            format!("needs lines of at most 64 bytes (l1d.line_bytes is {line})"),
+        ));
+    }
+    let l1 = section.l1_no_allocate_line;
+    if !(1..=1 << 20).contains(&l1) {
+        return Err(invalid(
+            "write_streaming.l1_no_allocate_line",
+            format!("{l1} is not in 1..=1048576"),
+        ));
+    }
+    let l2 = section.l2_no_allocate_line;
+    if !(l1..=1 << 20).contains(&l2) {
+        return Err(invalid(
+            "write_streaming.l2_no_allocate_line",
+            format!("{l2} is not in {l1}..=1048576 (from the L1's threshold on)"),
+        ));
+    }
+    Ok(WriteStreamingProfile {
+        l1_no_allocate_line: l1 as u32,
+        l2_no_allocate_line: l2 as u32,
     })
 }
 

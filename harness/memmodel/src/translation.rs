@@ -362,20 +362,28 @@ fn half(ttbr: u64, txsz: u64, enabled: bool, granule_shift: u8, global_by_defaul
 }
 
 /// Reads guest memory for the walker: the 8-byte descriptor at a physical
-/// address, or `None` when it cannot be read (the walker then derives the
-/// rest of that walk's addresses itself, see [`synthetic_table`]).
+/// address of the secure or the non-secure physical address space, or
+/// `None` when it cannot be read (the walker then derives the rest of that
+/// walk's addresses itself, see [`synthetic_table`], and counts the walk
+/// as unreadable).
+///
+/// The space is the walk's: secure for the secure EL1&0 regime and EL3,
+/// non-secure for the normal world's EL1&0 and EL2, and non-secure below a
+/// secure table descriptor with NSTable set (the walker follows that).
 pub trait TableReader {
-    /// The descriptor at `physical_address`, little-endian.
-    fn read_descriptor(&mut self, physical_address: u64) -> Option<u64>;
+    /// The descriptor at `physical_address`, little-endian, in the secure
+    /// space if `secure`.
+    fn read_descriptor(&mut self, physical_address: u64, secure: bool) -> Option<u64>;
 }
 
-/// A reader that reads nothing: every walk below the first level uses
-/// derived table addresses.
+/// A reader that reads nothing: every walk below its first level uses
+/// derived table addresses (host tests of what does not depend on the
+/// guest's tables; the plugin reads the guest's).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoTables;
 
 impl TableReader for NoTables {
-    fn read_descriptor(&mut self, _physical_address: u64) -> Option<u64> {
+    fn read_descriptor(&mut self, _physical_address: u64, _secure: bool) -> Option<u64> {
         None
     }
 }
@@ -385,7 +393,8 @@ impl TableReader for NoTables {
 pub const SYNTHETIC_TABLE_BASE: u64 = 1 << 62;
 
 /// The address of the table of `level` (1..=3) that the walk of `va` from
-/// the root `root` reaches, when the descriptors cannot be read: a fixed
+/// the root `root` reaches, when a descriptor cannot be read (the fallback:
+/// such walks are counted, `CoreStats::walks_unreadable`): a fixed
 /// function of the root and of the VA bits that choose that table, so
 /// addresses that share a table share it here too, different processes'
 /// tables differ, and a rerun gives the same addresses.
