@@ -1257,7 +1257,8 @@ impl MemoryModel {
         self.cores[core].stats.l1d_misses += 1;
         if store && let Some(rule) = self.write_streaming {
             let stream = &mut self.cores[core].write_stream;
-            if stream.line == line && (stream.streamed || stream.run + 1 >= rule.l1_no_allocate_line)
+            if stream.line == line
+                && (stream.streamed || stream.run + 1 >= rule.l1_no_allocate_line)
             {
                 if !stream.streamed {
                     stream.streamed = true;

@@ -324,7 +324,11 @@ fn secure_walks_read_the_secure_space_until_ns_table_says_otherwise() {
             reads: Vec::new(),
         };
         m.data_access_with(0, 0, &load_at(SPREAD_VA, 0x6000_0000), &mut tables);
-        tables.reads.iter().map(|&(_, secure)| secure).collect::<Vec<_>>()
+        tables
+            .reads
+            .iter()
+            .map(|&(_, secure)| secure)
+            .collect::<Vec<_>>()
     };
     assert_eq!(walk_reads(false, false), [false; 4], "normal world");
     assert_eq!(

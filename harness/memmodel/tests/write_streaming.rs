@@ -176,7 +176,12 @@ fn a_streamed_line_is_not_answered_as_a_hit_afterwards() {
 
 #[test]
 fn arm11_003_has_no_write_streaming() {
-    assert!(Profile::builtin("arm11-003").unwrap().write_streaming.is_none());
+    assert!(
+        Profile::builtin("arm11-003")
+            .unwrap()
+            .write_streaming
+            .is_none()
+    );
     let mut m = model("arm11-003", 1);
     let stats = copy(&mut m, 16 << 10);
     assert_eq!(stats.streamed_lines, 0);
