@@ -28,7 +28,7 @@ pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
             "\"main_entries\": {}, \"main_ways\": {}, \"main_hit_ns\": {}, ",
             "\"walk_cache_entries\": {}, \"walk_level_ns\": {}, \"walk_levels_charged\": {}, ",
             "\"micro_replacement\": \"{}\"}}, ",
-            "\"mmio_default_ns\": {}, \"prefetch\": {}}}"
+            "\"mmio_default_ns\": {}, \"prefetch\": {}, \"write_streaming\": {}}}"
         ),
         json_string(&profile.name),
         json_string(&profile.hash()),
@@ -63,12 +63,19 @@ pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
                 format!("{{{}}}", fields.join(", "))
             }
         },
+        match profile.write_streaming {
+            None => "null".to_owned(),
+            Some(w) => format!(
+                "{{\"l1_no_allocate_line\": {}, \"l2_no_allocate_line\": {}}}",
+                w.l1_no_allocate_line, w.l2_no_allocate_line
+            ),
+        },
     )
 }
 
 /// One core's counters as a JSON object.
 pub fn core_stats_json(s: &CoreStats) -> String {
-    let fields: [(&str, u64); 29] = [
+    let fields: [(&str, u64); 34] = [
         ("loads", s.loads),
         ("stores", s.stores),
         ("blocks", s.blocks),
@@ -90,12 +97,17 @@ pub fn core_stats_json(s: &CoreStats) -> String {
         ("main_tlb_misses", s.main_tlb_misses),
         ("walk_cache_hits", s.walk_cache_hits),
         ("walk_reads", s.walk_reads),
+        ("walks_read", s.walks_read),
+        ("walks_unreadable", s.walks_unreadable),
         ("calls_out_of_order", s.calls_out_of_order),
         ("prefetches", s.prefetches),
         ("prefetch_late", s.prefetch_late),
         ("prefetch_late_wait_ns", s.prefetch_late_wait_ns),
         ("translation_stall_ns", s.translation_stall_ns),
         ("tlbi_received", s.tlbi_received),
+        ("l1d_fills", s.l1d_fills),
+        ("streamed_lines", s.streamed_lines),
+        ("streamed_to_memory", s.streamed_to_memory),
         ("stall_ns", s.stall_ns),
         (
             "translation_stall_share_permille",

@@ -332,6 +332,11 @@ mod tests {
         assert!(json.starts_with("{\"name\": \"arm11-003\", \"hash\": \"fnv1a64:"));
         assert!(json.contains("\"l2\": null"));
         assert!(json.contains("\"memory_latency_ns\": 56, \"bus_service_ns\": 56"));
+        assert!(json.ends_with("\"write_streaming\": null}"));
+        let a53 = profile_json(&tandem_memmodel::Profile::builtin("a53").unwrap());
+        assert!(a53.ends_with(
+            "\"write_streaming\": {\"l1_no_allocate_line\": 4, \"l2_no_allocate_line\": 128}}"
+        ));
         let stats = CoreStats {
             loads: 3,
             stall_ns: 10,

@@ -24,7 +24,7 @@ use qemu_plugin::{
 };
 use tandem_memmodel::{
     AccessKind, BlockFetch, DataAccess, ExceptionLevel, MemoryModel, ModelOptions, Profile,
-    RareInstruction, TranslationRegister, classify,
+    RareInstruction, TableReader, TranslationRegister, classify,
 };
 
 use crate::{
@@ -53,6 +53,34 @@ struct Tandem {
     clock_ns: unsafe extern "C" fn() -> i64,
     mem_mmu_idx: unsafe extern "C" fn(qemu_plugin_meminfo_t) -> c_uint,
     fetch_mmu_idx: unsafe extern "C" fn() -> c_int,
+    read_physical: ReadPhysical,
+}
+
+/// `qemu_plugin_tandem_read_physical(addr, secure, buf, len)` (patch 0006):
+/// reads guest RAM at a physical address of the running vCPU's secure or
+/// non-secure space.
+type ReadPhysical = unsafe extern "C" fn(u64, bool, *mut c_void, usize) -> bool;
+
+/// The guest's translation tables as the running vCPU sees them, for the
+/// model's walks: each descriptor read from guest RAM through QEMU, in the
+/// space the walk names. A descriptor outside RAM (or at a derived table's
+/// address, above any real one) cannot be read: the model derives the rest
+/// of that walk and counts it (`walks_unreadable`).
+struct GuestTables {
+    read_physical: ReadPhysical,
+}
+
+impl TableReader for GuestTables {
+    fn read_descriptor(&mut self, physical_address: u64, secure: bool) -> Option<u64> {
+        let mut bytes = [0u8; 8];
+        // SAFETY: called from a vCPU callback (the model walks only inside
+        // on_access and on_block), as the entry point requires; it writes
+        // at most the 8 bytes asked for into `bytes`.
+        let read =
+            unsafe { (self.read_physical)(physical_address, secure, bytes.as_mut_ptr().cast(), 8) };
+        // Little-endian: the guests Tandem runs walk with SCTLR.EE clear.
+        read.then(|| u64::from_le_bytes(bytes))
+    }
 }
 
 fn lookup(name: &CStr) -> Result<*mut c_void, String> {
@@ -103,6 +131,7 @@ impl Tandem {
         let clock = lookup(c"qemu_plugin_tandem_clock_ns")?;
         let mem = lookup(c"qemu_plugin_tandem_mem_mmu_idx")?;
         let fetch = lookup(c"qemu_plugin_tandem_fetch_mmu_idx")?;
+        let read = lookup(c"qemu_plugin_tandem_read_physical")?;
         // SAFETY: each symbol is the function patch 0006 declares in
         // include/qemu/qemu-plugin.h with exactly this C signature.
         unsafe {
@@ -118,6 +147,7 @@ impl Tandem {
                 fetch_mmu_idx: std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> c_int>(
                     fetch,
                 ),
+                read_physical: std::mem::transmute::<*mut c_void, ReadPhysical>(read),
             })
         }
     }
@@ -499,7 +529,7 @@ unsafe extern "C" fn on_block(vcpu: c_uint, userdata: *mut c_void) {
     let Some(model) = inner.model.as_mut() else {
         return;
     };
-    let stall = model.instruction_fetch(
+    let stall = model.instruction_fetch_with(
         core,
         start,
         &BlockFetch {
@@ -507,6 +537,9 @@ unsafe extern "C" fn on_block(vcpu: c_uint, userdata: *mut c_void) {
             physical_address: block.host_address,
             bytes: block.bytes,
             el: block.el,
+        },
+        &mut GuestTables {
+            read_physical: tandem.read_physical,
         },
     );
     shell.charge(tandem, inner, core, stall);
@@ -592,6 +625,9 @@ unsafe extern "C" fn on_access(
             },
             el,
             io,
+        },
+        &mut GuestTables {
+            read_physical: tandem.read_physical,
         },
     );
     shell.charge(tandem, inner, core, stall);
@@ -794,6 +830,14 @@ fn report(shell: &Shell) -> Result<(), String> {
                 .map(|i| format!("    {}", core_stats_json(model.core_stats(i))))
                 .collect();
             text += &format!("  \"cores\": [\n{}\n  ],\n", cores.join(",\n"));
+            let (walks_read, walks_unreadable) = (0..model.cores())
+                .map(|i| model.core_stats(i))
+                .fold((0, 0), |(read, unreadable), s| {
+                    (read + s.walks_read, unreadable + s.walks_unreadable)
+                });
+            text += &format!(
+                "  \"walks\": {{\"read\": {walks_read}, \"unreadable\": {walks_unreadable}}},\n"
+            );
             let bus = model.bus_stats();
             text += &format!(
                 "  \"bus\": {{\"requests\": {}, \"wait_ns\": {}, \"beyond_history\": {}}},\n",
