@@ -15,7 +15,13 @@
 //!   caches are write-back, write-allocate and kept coherent with MOESI: a
 //!   load miss is served by another core's L1 when that core holds the line
 //!   dirty (or clean and the L2 does not have it), a store invalidates the
-//!   other copies. The L2 is filled on every miss and takes L1 write-backs;
+//!   other copies. **Write streaming** (profiles with the rule, `a53`):
+//!   after a run of stores that write whole lines (the TRM's thresholds:
+//!   from the 4th line in a row), a store that misses writes its line past
+//!   the L1 into the L2 without allocating (from the 128th, past the L2 to
+//!   DRAM when the L2 misses too), without a stall and without training
+//!   the prefetcher; a line left partly written, or a load of the line
+//!   being written, ends the run. The L2 is filled on every miss and takes L1 write-backs;
 //!   it is neither inclusive nor exclusive (no back-invalidation). The L1
 //!   instruction cache is probed once per executed block for each line the
 //!   block spans, not per instruction.
@@ -50,11 +56,18 @@
 //!   an optional walk cache of last-level table addresses. A main TLB miss
 //!   walks the guest's stage 1 tables: each descriptor read is a memory
 //!   access through the caches (from the L1 data cache or the L2, per
-//!   profile), at the address the table base and VA give. With a
-//!   [`TableReader`] the walker reads real descriptors (block sizes, the nG
-//!   bit, faults); without one it derives the deeper tables' addresses from
-//!   the root and the VA ([`translation::synthetic_table`]), with 4 KiB
-//!   granule pages, TTBR1's half global and TTBR0's per ASID.
+//!   profile), at the address the table base and VA give. A
+//!   [`TableReader`] reads the guest's descriptors (the plugin reads guest
+//!   RAM through QEMU), so walks follow the guest's tables (block sizes,
+//!   the nG bit, faults) and their lines share cache sets with the guest's
+//!   data; each read names its space: secure for the secure EL1&0 regime
+//!   and EL3, non-secure for the normal world and EL2 and below a secure
+//!   table descriptor with NSTable. A descriptor it cannot read (or no
+//!   reader, [`NoTables`]) makes the rest of that walk derive its tables'
+//!   addresses from the root and the VA ([`translation::synthetic_table`],
+//!   above any real address), with 4 KiB pages, TTBR1's half global and
+//!   TTBR0's per ASID: such walks are counted
+//!   ([`CoreStats::walks_unreadable`], against `walks_read`).
 //! - **Translation state**: the model follows each core's TTBR0/1_EL1,
 //!   TCR_EL1, SCTLR_ELx, SCR_EL3, HCR_EL2 and VTTBR_EL2 from the writes
 //!   the plugin decodes ([`decode`]); a regime whose SCTLR.M is clear is
@@ -68,7 +81,8 @@
 //! # What it does not model
 //!
 //! - **Write buffers**: a store that misses stalls like a load (the line is
-//!   fetched before the store completes); a write-back never stalls.
+//!   fetched before the store completes) unless write streaming keeps it
+//!   out of the L1; a write-back never stalls.
 //! - **Hit-under-miss and memory-level parallelism** beyond the
 //!   prefetcher's: a demand miss stalls its core for all of it (an
 //!   in-order A53 stalls at the load's first use, soon after).
@@ -80,7 +94,12 @@
 //!   profiles): the 1 ns per instruction stands for an average CPI of 1,
 //!   so a pointer chase through L1 runs faster here than on hardware.
 //! - **Stage 2**: EL1&0 entries carry the VMID, but no stage 2 walk or IPA
-//!   cache is charged (Tandem's partitioning layer maps IPA = PA).
+//!   cache is charged, and stage 1 descriptors are read at their IPA as a
+//!   physical address (Tandem's partitioning layer maps IPA = PA).
+//! - **Security in the caches**: a line is tagged by its physical address
+//!   only, not by its space (the A53 tags the NS bit); walks read the
+//!   right space, but a secure and a non-secure line of the same address
+//!   would share a cache line.
 //! - **Memory attributes**: every non-device access is cacheable (the
 //!   model does not see page attributes); cache maintenance instructions
 //!   (DC, IC) are not decoded; the contiguous bit is ignored.

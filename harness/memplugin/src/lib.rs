@@ -12,11 +12,17 @@
 //!   clock at that instruction (the block's start, from
 //!   `qemu_plugin_tandem_clock_ns`, plus the instruction's index in the
 //!   block and the stalls already charged in it);
+//! - gives the model the guest's translation tables to walk: each
+//!   descriptor read from guest RAM at its physical address with
+//!   `qemu_plugin_tandem_read_physical` (patch 0006), in the secure or
+//!   non-secure space the walk names; a descriptor outside RAM cannot be
+//!   read (the model derives the rest of that walk and counts it);
 //! - charges the stall the model returns to the vCPU with
 //!   `qemu_plugin_tandem_stall_ns` (Tandem's QEMU patch 0006): the vCPU's
 //!   clock moves on, its instruction count does not, and the stall uses up
 //!   its turn as instructions do;
-//! - writes the model's counters to `out` when QEMU exits.
+//! - writes the model's counters to `out` when QEMU exits (per core, with
+//!   `walks_read` and `walks_unreadable`, and `walks` in total).
 //!
 //! It needs Tandem's QEMU in per-core timing (`-icount ...,quantum=N`):
 //! patch 0006's entry points are looked up when the plugin is installed,
