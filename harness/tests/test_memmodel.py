@@ -178,20 +178,54 @@ def test_pointer_chase_plateaus_match_the_profile() -> None:
         assert level.within_tolerance, plateaus
 
 
+# One a53 boot for the checks below: a chase on core 0 against one
+# streaming core, each side bracketing its interval with the window
+# marker (tandem-membench's window_open / window_close).
+CONTEND = "tandem-membench contend -l 64 -n 20000 8388608 1\n"
+
+
+@pytest.fixture(scope="module")
+def a53_contend_stats() -> dict[str, object]:
+    options = BootOptions(timing=Timing("percore", Q, "a53"), smp=4)
+    result = run_exec(options, CONTEND, timeout_s=600)
+    assert result.status == 0, result.console_log
+    assert result.output.startswith("contend streams=1 "), result.output
+    stats = memmodel.read_stats(result.console_log.parent)
+    assert stats is not None, result.console_log
+    return stats
+
+
 @pytest.mark.qemu
-def test_walks_read_the_guests_own_descriptors() -> None:
+def test_walks_read_the_guests_own_descriptors(a53_contend_stats: dict[str, object]) -> None:
     """The model's page walks read the guest's translation tables through
     QEMU (patch 0006's physical read, in the walk's secure or non-secure
     space): in a boot of Linux and the RTOS with a53, at least 99 % of walks
     read every descriptor (the rest fall back to derived tables, counted)."""
-    options = BootOptions(timing=Timing("percore", Q, "a53"), smp=4)
-    result = run_exec(options, "true\n", timeout_s=600)
-    assert result.status == 0, result.console_log
-    stats = memmodel.read_stats(result.console_log.parent)
-    assert stats is not None, result.console_log
-    walks = stats["walks"]
-    assert isinstance(walks, dict), stats
+    walks = a53_contend_stats["walks"]
+    assert isinstance(walks, dict), a53_contend_stats
     read, unreadable = walks["read"], walks["unreadable"]
     print(f"walks read {read}, unreadable {unreadable}")
     assert read > 1000, walks
     assert unreadable * 100 <= read + unreadable, walks
+
+
+@pytest.mark.qemu
+def test_a_program_marks_windows_of_the_models_counters(
+    a53_contend_stats: dict[str, object],
+) -> None:
+    """HINT #112 / #113 bracket a window of the model's counters on the
+    core that runs them: the chase's window on core 0 and the streamer's on
+    core 1, each once, the streamer's lane busy and filling lines, the
+    chase's reads waiting for it."""
+    windows = a53_contend_stats["windows"]
+    assert isinstance(windows, list), a53_contend_stats
+    by_core = {w["core"]: w for w in windows}
+    print(windows)
+    assert sorted(w["core"] for w in windows) == [0, 1], windows
+    chase, streamer = by_core[0], by_core[1]
+    for w in (chase, streamer):
+        assert w["index"] == 0 and 0 < w["from_ns"] < w["to_ns"], w
+        assert w["lane_busy_ns"] <= w["to_ns"] - w["from_ns"], w
+    assert streamer["fills"] > 1000 and streamer["lane_busy_ns"] > 0, streamer
+    assert streamer["lane_turn_area_ns2"] > 0, streamer
+    assert chase["fills"] > 1000 and chase["read_wait_ns"] > 0, chase

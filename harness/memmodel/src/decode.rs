@@ -1,4 +1,4 @@
-//! Recognises the rare instructions the model must hear of: MSR writes of translation registers and TLBI operations, from their AArch64 encodings.
+//! Recognises the rare instructions the model must hear of: MSR writes of translation registers, TLBI operations and the window-marker hints, from their AArch64 encodings.
 //!
 //! A plugin runs [`classify`] on each instruction when it translates a
 //! block; for the few that match it registers a callback that reads the
@@ -64,7 +64,19 @@ pub enum RareInstruction {
         /// `t` of `Xt` (31: XZR or no operand).
         source: u8,
     },
+    /// A guest's window marker: `HINT #112` opens a window of counters on
+    /// the core that runs it, `HINT #113` closes it ([`WINDOW_OPEN_HINT`]).
+    /// Both are no-ops to the architecture (unallocated hints).
+    Window {
+        /// `HINT #112` (else `HINT #113`).
+        open: bool,
+    },
 }
+
+/// The hint immediate that opens a window of the model's counters on the
+/// core that executes it (`hint #112`; `WINDOW_OPEN_HINT + 1` closes it).
+/// An unallocated hint, a no-op on hardware and in QEMU without the model.
+pub const WINDOW_OPEN_HINT: u32 = 112;
 
 impl RareInstruction {
     /// The general-purpose register to read before passing the event
@@ -72,20 +84,23 @@ impl RareInstruction {
     pub fn source_register(&self) -> Option<u8> {
         let source = match self {
             Self::RegisterWrite { source, .. } | Self::Tlbi { source, .. } => *source,
+            Self::Window { .. } => 31,
         };
         (source != 31).then_some(source)
     }
 
-    /// The model's event for this instruction, given `Xt`'s value.
-    pub fn event(&self, value: u64) -> crate::SystemEvent {
+    /// The model's event for this instruction, given `Xt`'s value (none
+    /// for a window marker, which the shell handles: it takes no time).
+    pub fn event(&self, value: u64) -> Option<crate::SystemEvent> {
         match *self {
             Self::RegisterWrite { register, .. } => {
-                crate::SystemEvent::RegisterWrite { register, value }
+                Some(crate::SystemEvent::RegisterWrite { register, value })
             }
-            Self::Tlbi { tlbi, .. } => crate::SystemEvent::Tlbi {
+            Self::Tlbi { tlbi, .. } => Some(crate::SystemEvent::Tlbi {
                 tlbi,
                 operand: value,
-            },
+            }),
+            Self::Window { .. } => None,
         }
     }
 }
@@ -106,6 +121,14 @@ pub fn classify(instruction: u32) -> Option<RareInstruction> {
         field(5, 3),
     );
     let source = field(0, 5) as u8;
+    // HINT #imm: op0 0, op1 3, CRn 2, CRm:op2 the immediate, Rt 31.
+    let hint = (op0, op1, crn, source) == (0, 3, 2, 31);
+    let immediate = crm << 3 | op2;
+    if hint && (immediate == WINDOW_OPEN_HINT || immediate == WINDOW_OPEN_HINT + 1) {
+        return Some(RareInstruction::Window {
+            open: immediate == WINDOW_OPEN_HINT,
+        });
+    }
     match op0 {
         3 => {
             let register = system_register(op1, crn, crm, op2)?;
@@ -210,6 +233,30 @@ mod tests {
         assert_eq!(classify(0xd503_3f9f), None); // dsb sy
         assert_eq!(classify(0xf940_0000), None); // ldr x0, [x0]
         assert_eq!(classify(0xd50b_7520), None); // ic ivau, x0
+    }
+
+    #[test]
+    fn the_window_hints_are_recognised_and_no_other_hint() {
+        // hint #112, hint #113, as an assembler writes them.
+        assert_eq!(
+            classify(0xd503_2e1f),
+            Some(RareInstruction::Window { open: true })
+        );
+        assert_eq!(
+            classify(0xd503_2e3f),
+            Some(RareInstruction::Window { open: false })
+        );
+        let window = classify(0xd503_2e1f).unwrap();
+        assert_eq!((window.source_register(), window.event(7)), (None, None));
+        for other in [
+            0xd503_2dff, // hint #111
+            0xd503_2e5f, // hint #114
+            0xd503_203f, // yield
+            0xd503_207f, // wfi
+            0xd503_233f, // paciasp
+        ] {
+            assert_eq!(classify(other), None, "{other:#x}");
+        }
     }
 
     #[test]

@@ -138,7 +138,9 @@
 //! - each memory access: [`MemoryModel::data_access`] with a [`DataAccess`];
 //! - each executed block: [`MemoryModel::instruction_fetch`] with a [`BlockFetch`];
 //! - each instruction [`decode::classify`] recognised at translation:
-//!   [`MemoryModel::system_event`] with the event its `Xt` makes;
+//!   [`MemoryModel::system_event`] with the event its `Xt` makes, or, for
+//!   a guest's window marker (`HINT #112` / `#113`),
+//!   [`MemoryModel::start_window`] and [`MemoryModel::window_counters`];
 //!
 //! each returns the ns to charge to that vCPU. [`Profile::hash`] goes into
 //! the run's provenance; [`MemoryModel::core_stats`] and
@@ -154,7 +156,7 @@ pub mod tlb;
 pub mod translation;
 
 pub use bus::{BusStats, Transfer, WindowCounters};
-pub use decode::{RareInstruction, Tlbi, TlbiOperation, classify};
+pub use decode::{RareInstruction, Tlbi, TlbiOperation, WINDOW_OPEN_HINT, classify};
 pub use model::{
     AccessKind, BlockFetch, CoreStats, DataAccess, MemoryModel, ModelOptions, SystemEvent,
 };

@@ -1,6 +1,6 @@
 //! JSON text of a profile and of the model's counters (no serde_json: a few fixed shapes), shared by the plugin and `tandem-memprofile`.
 
-use tandem_memmodel::CoreStats;
+use tandem_memmodel::{CoreStats, WindowCounters};
 
 /// The model's parameters, as the harness's reports and provenance read them.
 pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
@@ -113,6 +113,32 @@ pub fn core_stats_json(s: &CoreStats) -> String {
             "translation_stall_share_permille",
             permille(s.translation_stall_ns, s.stall_ns),
         ),
+    ];
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| format!("\"{k}\": {v}"))
+        .collect();
+    format!("{{{}}}", body.join(", "))
+}
+
+/// One window a guest marked (`HINT #112` .. `#113`) on `core`, its
+/// `index`-th, ending at `to_ns` of the core's time, as a JSON object.
+pub fn window_json(core: usize, index: u64, to_ns: u64, c: &WindowCounters) -> String {
+    let fields: [(&str, u64); 14] = [
+        ("core", core as u64),
+        ("index", index),
+        ("from_ns", c.from_ns),
+        ("to_ns", to_ns),
+        ("lane_busy_ns", c.lane_busy_ns),
+        ("lane_turn_area_ns2", c.lane_turn_area_ns2),
+        ("lane_backlog_ns", c.lane_backlog_ns),
+        ("fills", c.fills),
+        ("write_backs", c.write_backs),
+        ("walk_reads", c.walk_reads),
+        ("read_wait_ns", c.read_wait_ns),
+        ("behind_pricings", c.behind_pricings),
+        ("behind_priced_ns", c.behind_priced_ns),
+        ("behind_settled_ns", c.behind_settled_ns),
     ];
     let body: Vec<String> = fields
         .iter()

@@ -44,7 +44,7 @@ use std::path::PathBuf;
 use tandem_memmodel::ExceptionLevel;
 
 pub mod json;
-pub use json::{core_stats_json, json_string, profile_json};
+pub use json::{core_stats_json, json_string, profile_json, window_json};
 
 // The plugin proper calls into QEMU, whose symbols exist only inside QEMU:
 // the unit tests (which cannot link them) cover the rest.

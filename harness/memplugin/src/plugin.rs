@@ -24,11 +24,12 @@ use qemu_plugin::{
 };
 use tandem_memmodel::{
     AccessKind, BlockFetch, DataAccess, ExceptionLevel, MemoryModel, ModelOptions, Profile,
-    RareInstruction, TableReader, TranslationRegister, classify,
+    RareInstruction, TableReader, TranslationRegister, WindowCounters, classify,
 };
 
 use crate::{
     Config, MemInfo, Mode, core_stats_json, exception_level, json_string, parse_args, profile_json,
+    window_json,
 };
 
 unsafe extern "C" {
@@ -172,8 +173,22 @@ struct Block {
 /// A rare instruction found at translation.
 struct Rare {
     instruction: RareInstruction,
+    /// Its block's serial.
+    serial: u64,
     /// Its index in its block (the clock at it).
     index: u64,
+}
+
+/// A window a guest marked on one core (`HINT #112` .. `HINT #113`).
+pub struct Window {
+    /// The core that marked it.
+    pub core: usize,
+    /// Its number among that core's windows, from 0.
+    pub index: u64,
+    /// Where it ended, in ns of the core's time.
+    pub to_ns: u64,
+    /// The core's counters over it (their `from_ns` is where it began).
+    pub counters: WindowCounters,
 }
 
 /// Where each vCPU is in the block it runs.
@@ -380,6 +395,10 @@ struct Inner {
     /// (registers can be listed only where a vCPU runs).
     x_registers: Option<Vec<RegisterDescriptor<'static>>>,
     affinity: Option<RegisterDescriptor<'static>>,
+    /// Windows the guest closed, in the order it closed them.
+    windows: Vec<Window>,
+    /// Per core: windows closed so far, and whether one is open.
+    window_state: Vec<(u64, bool)>,
     error: Option<String>,
 }
 
@@ -652,6 +671,29 @@ fn ask_hwaddr(info: qemu_plugin_meminfo_t, vaddr: u64) -> Option<(u64, bool)> {
     }
 }
 
+/// A window marker on `core` at `now`: opening starts the model's window
+/// of counters there (one open already is started again); closing one
+/// that is open records it.
+fn mark_window(inner: &mut Inner, core: usize, open: bool, now: u64) {
+    let Some(model) = inner.model.as_mut() else {
+        return;
+    };
+    let (closed, is_open) = &mut inner.window_state[core];
+    if open {
+        model.start_window(core, now);
+        *is_open = true;
+    } else if *is_open {
+        inner.windows.push(Window {
+            core,
+            index: *closed,
+            to_ns: now,
+            counters: model.window_counters(core),
+        });
+        *closed += 1;
+        *is_open = false;
+    }
+}
+
 /// A write of a translation register or a TLBI: read its `Xt`, tell the model.
 unsafe extern "C" fn on_rare(vcpu: c_uint, userdata: *mut c_void) {
     // SAFETY: userdata is the leaked `Rare` registered with this callback.
@@ -681,6 +723,16 @@ unsafe extern "C" fn on_rare(vcpu: c_uint, userdata: *mut c_void) {
         }
     };
     inner.counters.rare_events += 1;
+    if let RareInstruction::Window { open } = rare.instruction {
+        let clock = inner.clocks[core];
+        let now = if clock.block == rare.serial {
+            clock.block_start + rare.index + clock.charged
+        } else {
+            shell.clock(tandem)
+        };
+        mark_window(inner, core, open, now);
+        return;
+    }
     // The guest's translations may change from here (see `PageCache`).
     match rare.instruction {
         RareInstruction::RegisterWrite { register, .. } => {
@@ -691,12 +743,17 @@ unsafe extern "C" fn on_rare(vcpu: c_uint, userdata: *mut c_void) {
                 pages.forget_all();
             }
         }
+        RareInstruction::Window { .. } => unreachable!("handled above"),
     }
     let Some(model) = inner.model.as_mut() else {
         return;
     };
     let _ = rare.index; // the event takes no time argument
-    let stall = model.system_event(core, &rare.instruction.event(value));
+    let event = rare
+        .instruction
+        .event(value)
+        .expect("a window marker returned above");
+    let stall = model.system_event(core, &event);
     shell.charge(tandem, inner, core, stall);
 }
 
@@ -777,6 +834,7 @@ unsafe extern "C" fn on_translate(_id: PluginId, tb: *mut qemu_plugin_tb) {
                 {
                     let rare = Box::leak(Box::new(Rare {
                         instruction,
+                        serial,
                         index: i as u64,
                     }));
                     qemu_plugin_register_vcpu_insn_exec_cb(
@@ -830,6 +888,16 @@ fn report(shell: &Shell) -> Result<(), String> {
                 .map(|i| format!("    {}", core_stats_json(model.core_stats(i))))
                 .collect();
             text += &format!("  \"cores\": [\n{}\n  ],\n", cores.join(",\n"));
+            let windows: Vec<String> = inner
+                .windows
+                .iter()
+                .map(|w| format!("    {}", window_json(w.core, w.index, w.to_ns, &w.counters)))
+                .collect();
+            text += &if windows.is_empty() {
+                "  \"windows\": [],\n".to_owned()
+            } else {
+                format!("  \"windows\": [\n{}\n  ],\n", windows.join(",\n"))
+            };
             let (walks_read, walks_unreadable) = (0..model.cores())
                 .map(|i| model.core_stats(i))
                 .fold((0, 0), |(read, unreadable), s| {
@@ -951,6 +1019,8 @@ impl Register for MemPlugin {
                     },
                     x_registers: None,
                     affinity: None,
+                    windows: Vec::new(),
+                    window_state: vec![(0, false); cores],
                     error: None,
                 }),
             },
