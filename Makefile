@@ -49,9 +49,9 @@ TOOLS       := $(BUILD)/tools/tandem-smc $(BUILD)/tools/tandem-top $(BUILD)/tool
 # service; built as a module like the tandem driver, loaded by a test.
 RPMSG_SAMPLE := $(BUILD)/rpmsg-sample/rpmsg_client_sample.ko
 INITRAMFS   := $(BUILD)/rootfs/initramfs.cpio
-# QEMU plugin counting each vCPU's own instructions (harness/pathcount).
+# QEMU plugin counting each vCPU's own instructions (qemu/plugins/pathcount).
 PATHCOUNT   := $(BUILD)/qemu/libtandem_pathcount.so
-# QEMU plugin running the memory model (harness/memplugin, harness/memmodel),
+# QEMU plugin running the memory model (qemu/plugins/memplugin, harness/memmodel),
 # and its profiles' values and hashes for the harness (tandem-memprofile).
 MEMPLUGIN   := $(BUILD)/qemu/libtandem_memplugin.so
 MEMPROFILE  := $(BUILD)/qemu/tandem-memprofile

@@ -5,7 +5,7 @@ virtual clock counts every vCPU's instructions. A path timed with that clock
 therefore also counts whatever other vCPUs ran while its own waited for its
 turn, and a path spanning two cores (a migrate dispatch) is exposed twice.
 
-The QEMU plugin `tandem-pathcount` (harness/pathcount) counts each vCPU's
+The QEMU plugin `tandem-pathcount` (qemu/plugins/pathcount) counts each vCPU's
 own instructions and logs the count whenever a vCPU executes a marker
 address. The markers are the first instructions of the RTOS and monitor
 functions below, found by symbol in the firmware ELFs; this module pairs the

@@ -2,7 +2,7 @@
 options, a profile's values and hash, and what the model counted.
 
 The model itself is the Rust crate `harness/memmodel`; the QEMU plugin
-`harness/memplugin` (built to `build/qemu/libtandem_memplugin.so`) runs it
+`qemu/plugins/memplugin` (built to `build/qemu/libtandem_memplugin.so`) runs it
 in per-core timing and charges its stalls to each core's clock (QEMU patch
 0006). `tandem-memprofile` (built beside it) prints a profile's values and
 hash, so this module never reimplements the crate's parsing or hashing.
