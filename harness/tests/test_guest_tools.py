@@ -8,6 +8,7 @@ batch mode stops in each image."""
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -177,6 +178,25 @@ def test_no_boot_waiting_for_gdb_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "old" / gdb.SCRIPT).write_text("x")
     with pytest.raises(TandemError, match="no boot is waiting"):
         gdb.waiting_script(tmp_path)
+
+
+def test_a_boot_waits_for_gdb_only_once_its_stub_listens(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The script is written before QEMU starts; until QEMU has made the
+    stub's socket, gdb cannot connect and no boot is waiting (a loaded host
+    took long enough for `make test` to see the script without it)."""
+    monkeypatch.setattr(logdir, "LOGS", tmp_path / "logs")
+    run_dir, lock = logdir.new_log_dir()
+    try:
+        (run_dir / gdb.SCRIPT).write_text("x")
+        with pytest.raises(TandemError, match="no boot is waiting"):
+            gdb.waiting_script(tmp_path / "logs")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stub:
+            stub.bind(str(run_dir / gdb.SOCKET))
+            assert gdb.waiting_script(tmp_path / "logs") == run_dir / gdb.SCRIPT
+    finally:
+        lock.close()
 
 
 def _static_gaps(tmp_path: Path) -> Path:

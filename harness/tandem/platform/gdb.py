@@ -122,11 +122,14 @@ def argv(script_path: Path, extra: list[str]) -> list[str]:
 
 def waiting_script(logs: Path = LOGS) -> Path:
     """The newest boot's gdb script whose boot still runs (its log
-    directory held: `logdir.in_use`)."""
+    directory held: `logdir.in_use`) and whose stub listens: the script is
+    written before QEMU starts, and gdb can connect only once QEMU has
+    made the socket."""
 
     scripts = sorted(logs.glob(f"*/{SCRIPT}")) if logs.is_dir() else []
     for path in reversed(scripts):
-        if logdir.in_use(path.parent):
+        sock = path.parent / SOCKET
+        if logdir.in_use(path.parent) and sock.is_socket():
             return path
     raise TandemError(
         "no boot is waiting for gdb: start one with `./tandem run --gdb` or "
