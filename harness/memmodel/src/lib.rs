@@ -154,6 +154,7 @@ pub mod prefetch;
 pub mod profile;
 pub mod tlb;
 pub mod translation;
+pub mod weave;
 
 pub use bus::{BusStats, Transfer, WindowCounters};
 pub use decode::{RareInstruction, Tlbi, TlbiOperation, WINDOW_OPEN_HINT, classify};

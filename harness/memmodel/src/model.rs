@@ -1,6 +1,6 @@
 //! The memory model proper: per-core L1s and TLBs, the shared L2 and bus, and the stall each access, block fetch and rare instruction costs its core.
 
-use crate::bus::{BusLanes, BusStats, Transfer, WindowCounters};
+use crate::bus::{BusStats, Transfer, WindowCounters};
 use crate::cache::{Cache, LineState};
 use crate::decode::{Tlbi, TlbiOperation};
 use crate::prefetch::Prefetcher;
@@ -9,6 +9,7 @@ use crate::tlb::{AsidScope, Invalidation, Mapping, MicroTlb, SetTlb, Space, Spac
 use crate::translation::{
     ExceptionLevel, Half, NoTables, Registers, TableReader, TranslationRegister, synthetic_table,
 };
+use crate::weave::Weave;
 
 /// Settings of the model that are not the hardware's but the simulation's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,15 +134,16 @@ pub struct CoreStats {
     pub memory_reads: u64,
     /// Dirty lines written back to DRAM because of this core's misses.
     pub memory_writebacks: u64,
-    /// Time this core's DRAM reads waited for the bus, in ns (both parts
-    /// below), prefetches' included.
+    /// Time this core was charged for its DRAM reads' waits for the bus,
+    /// in ns (both parts below).
     pub bus_wait_ns: u64,
-    /// The part of `bus_wait_ns` spent behind requests already known (the
-    /// core's own earlier ones, and other cores' shares of the bus).
+    /// The part of `bus_wait_ns` priced during the read that pays it (no
+    /// running core could still present an earlier request: see
+    /// [`crate::weave`]).
     pub bus_booked_wait_ns: u64,
-    /// The part of `bus_wait_ns` charged for cores that were behind in time
-    /// and had been using the bus (see `MemoryModel::unseen_shares`).
-    pub bus_unseen_wait_ns: u64,
+    /// The part charged at a later read: waits priced once the cores
+    /// behind had caught up.
+    pub bus_deferred_wait_ns: u64,
     /// Misses served from another core's L1.
     pub coherence_transfers: u64,
     /// Stores that invalidated other cores' copies.
@@ -294,8 +296,7 @@ const NO_MICRO: usize = usize::MAX;
 /// Entries of each core's filter (direct mapped by virtual line).
 const FILTER_ENTRIES: usize = 512;
 
-/// What the model knows of a core's use of the bus, to price the requests
-/// it has not yet presented (see `MemoryModel::unseen_shares`).
+/// What the model knows of a core's calls, to check their time order.
 #[derive(Debug, Clone, Copy, Default)]
 struct BusPresence {
     /// The core's clock is known to have reached this (its last call's
@@ -303,25 +304,7 @@ struct BusPresence {
     known_until: u64,
     /// The end of its last call (its time plus the stall returned).
     last_call_end: u64,
-    /// Whether it has read DRAM yet.
-    has_requested: bool,
-    /// When it last read DRAM, and how long that read held it at the bus
-    /// (waiting and being served).
-    last_request: u64,
-    last_busy: u64,
-    /// Time at the bus and time elapsed, summed over its reads with each
-    /// older read weighing 7/8 of the next: their ratio is its recent
-    /// share of time at the bus (a burst of prefetches counts as the time
-    /// it holds the bus, against the time since the burst before).
-    busy_sum: u64,
-    elapsed_sum: u64,
-    /// Expected service times owed to unseen requests of other cores and
-    /// not yet charged, in 1/1024ths (the fraction carried to the next read).
-    unseen_credit: u64,
 }
-
-/// Fixed-point unit of `BusPresence::share`.
-const SHARE_ONE: u64 = 1024;
 
 impl Core {
     fn clear_micro_tlbs(&mut self) {
@@ -388,11 +371,10 @@ pub struct MemoryModel {
     line_shift: u32,
     cores: Vec<Core>,
     l2: Option<Cache>,
-    bus: BusLanes,
+    bus: Weave,
     /// What a DRAM read made now is for (a demand miss unless a walk or
     /// the prefetcher is reading).
     read_kind: Transfer,
-    max_skew_ns: u64,
     fast_paths: bool,
     /// The filter answers data hits (fast paths on, and hits that change
     /// nothing: pseudo-random L1D, first-in first-out micro TLBs).
@@ -450,10 +432,9 @@ impl MemoryModel {
         Self {
             line_shift: profile.l1d.line_bytes.trailing_zeros(),
             l2: profile.l2.as_ref().map(Cache::new),
-            bus: BusLanes::new(cores.len(), profile.bus_service_ns, options.max_skew_ns),
+            bus: Weave::new(cores.len(), profile.bus_service_ns, options.max_skew_ns),
             read_kind: Transfer::Demand,
             cores,
-            max_skew_ns: options.max_skew_ns,
             fast_paths: options.fast_paths,
             filter_on,
             device_span,
@@ -1490,87 +1471,27 @@ impl MemoryModel {
 
     /// A line read from DRAM: its wait for the bus plus the access.
     fn memory_read(&mut self, core: usize, now: u64) -> u64 {
-        let service = self.bus.service_ns();
-        let competes = self.bus.competes_from(core, now);
-        let owed =
-            self.cores[core].presence.unseen_credit + self.unseen_shares(core, now, competes);
-        // Whole service times only, the fraction carried to the next read.
-        let unseen_wait = owed / SHARE_ONE * service;
-        self.cores[core].presence.unseen_credit = owed % SHARE_ONE;
-        let start = self.bus.reserve(core, now, self.read_kind, unseen_wait);
-        let wait = start - now;
-        // Its time at the bus beyond the core's own earlier requests (a
-        // burst of prefetches holds the bus for the burst, not once per
-        // request for the time to the end of it).
-        let at_bus = start + service - competes;
-        let c = &mut self.cores[core];
-        let presence = &mut c.presence;
-        let elapsed = if presence.has_requested {
-            now - presence.last_request
+        let kind = self.read_kind;
+        let at_once = self.bus.request(core, now, kind).unwrap_or(0);
+        // A read the core waits for pays what the core owes: this read's
+        // wait if it was priced at once, and every earlier wait priced since.
+        let (wait, booked) = if matches!(kind, Transfer::Demand | Transfer::Walk) {
+            (self.bus.take_debt(core), at_once)
         } else {
-            at_bus
+            (0, 0)
         };
-        // Older reads weigh 7/8 of the next (integers: the same on every host).
-        presence.busy_sum = presence.busy_sum * 7 / 8 + at_bus;
-        presence.elapsed_sum = presence.elapsed_sum * 7 / 8 + elapsed;
-        presence.has_requested = true;
-        presence.last_request = now;
-        presence.last_busy = at_bus;
-        let stats = &mut c.stats;
+        let stats = &mut self.cores[core].stats;
         stats.memory_reads += 1;
         stats.bus_wait_ns += wait;
-        stats.bus_booked_wait_ns += wait - unseen_wait;
-        stats.bus_unseen_wait_ns += unseen_wait;
+        stats.bus_booked_wait_ns += booked;
+        stats.bus_deferred_wait_ns += wait - booked;
         wait + self.profile.memory_latency_ns
-    }
-
-    /// The service times a DRAM read at `now` (competing for the bus from
-    /// `competes`) owes to cores that are behind `now` (their requests up
-    /// to `now` have not reached the model yet), have been using the bus,
-    /// and have no known request at the bus then: the sum of each such
-    /// core's recent share of time at the bus, in 1/1024ths of a service
-    /// time.
-    ///
-    /// Why: the bus knows a core's requests only up to that core's clock.
-    /// Per-core timing runs one core for up to a quantum before the others
-    /// catch up, so without this the core that runs first would find the
-    /// bus free for its whole turn, and the cores behind would share it
-    /// only after: on a saturated bus the first core would see no
-    /// contention and the others all of it. A core in time order has
-    /// nobody behind it and pays only for the requests known.
-    fn unseen_shares(&self, core: usize, now: u64, competes: u64) -> u64 {
-        let mut shares = 0;
-        for (index, other) in self.cores.iter().enumerate() {
-            let presence = &other.presence;
-            if index == core
-                || !presence.has_requested
-                || presence.known_until >= now
-                || now - presence.known_until > self.max_skew_ns
-                || self.bus.known_at_bus(index, competes)
-            {
-                continue;
-            }
-            let share =
-                (presence.busy_sum * SHARE_ONE / presence.elapsed_sum.max(1)).min(SHARE_ONE);
-            // A core that has run on without reading DRAM since its last
-            // read is not streaming: its share decays with that time.
-            let quiet_for = presence.known_until.saturating_sub(presence.last_request);
-            let recent = if quiet_for > presence.last_busy {
-                share.min(presence.last_busy * SHARE_ONE / quiet_for)
-            } else {
-                share
-            };
-            // At the bus that share of its time: the chance it is there
-            // while this one is, as the time-ordered run would find it.
-            shares += recent;
-        }
-        shares
     }
 
     /// A dirty line written to DRAM: it occupies the bus, but the core does
     /// not wait for it (the write-back leaves through the eviction buffer).
     fn memory_write(&mut self, core: usize, now: u64) {
-        self.bus.write(core, now);
+        self.bus.request(core, now, Transfer::WriteBack);
         self.cores[core].stats.memory_writebacks += 1;
     }
 

@@ -90,7 +90,7 @@ pub fn core_stats_json(s: &CoreStats) -> String {
         ("memory_writebacks", s.memory_writebacks),
         ("bus_wait_ns", s.bus_wait_ns),
         ("bus_booked_wait_ns", s.bus_booked_wait_ns),
-        ("bus_unseen_wait_ns", s.bus_unseen_wait_ns),
+        ("bus_deferred_wait_ns", s.bus_deferred_wait_ns),
         ("coherence_transfers", s.coherence_transfers),
         ("coherence_upgrades", s.coherence_upgrades),
         ("micro_tlb_misses", s.micro_tlb_misses),

@@ -1,0 +1,180 @@
+//! The bus priced in time order behind per-core timing's skew: requests wait in per-core queues until no core can still present an earlier one, then go to the lanes in time order, and each core's waits come back to it as a debt.
+//!
+//! Per-core timing runs one core up to a quantum ahead of the others, so a
+//! request reaches the model before the requests of cores behind it that
+//! came earlier. Pricing it on arrival needs a guess about those (the
+//! estimates of the first designs); here it is priced only once no core
+//! can present an earlier request: every core that is running has passed
+//! its time (a core further behind than the skew bound is halted and does
+//! not hold the others back). Requests then reach [`BusLanes`] in time
+//! order, exactly as with a quantum of 0, and a core's wait is owed to it:
+//! the model adds what a core owes to its next stall (ZSim's bound and
+//! weave, with the weave running continuously at the safe time).
+//!
+//! A request presented while the core still owed waits not yet priced
+//! happened that much later in time order: when its turn comes, its time
+//! is moved by the waits priced for the core's earlier requests that the
+//! core had not been charged when it presented it.
+
+use std::collections::VecDeque;
+
+use crate::bus::{BusLanes, BusStats, Transfer, WindowCounters};
+
+/// A request waiting for its turn in time order.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    /// Its time on the core's clock when presented.
+    arrival: u64,
+    kind: Transfer,
+    /// The core's debt charged so far, when it was presented.
+    charged_before: u64,
+}
+
+/// One core's side of the weave.
+#[derive(Debug, Clone, Default)]
+struct Queue {
+    pending: VecDeque<Pending>,
+    /// The core's clock is known to have reached this.
+    clock: u64,
+    /// Waits priced for the core's requests that stall it, in total.
+    priced: u64,
+    /// Of those, what the core has been charged.
+    charged: u64,
+}
+
+impl Queue {
+    /// When its oldest pending request happened in time order.
+    fn head_time(&self) -> Option<u64> {
+        self.pending
+            .front()
+            .map(|p| p.arrival + (self.priced - p.charged_before.min(self.priced)))
+    }
+}
+
+/// The lanes fed in time order from per-core queues.
+#[derive(Debug, Clone)]
+pub struct Weave {
+    bus: BusLanes,
+    queues: Vec<Queue>,
+    max_skew_ns: u64,
+    /// The core whose clock held the last release back, and the time it
+    /// has to reach: until then another core's clock moving frees nothing
+    /// (only a request, or the waiting core's progress, can).
+    blocked_on: Option<(usize, u64)>,
+}
+
+impl Weave {
+    /// An idle bus of `cores` lanes, `service_ns` per request; a core more
+    /// than `max_skew_ns` behind the core furthest ahead is halted.
+    pub fn new(cores: usize, service_ns: u64, max_skew_ns: u64) -> Self {
+        Self {
+            bus: BusLanes::new(cores, service_ns, max_skew_ns),
+            queues: vec![Queue::default(); cores.max(1)],
+            max_skew_ns,
+            blocked_on: None,
+        }
+    }
+
+    /// The service time per request, in ns.
+    pub fn service_ns(&self) -> u64 {
+        self.bus.service_ns()
+    }
+
+    /// Presents a request of `core` at `arrival` (its clock); it is priced
+    /// when no core can present an earlier one. Returns its wait if that
+    /// was at once (it is owed to the core either way: [`Self::take_debt`]).
+    pub fn request(&mut self, core: usize, arrival: u64, kind: Transfer) -> Option<u64> {
+        let queue = &mut self.queues[core];
+        queue.clock = queue.clock.max(arrival);
+        let charged_before = queue.charged;
+        queue.pending.push_back(Pending {
+            arrival,
+            kind,
+            charged_before,
+        });
+        let before = queue.pending.len();
+        let priced_before = queue.priced;
+        self.release();
+        let queue = &self.queues[core];
+        // Priced at once: its queue emptied down past it.
+        (queue.pending.len() < before && queue.pending.is_empty())
+            .then(|| queue.priced - priced_before)
+    }
+
+    /// `core`'s clock has reached `time`.
+    pub fn reached(&mut self, core: usize, time: u64) {
+        let queue = &mut self.queues[core];
+        if time <= queue.clock {
+            return;
+        }
+        queue.clock = time;
+        // The lanes count a request priced while a core that uses the bus
+        // was behind it: with the weave, only a core taken as halted.
+        self.bus.reached(core, time);
+        if let Some((blocker, until)) = self.blocked_on
+            && blocker == core
+            && time >= until
+        {
+            self.release();
+        }
+    }
+
+    /// Takes the waits priced for `core` and not yet charged to it.
+    pub fn take_debt(&mut self, core: usize) -> u64 {
+        let queue = &mut self.queues[core];
+        let owed = queue.priced - queue.charged;
+        queue.charged = queue.priced;
+        owed
+    }
+
+    /// Prices every pending request no core can precede any more, in time
+    /// order.
+    fn release(&mut self) {
+        loop {
+            let Some((core, time)) = self
+                .queues
+                .iter()
+                .enumerate()
+                .filter_map(|(index, q)| q.head_time().map(|t| (index, t)))
+                .min_by_key(|&(index, time)| (time, index))
+            else {
+                self.blocked_on = None;
+                return;
+            };
+            let furthest = self.queues.iter().map(|q| q.clock).max().unwrap_or(0);
+            let blocker = self.queues.iter().enumerate().position(|(index, q)| {
+                index != core
+                    && q.clock < time
+                    && furthest - q.clock <= self.max_skew_ns
+                    && q.head_time().is_none_or(|t| t < time)
+            });
+            if let Some(blocker) = blocker {
+                self.blocked_on = Some((blocker, time));
+                return;
+            }
+            self.blocked_on = None;
+            let queue = &mut self.queues[core];
+            let pending = queue.pending.pop_front().expect("a head");
+            let start = self.bus.reserve(core, time, pending.kind, 0);
+            if matches!(pending.kind, Transfer::Demand | Transfer::Walk) {
+                self.queues[core].priced += start - time;
+            }
+            self.bus.reached(core, time);
+        }
+    }
+
+    /// Starts `core`'s window of counters at `from_ns`.
+    pub fn start_window(&mut self, core: usize, from_ns: u64) {
+        self.bus.start_window(core, from_ns);
+    }
+
+    /// `core`'s counters since its window started (requests priced so far).
+    pub fn window(&self, core: usize) -> WindowCounters {
+        self.bus.window(core)
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> BusStats {
+        self.bus.stats()
+    }
+}
