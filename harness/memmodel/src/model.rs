@@ -611,8 +611,7 @@ impl MemoryModel {
             self.remember_line(core, access, first, now + stall);
         }
         self.cores[core].last_data = repeatable;
-        self.finish_call(core, now, stall);
-        stall
+        self.finish_call(core, now, stall)
     }
 
     /// The stall of a data access answered from the filter, or `None` for
@@ -687,8 +686,7 @@ impl MemoryModel {
         c.stats.l1d_hits += 1;
         c.filtered += 1;
         let stall = self.profile.l1d.hit_ns;
-        self.finish_call(core, now, stall);
-        Some(stall)
+        Some(self.finish_call(core, now, stall))
     }
 
     /// Keeps `access`'s line (`physical_line`, one line, translated, not a
@@ -774,8 +772,7 @@ impl MemoryModel {
         {
             self.cores[core].last_data = None;
         }
-        self.finish_call(core, now, stall);
-        Some(stall)
+        Some(self.finish_call(core, now, stall))
     }
 
     /// The stall of fetching a block's instructions on `core` at `now`.
@@ -803,8 +800,7 @@ impl MemoryModel {
             let c = &mut self.cores[core];
             c.stats.l1i_hits += last - first + 1;
             let stall = (last - first + 1) * self.profile.l1i.hit_ns;
-            self.finish_call(core, now, stall);
-            return stall;
+            return self.finish_call(core, now, stall);
         }
         let first_va = fetch.virtual_address;
         let last_va = first_va + bytes - 1;
@@ -844,8 +840,7 @@ impl MemoryModel {
             first_translated
         };
         c.last_fetch = translated.then_some(*fetch);
-        self.finish_call(core, now, stall);
-        stall
+        self.finish_call(core, now, stall)
     }
 
     /// Applies a rare instruction executed by `core` and returns its stall.
@@ -1458,8 +1453,16 @@ impl MemoryModel {
         stall
     }
 
-    fn finish_call(&mut self, core: usize, now: u64, stall: u64) {
+    /// Ends a call of `core` at `now` whose access stalled it `stall`:
+    /// adds what the core owes for waits priced since its last call (the
+    /// weave prices a read once the cores behind catch up) and returns the
+    /// call's whole stall.
+    fn finish_call(&mut self, core: usize, now: u64, stall: u64) -> u64 {
+        let owed = self.bus.take_debt(core);
+        let stall = stall + owed;
         let c = &mut self.cores[core];
+        c.stats.bus_wait_ns += owed;
+        c.stats.bus_deferred_wait_ns += owed;
         c.stats.stall_ns += stall;
         if now < c.presence.last_call_end {
             c.stats.calls_out_of_order += 1;
@@ -1467,6 +1470,7 @@ impl MemoryModel {
         c.presence.last_call_end = now + stall;
         c.presence.known_until = c.presence.known_until.max(now + stall);
         self.bus.reached(core, now + stall);
+        stall
     }
 
     /// A line read from DRAM: its wait for the bus plus the access.

@@ -8,7 +8,7 @@
 //! its time (a core further behind than the skew bound is halted and does
 //! not hold the others back). Requests then reach [`BusLanes`] in time
 //! order, exactly as with a quantum of 0, and a core's wait is owed to it:
-//! the model adds what a core owes to its next stall (ZSim's bound and
+//! the model adds what a core owes to the stall of its next access (ZSim's bound and
 //! weave, with the weave running continuously at the safe time).
 //!
 //! A request presented while the core still owed waits not yet priced
