@@ -1398,6 +1398,7 @@ impl MemoryModel {
             if let Some(prefetcher) = self.cores[core].prefetcher.as_mut() {
                 prefetcher.issued(line, arrives);
             }
+            self.delay_prefetches();
         }
         filled
     }
@@ -1443,7 +1444,7 @@ impl MemoryModel {
             }
             self.cores[core].stats.l2_misses += 1;
         }
-        let stall = self.memory_read(core, now);
+        let stall = self.memory_read(core, now, line);
         if let Some(l2) = &mut self.l2 {
             let (_, victim) = l2.insert(line, LineState::Shared);
             if victim.is_some_and(|v| v.dirty) {
@@ -1470,13 +1471,26 @@ impl MemoryModel {
         c.presence.last_call_end = now + stall;
         c.presence.known_until = c.presence.known_until.max(now + stall);
         self.bus.reached(core, now + stall);
+        self.delay_prefetches();
         stall
     }
 
+    /// Moves the arrival of every prefetch the weave priced with a wait.
+    fn delay_prefetches(&mut self) {
+        if !self.bus.has_delayed_prefetches() {
+            return;
+        }
+        for (core, line, wait) in self.bus.take_delayed_prefetches() {
+            if let Some(prefetcher) = self.cores[core].prefetcher.as_mut() {
+                prefetcher.delay(line, wait);
+            }
+        }
+    }
+
     /// A line read from DRAM: its wait for the bus plus the access.
-    fn memory_read(&mut self, core: usize, now: u64) -> u64 {
+    fn memory_read(&mut self, core: usize, now: u64, line: u64) -> u64 {
         let kind = self.read_kind;
-        let at_once = self.bus.request(core, now, kind).unwrap_or(0);
+        let at_once = self.bus.request(core, now, kind, line).unwrap_or(0);
         // A read the core waits for pays what the core owes: this read's
         // wait if it was priced at once, and every earlier wait priced since.
         let (wait, booked) = if matches!(kind, Transfer::Demand | Transfer::Walk) {
@@ -1495,7 +1509,7 @@ impl MemoryModel {
     /// A dirty line written to DRAM: it occupies the bus, but the core does
     /// not wait for it (the write-back leaves through the eviction buffer).
     fn memory_write(&mut self, core: usize, now: u64) {
-        self.bus.request(core, now, Transfer::WriteBack);
+        self.bus.request(core, now, Transfer::WriteBack, 0);
         self.cores[core].stats.memory_writebacks += 1;
     }
 
