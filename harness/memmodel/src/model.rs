@@ -611,8 +611,7 @@ impl MemoryModel {
             self.remember_line(core, access, first, now + stall);
         }
         self.cores[core].last_data = repeatable;
-        self.finish_call(core, now, stall);
-        stall
+        self.finish_call(core, now, stall)
     }
 
     /// The stall of a data access answered from the filter, or `None` for
@@ -687,8 +686,7 @@ impl MemoryModel {
         c.stats.l1d_hits += 1;
         c.filtered += 1;
         let stall = self.profile.l1d.hit_ns;
-        self.finish_call(core, now, stall);
-        Some(stall)
+        Some(self.finish_call(core, now, stall))
     }
 
     /// Keeps `access`'s line (`physical_line`, one line, translated, not a
@@ -774,8 +772,7 @@ impl MemoryModel {
         {
             self.cores[core].last_data = None;
         }
-        self.finish_call(core, now, stall);
-        Some(stall)
+        Some(self.finish_call(core, now, stall))
     }
 
     /// The stall of fetching a block's instructions on `core` at `now`.
@@ -803,8 +800,7 @@ impl MemoryModel {
             let c = &mut self.cores[core];
             c.stats.l1i_hits += last - first + 1;
             let stall = (last - first + 1) * self.profile.l1i.hit_ns;
-            self.finish_call(core, now, stall);
-            return stall;
+            return self.finish_call(core, now, stall);
         }
         let first_va = fetch.virtual_address;
         let last_va = first_va + bytes - 1;
@@ -844,8 +840,7 @@ impl MemoryModel {
             first_translated
         };
         c.last_fetch = translated.then_some(*fetch);
-        self.finish_call(core, now, stall);
-        stall
+        self.finish_call(core, now, stall)
     }
 
     /// Applies a rare instruction executed by `core` and returns its stall.
@@ -1403,6 +1398,7 @@ impl MemoryModel {
             if let Some(prefetcher) = self.cores[core].prefetcher.as_mut() {
                 prefetcher.issued(line, arrives);
             }
+            self.delay_prefetches();
         }
         filled
     }
@@ -1448,7 +1444,7 @@ impl MemoryModel {
             }
             self.cores[core].stats.l2_misses += 1;
         }
-        let stall = self.memory_read(core, now);
+        let stall = self.memory_read(core, now, line);
         if let Some(l2) = &mut self.l2 {
             let (_, victim) = l2.insert(line, LineState::Shared);
             if victim.is_some_and(|v| v.dirty) {
@@ -1458,8 +1454,16 @@ impl MemoryModel {
         stall
     }
 
-    fn finish_call(&mut self, core: usize, now: u64, stall: u64) {
+    /// Ends a call of `core` at `now` whose access stalled it `stall`:
+    /// adds what the core owes for waits priced since its last call (the
+    /// weave prices a read once the cores behind catch up) and returns the
+    /// call's whole stall.
+    fn finish_call(&mut self, core: usize, now: u64, stall: u64) -> u64 {
+        let owed = self.bus.take_debt(core);
+        let stall = stall + owed;
         let c = &mut self.cores[core];
+        c.stats.bus_wait_ns += owed;
+        c.stats.bus_deferred_wait_ns += owed;
         c.stats.stall_ns += stall;
         if now < c.presence.last_call_end {
             c.stats.calls_out_of_order += 1;
@@ -1467,12 +1471,26 @@ impl MemoryModel {
         c.presence.last_call_end = now + stall;
         c.presence.known_until = c.presence.known_until.max(now + stall);
         self.bus.reached(core, now + stall);
+        self.delay_prefetches();
+        stall
+    }
+
+    /// Moves the arrival of every prefetch the weave priced with a wait.
+    fn delay_prefetches(&mut self) {
+        if !self.bus.has_delayed_prefetches() {
+            return;
+        }
+        for (core, line, wait) in self.bus.take_delayed_prefetches() {
+            if let Some(prefetcher) = self.cores[core].prefetcher.as_mut() {
+                prefetcher.delay(line, wait);
+            }
+        }
     }
 
     /// A line read from DRAM: its wait for the bus plus the access.
-    fn memory_read(&mut self, core: usize, now: u64) -> u64 {
+    fn memory_read(&mut self, core: usize, now: u64, line: u64) -> u64 {
         let kind = self.read_kind;
-        let at_once = self.bus.request(core, now, kind).unwrap_or(0);
+        let at_once = self.bus.request(core, now, kind, line).unwrap_or(0);
         // A read the core waits for pays what the core owes: this read's
         // wait if it was priced at once, and every earlier wait priced since.
         let (wait, booked) = if matches!(kind, Transfer::Demand | Transfer::Walk) {
@@ -1491,7 +1509,7 @@ impl MemoryModel {
     /// A dirty line written to DRAM: it occupies the bus, but the core does
     /// not wait for it (the write-back leaves through the eviction buffer).
     fn memory_write(&mut self, core: usize, now: u64) {
-        self.bus.request(core, now, Transfer::WriteBack);
+        self.bus.request(core, now, Transfer::WriteBack, 0);
         self.cores[core].stats.memory_writebacks += 1;
     }
 

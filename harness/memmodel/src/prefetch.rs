@@ -226,6 +226,17 @@ impl Prefetcher {
         Some(line)
     }
 
+    /// The prefetch of `line` in flight arrives `by` ns later than it was
+    /// told (its wait for the bus, priced after it was sent); nothing if it
+    /// is no longer in flight.
+    pub fn delay(&mut self, line: u64, by: u64) {
+        if let Some(entry) = self.in_flight.iter_mut().find(|(l, _)| *l == line) {
+            entry.1 += by;
+            self.latest_arrival = self.latest_arrival.max(entry.1);
+            self.earliest_arrival = self.in_flight.iter().map(|&(_, a)| a).min().unwrap_or(0);
+        }
+    }
+
     /// The line [`Self::next_line`] gave was fetched and arrives at
     /// `arrives_at` (`None`: it was already in the L1).
     pub fn issued(&mut self, line: u64, arrives_at: Option<u64>) {
@@ -373,5 +384,24 @@ mod tests {
         // The stream at 1000 was older than 5000's: replaced by 9000's.
         p.on_hit(1003);
         assert!(drain(&mut p, 10, 20).is_empty());
+    }
+
+    #[test]
+    fn a_delayed_prefetch_arrives_later_and_holds_its_slot() {
+        let mut p = a53();
+        p.on_miss(1000);
+        p.on_miss(1001);
+        assert_eq!(drain(&mut p, 0, 100).len(), 5);
+        // 1002's request waited 30 ns for the bus after it was sent.
+        p.delay(1002, 30);
+        assert_eq!(p.arrival_wait(1002, 40), 90);
+        assert_eq!(p.arrival_wait(1003, 40), 60);
+        p.on_hit(1006);
+        // At 100 the other four have arrived but 1002 is in flight until
+        // 130: it holds one of the five slots.
+        assert_eq!(drain(&mut p, 100, 200).len(), 4);
+        // A line no longer in flight is not moved.
+        p.delay(4242, 30);
+        assert_eq!(p.arrival_wait(4242, 0), 0);
     }
 }

@@ -8,7 +8,7 @@
 //! its time (a core further behind than the skew bound is halted and does
 //! not hold the others back). Requests then reach [`BusLanes`] in time
 //! order, exactly as with a quantum of 0, and a core's wait is owed to it:
-//! the model adds what a core owes to its next stall (ZSim's bound and
+//! the model adds what a core owes to the stall of its next access (ZSim's bound and
 //! weave, with the weave running continuously at the safe time).
 //!
 //! A request presented while the core still owed waits not yet priced
@@ -26,6 +26,8 @@ struct Pending {
     /// Its time on the core's clock when presented.
     arrival: u64,
     kind: Transfer,
+    /// The line it moves (a prefetch's wait delays its line).
+    line: u64,
     /// The core's debt charged so far, when it was presented.
     charged_before: u64,
 }
@@ -61,6 +63,9 @@ pub struct Weave {
     /// has to reach: until then another core's clock moving frees nothing
     /// (only a request, or the waiting core's progress, can).
     blocked_on: Option<(usize, u64)>,
+    /// Prefetches priced with a wait, `(core, line, wait)`: each line
+    /// arrives that much later than its core was told when it sent it.
+    delayed_prefetches: Vec<(usize, u64, u64)>,
 }
 
 impl Weave {
@@ -72,6 +77,7 @@ impl Weave {
             queues: vec![Queue::default(); cores.max(1)],
             max_skew_ns,
             blocked_on: None,
+            delayed_prefetches: Vec::new(),
         }
     }
 
@@ -83,13 +89,14 @@ impl Weave {
     /// Presents a request of `core` at `arrival` (its clock); it is priced
     /// when no core can present an earlier one. Returns its wait if that
     /// was at once (it is owed to the core either way: [`Self::take_debt`]).
-    pub fn request(&mut self, core: usize, arrival: u64, kind: Transfer) -> Option<u64> {
+    pub fn request(&mut self, core: usize, arrival: u64, kind: Transfer, line: u64) -> Option<u64> {
         let queue = &mut self.queues[core];
         queue.clock = queue.clock.max(arrival);
         let charged_before = queue.charged;
         queue.pending.push_back(Pending {
             arrival,
             kind,
+            line,
             charged_before,
         });
         let before = queue.pending.len();
@@ -156,11 +163,26 @@ impl Weave {
             let queue = &mut self.queues[core];
             let pending = queue.pending.pop_front().expect("a head");
             let start = self.bus.reserve(core, time, pending.kind, 0);
-            if matches!(pending.kind, Transfer::Demand | Transfer::Walk) {
-                self.queues[core].priced += start - time;
+            match pending.kind {
+                Transfer::Demand | Transfer::Walk => self.queues[core].priced += start - time,
+                Transfer::Prefetch if start > time => {
+                    self.delayed_prefetches
+                        .push((core, pending.line, start - time));
+                }
+                _ => {}
             }
             self.bus.reached(core, time);
         }
+    }
+
+    /// Whether a prefetch was priced with a wait since last asked.
+    pub fn has_delayed_prefetches(&self) -> bool {
+        !self.delayed_prefetches.is_empty()
+    }
+
+    /// Takes the prefetches priced with a wait since last asked.
+    pub fn take_delayed_prefetches(&mut self) -> Vec<(usize, u64, u64)> {
+        std::mem::take(&mut self.delayed_prefetches)
     }
 
     /// Starts `core`'s window of counters at `from_ns`.
