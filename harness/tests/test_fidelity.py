@@ -226,3 +226,37 @@ def test_a_hundred_percore_boots_without_a_hang() -> None:
     with ThreadPoolExecutor(max_workers=2) as pool:
         statuses = list(pool.map(boot, range(100)))
     assert statuses == [0] * 100
+
+
+def test_the_models_cost_is_the_median_cpu_ratio_of_alternated_pairs() -> None:
+    """(e) with a model: one ratio per rep of the model's boot against the
+    same rep without it, judged by their median against 3.5x."""
+
+    def boot(rep: int, model: bool, cpu: float) -> dict[str, object]:
+        return {
+            **_row("percore", 1000, 500, 1400, 4),
+            "rep": rep,
+            "memmodel": "a53" if model else None,
+            "causal": "off",
+            "boot_user_s": cpu / 4,
+            "hackbench_user_s": cpu * 3 / 4,
+            **({} if model else {"comparison": "model off"}),
+        }
+
+    # Ratios 3.0, 4.0 and 3.4: the median 3.4 is within 3.5x.
+    rows = [
+        boot(1, True, 30.0), boot(1, False, 10.0),
+        boot(2, True, 40.0), boot(2, False, 10.0),
+        boot(3, True, 34.0), boot(3, False, 10.0),
+    ]  # fmt: skip
+    assert fidelity.cost_pairs(rows) == [(30.0, 10.0), (40.0, 10.0), (34.0, 10.0)]
+    e = [(what, met) for what, met in fidelity.checks(rows, True) if "user CPU" in what]
+    assert len(e) == 1 and e[0][1] and "median ratio 3.40x, limit 3.5x" in e[0][0], e
+    rows[4] = boot(3, True, 36.0)  # 3.6: now the median
+    e = [(what, met) for what, met in fidelity.checks(rows, True) if "user CPU" in what]
+    assert not e[0][1], e
+    text = fidelity.report({"run": "x", "command": "c", "config": "tandem", "smp": 4,
+                            "rounds": 1, "rows": rows, "checks": []})  # fmt: skip
+    assert "| boot + hackbench user CPU s |" in text and "| 36.00 |" in text
+    # One comparison paragraph, not one per rep.
+    assert text.count("**What the memory model `a53` changes**") == 1

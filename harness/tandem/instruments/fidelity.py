@@ -11,10 +11,12 @@ b. cross-core interrupt: Linux stamps the counter and rings the RPC
    and with Linux running hackbench on every core;
 c. flag hand-off: CPU a stores a counter stamp that CPU b spins on
    (`tandem-probe handoff`);
-d. determinism: the first per-core cell is booted twice; every sample of
-   both runs must agree;
-e. cost: host wall time of the boot and of `hackbench -g 4 -l 100` (and
-   hackbench's own time, in guest time).
+d. determinism: the first per-core cell is booted twice (three times with
+   a model); every sample of every run must agree;
+e. cost: host wall time and QEMU's user CPU time (read from /proc while it
+   runs) of the boot and of `hackbench -g 4 -l 100` (and hackbench's own
+   time, in guest time). With a model, its cost is the median ratio of the
+   CPU times of three alternated pairs of boots with and without it.
 
 Per-core cells use the options' counter rule (`--causal`, free by default)
 and memory model (`--memmodel`); with a rule, the first quantum is also
@@ -37,6 +39,7 @@ from pathlib import Path
 
 from tandem import pool, provenance
 from tandem.errors import TandemError
+from tandem.platform import host_cpu
 from tandem.platform.boot import run_exec
 from tandem.platform.boot_options import BootOptions
 from tandem.platform.memmodel import provenance as memmodel_provenance
@@ -48,6 +51,10 @@ PROBES = ("overlap", "handoff", "notify_idle", "notify_busy")
 MARK = "@@FIDELITY"
 # The probes' CPUs: a and b for overlap and hand-off, the RPC client.
 CPU_A, CPU_B, CLIENT_CPU = 1, 2, 0
+# Pairs of boots with and without a memory model whose CPU time (e) judges
+# the model's cost: the median of their ratios (issue 47).
+COST_PAIRS = 3
+COST_LIMIT_CPU = 3.5
 HACKBENCH = "hackbench -g 4 -l 100"
 
 SCRIPT = """\
@@ -113,6 +120,10 @@ class Samples:
     server_first: int = 0
     boot_s: float = 0.0
     hackbench_s: float = 0.0
+    # QEMU's user CPU time (host s) to the first probe and over hackbench;
+    # None where /proc could not say (the cost check (e) in CPU time).
+    boot_user_s: float | None = None
+    hackbench_user_s: float | None = None
     # hackbench's own "Time:" (guest time, s); None if it printed none.
     hackbench_guest_s: float | None = None
     # Hand-off rounds a core was interrupted in (the RTOS's turn, an IRQ,
@@ -207,11 +218,14 @@ def boot(
     if options.smp < 3 or CPU_B not in config.linux_cores(options.smp):
         raise TandemError(f"the probes need Linux on CPUs 0-{CPU_B}: use 3 or more cores")
     marks: dict[str, float] = {}
+    cpu_marks: dict[str, float | None] = {}
+    qemu_pid: list[int] = []
 
     def echo(line: str) -> None:
         f = line.split()
         if len(f) == 2 and f[0] == MARK:
             marks[f[1]] = time.monotonic()
+            cpu_marks[f[1]] = host_cpu.user_cpu_s(qemu_pid[0]) if qemu_pid else None
             if ctx is not None:
                 ctx.note(f[1])
             else:
@@ -219,7 +233,12 @@ def boot(
 
     text = script(rounds, iters, cost, gap_ns(options))
     result = run_exec(
-        options, text, timeout_s=3600, echo=echo, cancel=None if ctx is None else ctx.cancel
+        options,
+        text,
+        timeout_s=3600,
+        echo=echo,
+        cancel=None if ctx is None else ctx.cancel,
+        spawned=qemu_pid.append,
     )
     raw.mkdir(parents=True, exist_ok=True)
     (raw / f"{label}.console.log").write_text(result.console_log.read_text(errors="replace"))
@@ -231,6 +250,11 @@ def boot(
     samples.boot_s = round(result.boot_s, 3)
     if "hackbench" in marks and "end" in marks:
         samples.hackbench_s = round(marks["end"] - marks["hackbench"], 3)
+    first = cpu_marks.get("overlap")
+    samples.boot_user_s = None if first is None else round(first, 2)
+    start, end = cpu_marks.get("hackbench"), cpu_marks.get("end")
+    if start is not None and end is not None:
+        samples.hackbench_user_s = round(end - start, 2)
     return samples
 
 
@@ -257,6 +281,8 @@ def cell_summary(cell: Cell, s: Samples) -> dict[str, object]:
         "boot_s": s.boot_s,
         "hackbench_s": s.hackbench_s,
         "hackbench_guest_s": s.hackbench_guest_s,
+        "boot_user_s": s.boot_user_s,
+        "hackbench_user_s": s.hackbench_user_s,
         "overlap_insns": s.overlap_insns,
         "notify_server_first": s.server_first,
     }
@@ -349,7 +375,22 @@ def checks(
                     p <= 3 * v,
                 )
             )
-    if model_off and q1 and q1[0].get("memmodel") and judge_cost:
+    pairs = cost_pairs(rows)
+    if pairs:
+        ratios = [m / p for m, p in pairs]
+        mid = statistics.median(ratios)
+        model = next(r["memmodel"] for r in q1 if r.get("memmodel"))
+        out.append(
+            (
+                f"(e) Q = 1 µs: boot + hackbench in QEMU's user CPU time with the memory model "
+                f"{model} against without, {len(pairs)} alternated pairs: "
+                + ", ".join(f"{m:.1f} against {p:.1f} s" for m, p in pairs)
+                + f"; median ratio {mid:.2f}x, limit {COST_LIMIT_CPU:g}x",
+                mid <= COST_LIMIT_CPU,
+            )
+        )
+    elif model_off and q1 and q1[0].get("memmodel") and judge_cost:
+        # Runs from before the CPU time was read: host wall time.
         m, p = cost(q1[0]), cost(model_off[0])
         out.append(
             (
@@ -359,6 +400,30 @@ def checks(
             )
         )
     return out
+
+
+def user_cpu(row: dict[str, object]) -> float | None:
+    """QEMU's user CPU seconds for boot + hackbench (None if not read)."""
+    boot, hackbench = row.get("boot_user_s"), row.get("hackbench_user_s")
+    if not isinstance(boot, int | float) or not isinstance(hackbench, int | float):
+        return None
+    return float(boot) + float(hackbench)
+
+
+def cost_pairs(rows: list[dict[str, object]]) -> list[tuple[float, float]]:
+    """(with the model, without) user CPU seconds of boot + hackbench at
+    Q = 1 µs, one pair per rep that has both."""
+    with_model: dict[int, float] = {}
+    without: dict[int, float] = {}
+    for r in rows:
+        cpu = user_cpu(r)
+        if r["timing"] != "percore" or r["quantum_ns"] != 1000 or cpu is None:
+            continue
+        if r.get("comparison") == "model off":
+            without[int(str(r["rep"]))] = cpu
+        elif r.get("memmodel") and not is_comparison(r):
+            with_model[int(str(r["rep"]))] = cpu
+    return [(with_model[k], without[k]) for k in sorted(with_model) if k in without]
 
 
 def plot(rows: list[dict[str, object]], path: Path) -> None:
@@ -445,7 +510,19 @@ def report(summary: dict[str, object]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     extended = any(isinstance(r, dict) and "causal" in r for r in rows)
-    if extended:
+    with_cpu = any(isinstance(r, dict) and "boot_user_s" in r for r in rows)
+    if with_cpu:
+        lines[-4] = lines[-4].replace(
+            "(e) host wall time.", "(e) host wall time and QEMU's user CPU time."
+        )
+        lines[-2:] = [
+            "| timing | Q ns | counter | memory model | (a) overlap error median ns | "
+            "(b) idle min / median / max ns | (b) busy min / median / max ns | "
+            "(b) server first | (c) hand-off min / median / max ns | (c) early | boot s | "
+            "hackbench s | hackbench guest s | boot + hackbench user CPU s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+    elif extended:
         lines[-2:] = [
             "| timing | Q ns | counter | memory model | (a) overlap error median ns | "
             "(b) idle min / median / max ns | (b) busy min / median / max ns | "
@@ -478,6 +555,9 @@ def report(summary: dict[str, object]) -> str:
                 f"{r['handoff_early']} | {r['boot_s']} | {r['hackbench_s']} | "
                 f"{r.get('hackbench_guest_s') or '-'} |"
             )
+            if with_cpu:
+                cpu = user_cpu(r)
+                lines[-1] += f" {'-' if cpu is None else f'{cpu:.2f}'} |"
             continue
         lines.append(
             f"| {r['timing']}{rep} | {q} | {r['overlap_median_error_ns']:g} | "
@@ -494,6 +574,13 @@ def report(summary: dict[str, object]) -> str:
             "one at a time, the host seconds are not, so (e) is not judged "
             "(`--jobs 1` measures it).",
         ]
+        if with_cpu:
+            lines[-1] = (
+                f"The boots ran {jobs} at a time (`--jobs {jobs}`): the samples are the same "
+                "as one at a time, the host's wall seconds are not, so (e) in wall time is "
+                "not judged (`--jobs 1` measures it); (e) in CPU time is, with boots side by "
+                "side sharing the host's caches."
+            )
     lines += comparison_lines(rows)
     lines += ["", "## Checks", ""]
     for what, met in summary["checks"]:  # type: ignore[attr-defined]
@@ -531,7 +618,9 @@ def comparison_lines(rows: list[object]) -> list[str]:
     ]
     out: list[str] = []
     for r in rows:
-        if not isinstance(r, dict) or not is_comparison(r):
+        # One paragraph per comparison: the reps of the model's cost pairs
+        # are in (e).
+        if not isinstance(r, dict) or not is_comparison(r) or r["rep"] != 1:
             continue
         ref = next((m for m in main if m["quantum_ns"] == r["quantum_ns"]), None)
         if ref is None:
@@ -593,25 +682,35 @@ def run(
     jobs: int | None = 1,
 ) -> Path:
     """Boots virtual timing once, per-core timing once per quantum and the
-    first quantum once more, `jobs` at a time (None: one per host core);
-    writes results/fidelity/<run-id>/.
+    first quantum once more (with a model: twice more, each time also
+    without the model), `jobs` at a time (None: one per host core); writes
+    results/fidelity/<run-id>/.
 
-    The probes count guest time, the same whatever `jobs`; the cost (e) is
-    the host's wall time, which boots side by side share: with more than
-    one at a time it is recorded but not judged."""
+    The probes count guest time, the same whatever `jobs`; the cost (e) in
+    the host's wall time, which boots side by side share, is judged only
+    one at a time; in QEMU's user CPU time, always."""
     if not quanta:
         raise TandemError("bench fidelity: give at least one quantum")
     causal, memmodel = base.timing.causal, base.timing.memmodel
     cells = [Cell("virtual", None)]
     cells += [Cell("percore", q, causal=causal, memmodel=memmodel) for q in quanta]
-    cells.append(Cell("percore", quanta[0], rep=2, causal=causal, memmodel=memmodel))
     # What the counter's rule and the model cost: the first quantum without each.
     comparisons: dict[Cell, str] = {}
-    if memmodel is not None:
-        comparisons[Cell("percore", quanta[0], causal=causal)] = "model off"
+    if memmodel is None:
+        cells.append(Cell("percore", quanta[0], rep=2, causal=causal))
+    else:
+        # The model's cost (e) in CPU time: its boot and the same boot
+        # without it, alternated, COST_PAIRS times (rep 2 is also (d)'s).
+        for rep in range(1, COST_PAIRS + 1):
+            if rep > 1:
+                cells.append(Cell("percore", quanta[0], rep=rep, causal=causal, memmodel=memmodel))
+            off = Cell("percore", quanta[0], rep=rep, causal=causal)
+            comparisons[off] = "model off"
+            cells.append(off)
     if causal != CAUSAL_OFF:
-        comparisons[Cell("percore", quanta[0], causal=CAUSAL_OFF)] = "counter free"
-    cells += list(comparisons)
+        free = Cell("percore", quanta[0], causal=CAUSAL_OFF)
+        comparisons[free] = "counter free"
+        cells.append(free)
     jobs = pool.choose_jobs(jobs, [c.timing_of() for c in cells], "bench fidelity's")
     # Taken before the first boot, from every boot's options, as `tandem
     # exp run` does.
@@ -634,7 +733,7 @@ def run(
         for c, s in measured
         if c.timing == "percore" and c.quantum_ns == quanta[0] and c not in comparisons
     ]
-    identical = first[0].probes == first[1].probes
+    identical = all(s.probes == first[0].probes for s in first[1:])
     rows = [cell_summary(c, s) for c, s in measured]
     for (c, _), row in zip(measured, rows, strict=True):
         if c in comparisons:

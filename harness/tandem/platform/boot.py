@@ -168,6 +168,7 @@ def run_exec(
     echo: Callable[[str], None] | None = None,
     panics: bool = False,
     cancel: threading.Event | None = None,
+    spawned: Callable[[int], None] | None = None,
 ) -> ExecResult:
     """Boots, runs `script` as root in Linux once it is up, powers off.
 
@@ -177,7 +178,8 @@ def run_exec(
     (the commands panic Linux on purpose: the monitor restarts it, and the
     commands run again, as after a reboot). Setting `cancel` (from another
     thread: boots side by side, one failed or Ctrl-C) ends the boot with an
-    error."""
+    error. `spawned` is told QEMU's process id as it starts (to read its
+    host CPU time while it runs: `host_cpu`)."""
     prepared = prepare(options, exec_script=script)
     _announce_gdb(options, prepared)
     others = [name for name, _ in options.partition_scripts]
@@ -186,6 +188,8 @@ def run_exec(
     proc = qemu_command.spawn(
         prepared.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
+    if spawned is not None:
+        spawned(proc.pid)
     timed_out = threading.Event()
     cancelled = threading.Event()
     finished = threading.Event()
