@@ -56,7 +56,6 @@ NO_PROVENANCE = {
     "results/fidelity/20261126-133209": _BENCH.format("fidelity"),
     "results/fidelity/20261127-114229": _BENCH.format("fidelity"),
     "results/fidelity/20261127-152650": _BENCH.format("fidelity"),
-    "results/fidelity/20261128-013421": _BENCH.format("fidelity"),
     "results/latency/20261124-164553": _BENCH.format("latency"),
     "results/latency/20261127-083006": _BENCH.format("latency"),
     "results/latency/20261127-083204": _BENCH.format("latency"),
