@@ -62,7 +62,6 @@ NO_PROVENANCE = {
     "results/latency/20261127-142128": _BENCH.format("latency"),
     "results/latency/20261127-142242": _BENCH.format("latency"),
     "results/lhp/20261121-205934": _BEFORE_EXP,
-    "results/memory/20261128-013324": _BENCH.format("memory"),
     "results/switch/20261124-174422": _BENCH.format("switch"),
     "results/switch/20261124-224208": _BENCH.format("switch"),
     "results/switch/20261125-031930": _BENCH.format("switch"),
