@@ -150,6 +150,7 @@ pub mod bus;
 pub mod cache;
 pub mod decode;
 pub mod model;
+pub mod pages;
 pub mod prefetch;
 pub mod profile;
 pub mod tlb;
@@ -160,5 +161,6 @@ pub use decode::{RareInstruction, Tlbi, TlbiOperation, WINDOW_OPEN_HINT, classif
 pub use model::{
     AccessKind, BlockFetch, CoreStats, DataAccess, MemoryModel, ModelOptions, SystemEvent,
 };
+pub use pages::{Resolution, TranslationContext};
 pub use profile::{PrefetchProfile, Profile, ProfileError, Replacement};
 pub use translation::{ExceptionLevel, NoTables, TableReader, TranslationRegister};
