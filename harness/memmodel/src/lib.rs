@@ -160,6 +160,7 @@ pub use bus::{BusStats, Transfer, WindowCounters};
 pub use decode::{RareInstruction, Tlbi, TlbiOperation, WINDOW_OPEN_HINT, classify};
 pub use model::{
     AccessKind, BlockFetch, CoreStats, DataAccess, MemoryModel, ModelOptions, SystemEvent,
+    TranslationMismatch, VirtualAccess,
 };
 pub use pages::{Resolution, TranslationContext};
 pub use profile::{PrefetchProfile, Profile, ProfileError, Replacement};
