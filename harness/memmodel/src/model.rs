@@ -521,7 +521,7 @@ impl MemoryModel {
         &self.cores[core].stats
     }
 
-    /// Data accesses of `core` the filter answered (see [`Self::filtered`]).
+    /// Data accesses of `core` the filter answered (see `Self::filtered`).
     pub fn filtered_accesses(&self, core: usize) -> u64 {
         self.cores[core].filtered
     }
@@ -573,19 +573,6 @@ impl MemoryModel {
             Some(stall) => stall,
             None => self.unfiltered_data_access(core, now, access, tables),
         }
-    }
-
-    /// As [`Self::data_access_with`], for a caller that asked
-    /// [`Self::filtered`] already and got no answer: the whole path, without
-    /// asking again.
-    pub fn data_access_past_filter<R: TableReader>(
-        &mut self,
-        core: usize,
-        now: u64,
-        access: &DataAccess,
-        tables: &mut R,
-    ) -> u64 {
-        self.unfiltered_data_access(core, now, access, tables)
     }
 
     /// The stall of a data access made by `core` at `now` (its clock),
@@ -776,7 +763,7 @@ impl MemoryModel {
     /// of the prefetcher's streams keep their order; the micro TLB's hint
     /// of its last hit only saves a scan).
     #[inline]
-    pub fn filtered(
+    fn filtered(
         &mut self,
         core: usize,
         now: u64,
