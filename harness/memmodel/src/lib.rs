@@ -11,7 +11,8 @@
 //!
 //! - **Caches**: per core an L1 data and an L1 instruction cache, and one
 //!   L2 shared by all cores (optional: `arm11-003` has none); set
-//!   associative, true LRU, one line size, physically indexed. The L1 data
+//!   associative, LRU or pseudo-random replacement as the profile says (a
+//!   fixed generator per cache), one line size, physically indexed. The L1 data
 //!   caches are write-back, write-allocate and kept coherent with MOESI: a
 //!   load miss is served by another core's L1 when that core holds the line
 //!   dirty (or clean and the L2 does not have it), a store invalidates the
@@ -126,7 +127,8 @@
 //!   same run in time order.
 //! - The answer depends only on the sequence of calls: the same guest run
 //!   gives the same stalls (no hashing of addresses by the host, no time,
-//!   no randomness; replacement is LRU).
+//!   no randomness: pseudo-random replacement is a fixed generator per
+//!   cache, the same choices every run).
 //!
 //! # Driving it from a plugin
 //!
@@ -135,14 +137,22 @@
 //! (QEMU's round-robin thread runs every vCPU: one model, no locking
 //! inside):
 //!
-//! - each memory access: [`MemoryModel::data_access`] with a [`DataAccess`];
+//! - each memory access: [`MemoryModel::access`] with a [`VirtualAccess`]
+//!   and a closure that resolves its physical address, which the model
+//!   calls only when neither its filter (a line the core used that is
+//!   still a plain hit) nor the core's page cache ([`pages`]) knows it
+//!   ([`MemoryModel::data_access`] takes a [`DataAccess`] whose physical
+//!   address the caller knows, as the tests do);
 //! - each executed block: [`MemoryModel::instruction_fetch`] with a [`BlockFetch`];
 //! - each instruction [`decode::classify`] recognised at translation:
 //!   [`MemoryModel::system_event`] with the event its `Xt` makes, or, for
 //!   a guest's window marker (`HINT #112` / `#113`),
 //!   [`MemoryModel::start_window`] and [`MemoryModel::window_counters`];
 //!
-//! each returns the ns to charge to that vCPU. [`Profile::hash`] goes into
+//! each returns the ns to charge to that vCPU. The model keeps every cache
+//! of translations (the filter, the page caches, the TLBs) and forgets
+//! what a block's exception level or a rare instruction may have changed:
+//! the shell keeps none. [`Profile::hash`] goes into
 //! the run's provenance; [`MemoryModel::core_stats`] and
 //! [`MemoryModel::bus_stats`] into its report.
 
@@ -150,6 +160,7 @@ pub mod bus;
 pub mod cache;
 pub mod decode;
 pub mod model;
+pub mod pages;
 pub mod prefetch;
 pub mod profile;
 pub mod tlb;
@@ -160,6 +171,8 @@ pub use bus::{BusStats, Transfer, WindowCounters};
 pub use decode::{RareInstruction, Tlbi, TlbiOperation, WINDOW_OPEN_HINT, classify};
 pub use model::{
     AccessKind, BlockFetch, CoreStats, DataAccess, MemoryModel, ModelOptions, SystemEvent,
+    TranslationMismatch, VirtualAccess,
 };
+pub use pages::{Resolution, TranslationContext};
 pub use profile::{PrefetchProfile, Profile, ProfileError, Replacement};
 pub use translation::{ExceptionLevel, NoTables, TableReader, TranslationRegister};

@@ -3,6 +3,7 @@
 use crate::bus::{BusStats, Transfer, WindowCounters};
 use crate::cache::{Cache, LineState};
 use crate::decode::{Tlbi, TlbiOperation};
+use crate::pages::{PageCache, Resolution, TranslationContext};
 use crate::prefetch::Prefetcher;
 use crate::profile::{Profile, Replacement, WalkEntryLevel, WriteStreamingProfile};
 use crate::tlb::{AsidScope, Invalidation, Mapping, MicroTlb, SetTlb, Space, SpaceId};
@@ -23,6 +24,11 @@ pub struct ModelOptions {
     /// lookups (`MemoryModel::repeat_data`): the same stalls and counters,
     /// faster. Off only to check exactly that (`tests/fast_paths.rs`).
     pub fast_paths: bool,
+    /// [`MemoryModel::access`] resolves every access past the filter, even
+    /// one its page cache answers, and returns a [`TranslationMismatch`]
+    /// when the two differ (the plugin's `verify=hwaddr`). The stalls are
+    /// the same either way.
+    pub verify_translations: bool,
 }
 
 impl Default for ModelOptions {
@@ -31,6 +37,7 @@ impl Default for ModelOptions {
         Self {
             max_skew_ns: 4_000,
             fast_paths: true,
+            verify_translations: false,
         }
     }
 }
@@ -60,6 +67,36 @@ pub struct DataAccess {
     /// QEMU says the address is I/O (`qemu_plugin_hwaddr_is_io`): an
     /// access in no listed device then costs the profile's default.
     pub io: bool,
+}
+
+/// One data access as the shell sees it, by virtual address: the model
+/// finds its physical address ([`MemoryModel::access`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VirtualAccess {
+    /// The virtual address.
+    pub virtual_address: u64,
+    /// Bytes accessed (an access that crosses a line touches both lines).
+    pub size: u32,
+    /// Load or store.
+    pub kind: AccessKind,
+    /// The exception level the access is made at (its translation regime).
+    pub el: ExceptionLevel,
+    /// The translation it goes through, for the page cache.
+    pub context: TranslationContext,
+}
+
+/// The page cache's physical address of an access differs from the one
+/// the shell resolved (only with [`ModelOptions::verify_translations`]):
+/// the model kept a translation it should have forgotten.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TranslationMismatch {
+    /// The access's virtual address.
+    pub virtual_address: u64,
+    /// The physical address the page cache gave.
+    pub cached: u64,
+    /// What the shell resolved (the virtual address itself, not I/O, when
+    /// it could not resolve it).
+    pub resolved: Resolution,
 }
 
 /// One execution of a translation block: its instructions are fetched
@@ -223,6 +260,8 @@ struct Core {
     walk_cache: Option<SetTlb>,
     prefetcher: Option<Prefetcher>,
     write_stream: WriteStream,
+    /// The physical pages the shell resolved (see [`crate::pages`]).
+    pages: PageCache,
 }
 
 /// The line a core's stores are writing, for write streaming (profiles
@@ -376,6 +415,8 @@ pub struct MemoryModel {
     /// the prefetcher is reading).
     read_kind: Transfer,
     fast_paths: bool,
+    /// See [`ModelOptions::verify_translations`].
+    verify_translations: bool,
     /// The filter answers data hits (fast paths on, and hits that change
     /// nothing: pseudo-random L1D, first-in first-out micro TLBs).
     filter_on: bool,
@@ -423,6 +464,7 @@ impl MemoryModel {
                     .prefetch
                     .map(|p| Prefetcher::new(p, profile.l1d.line_bytes)),
                 write_stream: WriteStream::new(),
+                pages: PageCache::new(),
             })
             .collect();
         let device_span = (
@@ -436,6 +478,7 @@ impl MemoryModel {
             read_kind: Transfer::Demand,
             cores,
             fast_paths: options.fast_paths,
+            verify_translations: options.verify_translations,
             filter_on,
             device_span,
             write_streaming: profile.write_streaming,
@@ -459,7 +502,7 @@ impl MemoryModel {
         &self.cores[core].stats
     }
 
-    /// Data accesses of `core` the filter answered (see [`Self::filtered`]).
+    /// Data accesses of `core` the filter answered (see `Self::filtered`).
     pub fn filtered_accesses(&self, core: usize) -> u64 {
         self.cores[core].filtered
     }
@@ -513,17 +556,85 @@ impl MemoryModel {
         }
     }
 
-    /// As [`Self::data_access_with`], for a caller that asked
-    /// [`Self::filtered`] already and got no answer: the whole path, without
-    /// asking again.
-    pub fn data_access_past_filter<R: TableReader>(
+    /// The stall of a data access made by `core` at `now` (its clock),
+    /// known by its virtual address: the shell's one entry point for data.
+    ///
+    /// The filter answers a line the core used that is still a plain hit
+    /// (by virtual address). Otherwise the core's page cache
+    /// ([`crate::pages`]) gives the physical address, and only when it
+    /// does not know the page is `resolve` called, with the virtual
+    /// address, for the physical address and whether it is I/O (`None`:
+    /// the shell cannot say; the access is then priced at its virtual
+    /// address as RAM). A RAM answer is kept. The whole path then prices
+    /// it, reading the walk's descriptors with `tables`.
+    ///
+    /// With [`ModelOptions::verify_translations`], `resolve` is called
+    /// past the filter even when the page cache knows the page, and a
+    /// different answer is an error (nothing priced).
+    #[inline]
+    pub fn access<F, R>(
         &mut self,
         core: usize,
         now: u64,
-        access: &DataAccess,
+        access: &VirtualAccess,
+        resolve: F,
         tables: &mut R,
-    ) -> u64 {
-        self.unfiltered_data_access(core, now, access, tables)
+    ) -> Result<u64, TranslationMismatch>
+    where
+        F: FnOnce(u64) -> Option<Resolution>,
+        R: TableReader,
+    {
+        let store = access.kind == AccessKind::Store;
+        let vaddr = access.virtual_address;
+        // A line the core used, still a plain hit: answered by virtual address.
+        if let Some(stall) = self.filtered(core, now, vaddr, access.el, store, access.size) {
+            return Ok(stall);
+        }
+        let pages = &mut self.cores[core].pages;
+        let cached = pages.get(vaddr, access.context, store);
+        let resolution = match cached {
+            Some(physical_address) if !self.verify_translations => Resolution {
+                physical_address,
+                io: false,
+            },
+            cached => {
+                let asked = resolve(vaddr);
+                let resolved = asked.unwrap_or(Resolution {
+                    physical_address: vaddr,
+                    io: false,
+                });
+                if let Some(cached) = cached
+                    && (resolved.physical_address, resolved.io) != (cached, false)
+                {
+                    return Err(TranslationMismatch {
+                        virtual_address: vaddr,
+                        cached,
+                        resolved,
+                    });
+                }
+                if let Some(Resolution {
+                    physical_address,
+                    io: false,
+                }) = asked
+                {
+                    pages.put(vaddr, access.context, store, physical_address);
+                }
+                resolved
+            }
+        };
+        Ok(self.unfiltered_data_access(
+            core,
+            now,
+            &DataAccess {
+                virtual_address: vaddr,
+                physical_address: resolution.physical_address,
+                size: access.size,
+                kind: access.kind,
+                el: access.el,
+                io: resolution.io,
+            },
+            tables,
+        ))
     }
 
     /// The data access's whole path (the repeat of the last access, or
@@ -632,7 +743,7 @@ impl MemoryModel {
     /// of the prefetcher's streams keep their order; the micro TLB's hint
     /// of its last hit only saves a scan).
     #[inline]
-    pub fn filtered(
+    fn filtered(
         &mut self,
         core: usize,
         now: u64,
@@ -788,7 +899,10 @@ impl MemoryModel {
         fetch: &BlockFetch,
         tables: &mut R,
     ) -> u64 {
-        self.cores[core].stats.blocks += 1;
+        let c = &mut self.cores[core];
+        // Entering or leaving EL3 forgets the core's page cache.
+        c.pages.block_at(fetch.el);
+        c.stats.blocks += 1;
         let bytes = u64::from(fetch.bytes.max(1));
         let first = fetch.physical_address >> self.line_shift;
         let last = (fetch.physical_address + bytes - 1) >> self.line_shift;
@@ -851,6 +965,7 @@ impl MemoryModel {
                 c.registers.write(register, value);
                 // The regimes may have changed: a repeat would translate anew.
                 c.forget_repeats();
+                c.pages.register_written(register, value);
                 let context_write = matches!(
                     register,
                     TranslationRegister::Ttbr0El1
@@ -864,11 +979,18 @@ impl MemoryModel {
                 0
             }
             SystemEvent::WorldSwitch { secure } => {
-                self.cores[core].registers.set_world(secure);
-                self.cores[core].forget_repeats();
+                let c = &mut self.cores[core];
+                c.registers.set_world(secure);
+                c.forget_repeats();
+                c.pages.forget_all();
                 0
             }
             SystemEvent::Tlbi { tlbi, operand } => {
+                // Any TLBI may follow a change of the guest's tables that
+                // another core's pages reflect: every page cache forgets.
+                for c in &mut self.cores {
+                    c.pages.forget_all();
+                }
                 if let Some(what) = self.invalidation(core, tlbi.operation, operand) {
                     let targets = if tlbi.broadcast {
                         0..self.cores.len()

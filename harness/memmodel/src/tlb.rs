@@ -3,8 +3,9 @@
 //! An entry maps one page or block (`va >> shift`) in one address space.
 //! It matches an access when the space's regime, security state and VMID
 //! are the entry's, and the entry is global or has the access's ASID, as on
-//! Armv8. Replacement is LRU in both structures (the A53's TRM does not say
-//! which policy it uses).
+//! Armv8. Replacement is LRU in the main TLB and, as the profile says, LRU
+//! or first in, first out in a micro TLB (the A53's TRM does not say which
+//! policy it uses).
 
 /// The address space an access translates in: `id` packs the regime, the
 /// security state and the VMID (see [`SpaceId`]); `asid` is the current

@@ -11,7 +11,10 @@
 //! - feeds each to the one `MemoryModel` of the machine, with the vCPU's
 //!   clock at that instruction (the block's start, from
 //!   `qemu_plugin_tandem_clock_ns`, plus the instruction's index in the
-//!   block and the stalls already charged in it);
+//!   block and the stalls already charged in it); a data access goes to
+//!   `MemoryModel::access` by virtual address, with a closure around
+//!   `qemu_plugin_get_hwaddr` that the model calls only when its own
+//!   caches cannot give the physical address;
 //! - gives the model the guest's translation tables to walk: each
 //!   descriptor read from guest RAM at its physical address with
 //!   `qemu_plugin_tandem_read_physical` (patch 0006), in the secure or
@@ -41,7 +44,7 @@
 
 use std::path::PathBuf;
 
-use tandem_memmodel::ExceptionLevel;
+use tandem_memmodel::{ExceptionLevel, TranslationContext};
 
 pub mod json;
 pub use json::{core_stats_json, json_string, profile_json, window_json};
@@ -75,9 +78,10 @@ pub struct Config {
     /// `check=on`: install (find patch 0006's entry points, read the
     /// profile), say so and end QEMU (`./tandem check-setup`).
     pub check: bool,
-    /// `verify=hwaddr`: ask QEMU for every access's physical address, as
-    /// well as answering from the shell's cache of them, and stop QEMU if
-    /// the two ever differ (slower; checks the cache's assumption).
+    /// `verify=hwaddr`: ask QEMU for every access's physical address the
+    /// model's filter does not answer, as well as answering from the
+    /// model's page cache (`ModelOptions::verify_translations`), and stop
+    /// QEMU if the two ever differ (slower; checks the cache's assumption).
     pub verify_hwaddr: bool,
 }
 
@@ -200,6 +204,17 @@ pub fn exception_level(mmu_idx: u32) -> Option<ExceptionLevel> {
     })
 }
 
+/// The translation an access of QEMU MMU index `mmu_idx` goes through,
+/// for the model's page cache: the index itself (answers are kept per
+/// index), in the EL1&0 regime for E10_0, E10_1 and E10_1_PAN (see
+/// [`exception_level`]).
+pub fn translation_context(mmu_idx: u32) -> TranslationContext {
+    TranslationContext {
+        id: (mmu_idx % u32::from(TranslationContext::IDS)) as u8,
+        el10: matches!(mmu_idx, 0 | 2 | 4),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,6 +315,15 @@ mod tests {
         ] {
             let err = parse_args(args).unwrap_err();
             assert!(err.contains(why), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn el10_indexes_share_the_el10_regime_and_every_index_has_its_context() {
+        let el10: Vec<u32> = (0..16).filter(|&i| translation_context(i).el10).collect();
+        assert_eq!(el10, [0, 2, 4]);
+        for i in 0..16 {
+            assert_eq!(u32::from(translation_context(i).id), i);
         }
     }
 

@@ -23,13 +23,13 @@ use qemu_plugin::{
     register,
 };
 use tandem_memmodel::{
-    AccessKind, BlockFetch, DataAccess, ExceptionLevel, MemoryModel, ModelOptions, Profile,
-    RareInstruction, TableReader, TranslationRegister, WindowCounters, classify,
+    AccessKind, BlockFetch, ExceptionLevel, MemoryModel, ModelOptions, Profile, RareInstruction,
+    Resolution, TableReader, TranslationMismatch, VirtualAccess, WindowCounters, classify,
 };
 
 use crate::{
     Config, MemInfo, Mode, core_stats_json, exception_level, json_string, parse_args, profile_json,
-    window_json,
+    translation_context, window_json,
 };
 
 unsafe extern "C" {
@@ -220,155 +220,6 @@ fn access_userdata_parts(userdata: u64) -> (u64, u64) {
     (userdata >> 16, userdata & 0xffff)
 }
 
-/// Bits of the guest page QEMU translates (`TARGET_PAGE_BITS`: 12 for
-/// every Armv7-A or later core).
-const PAGE_SHIFT: u32 = 12;
-/// Entries of each core's physical-address cache (direct mapped by page).
-const PAGE_SLOTS: usize = 256;
-
-/// One remembered answer of `qemu_plugin_get_hwaddr`: the physical page of
-/// a virtual page for one MMU index and direction, RAM only.
-#[derive(Clone, Copy)]
-struct PageEntry {
-    /// `vpage << 5 | mmu_idx << 1 | store`.
-    tag: u64,
-    /// Its class's generation when it was kept (older: forgotten).
-    generation: u64,
-    /// The physical page's address.
-    physical: u64,
-}
-
-/// Which translations a page's entry depends on (see [`PageCache`]).
-#[derive(Clone, Copy)]
-enum PageClass {
-    /// EL1&0's lower half (TTBR0_EL1: a process's).
-    Lower = 0,
-    /// EL1&0's upper half (TTBR1_EL1: the kernel's).
-    Upper = 1,
-    /// Every other regime (EL2, EL3, and EL2&0, EL3&0 if used).
-    Other = 2,
-}
-
-impl PageClass {
-    #[inline]
-    fn of(vaddr: u64, mmu_idx: u32) -> Self {
-        match mmu_idx {
-            // E10_0, E10_1, E10_1_PAN (see `exception_level`).
-            0 | 2 | 4 if vaddr >> 55 & 1 == 0 => Self::Lower,
-            0 | 2 | 4 => Self::Upper,
-            _ => Self::Other,
-        }
-    }
-}
-
-/// A core's cache of QEMU's virtual-to-physical answers, so that an access
-/// costs no call into QEMU for an address QEMU gave before.
-///
-/// QEMU's answer for a page changes only when the guest's translation
-/// changes, which the architecture lets a guest rely on only after a TLB
-/// invalidation or a write of a translation register (or a change of
-/// world, an SCR_EL3 write). The shell hears of each of those (the rare
-/// instructions) and forgets what it may change: a TLBI, on any core,
-/// every core's entries; a TTBR0_EL1 write its core's lower half; a
-/// TTBR1_EL1 write its core's upper half if the table's address changed
-/// (not for a new ASID alone: the same tables give the same answers); a
-/// CONTEXTIDR_EL1 write its core's lower half (it translates nothing, but
-/// costs little); any other (SCTLR, TCR, HCR, VTTBR, SCR and the EL2 and
-/// EL3 registers) all its core's entries. A core's entries are also
-/// forgotten as it enters or leaves EL3 (the monitor: power states, world
-/// switches). Loads and stores have their own entries (a ROM device's page
-/// is RAM to one, I/O to the other), and I/O pages, or addresses QEMU could
-/// not answer, are never kept. `verify=hwaddr` checks every answer against
-/// QEMU's (a boot + hackbench ran through it without a difference).
-struct PageCache {
-    entries: Box<[PageEntry]>,
-    /// Per [`PageClass`]: entries of an older generation are forgotten.
-    generations: [u64; 3],
-    /// The core's last block ran at EL3.
-    at_el3: bool,
-    /// TTBR1_EL1's table address as last written (`None`: not yet).
-    ttbr1_table: Option<u64>,
-}
-
-impl PageCache {
-    fn new() -> Self {
-        Self {
-            entries: vec![
-                PageEntry {
-                    tag: 0,
-                    generation: 0,
-                    physical: 0,
-                };
-                PAGE_SLOTS
-            ]
-            .into_boxed_slice(),
-            generations: [1; 3],
-            at_el3: false,
-            ttbr1_table: None,
-        }
-    }
-
-    #[inline]
-    fn tag(vaddr: u64, info: MemInfo) -> u64 {
-        (vaddr >> PAGE_SHIFT) << 5 | u64::from(info.mmu_idx) << 1 | u64::from(info.store)
-    }
-
-    #[inline]
-    fn slot(vaddr: u64) -> usize {
-        (vaddr >> PAGE_SHIFT) as usize % PAGE_SLOTS
-    }
-
-    #[inline]
-    fn generation(&self, vaddr: u64, info: MemInfo) -> u64 {
-        self.generations[PageClass::of(vaddr, info.mmu_idx) as usize]
-    }
-
-    /// The physical address of `vaddr`, if its page is remembered.
-    #[inline]
-    fn get(&self, vaddr: u64, info: MemInfo) -> Option<u64> {
-        let entry = &self.entries[Self::slot(vaddr)];
-        (entry.tag == Self::tag(vaddr, info) && entry.generation == self.generation(vaddr, info))
-            .then_some(entry.physical | (vaddr & ((1 << PAGE_SHIFT) - 1)))
-    }
-
-    fn put(&mut self, vaddr: u64, info: MemInfo, physical_address: u64) {
-        self.entries[Self::slot(vaddr)] = PageEntry {
-            tag: Self::tag(vaddr, info),
-            generation: self.generation(vaddr, info),
-            physical: physical_address & !((1 << PAGE_SHIFT) - 1),
-        };
-    }
-
-    fn forget(&mut self, class: PageClass) {
-        self.generations[class as usize] += 1;
-    }
-
-    fn forget_all(&mut self) {
-        for generation in &mut self.generations {
-            *generation += 1;
-        }
-    }
-
-    /// What a write of `register` with `value` on this core makes it
-    /// forget (a TLBI makes every core forget everything: see `on_rare`).
-    fn register_written(&mut self, register: TranslationRegister, value: u64) {
-        match register {
-            TranslationRegister::Ttbr0El1 | TranslationRegister::ContextidrEl1 => {
-                self.forget(PageClass::Lower);
-            }
-            TranslationRegister::Ttbr1El1 => {
-                // BADDR, bits 47:1 (63:48 are the ASID, 0 CnP).
-                let table = value & 0x0000_ffff_ffff_fffe;
-                if self.ttbr1_table != Some(table) {
-                    self.ttbr1_table = Some(table);
-                    self.forget(PageClass::Upper);
-                }
-            }
-            _ => self.forget_all(),
-        }
-    }
-}
-
 /// The shell's own counters (the model keeps the rest).
 #[derive(Default)]
 struct Counters {
@@ -389,7 +240,6 @@ struct Counters {
 struct Inner {
     model: Option<MemoryModel>,
     clocks: Vec<CoreClock>,
-    pages: Vec<PageCache>,
     counters: Counters,
     /// X0..X30's descriptors, looked up at the first rare instruction
     /// (registers can be listed only where a vCPU runs).
@@ -534,12 +384,6 @@ unsafe extern "C" fn on_block(vcpu: c_uint, userdata: *mut c_void) {
     let start = shell.clock(tandem).saturating_sub(block.instructions);
     let inner = shell.inner.claim();
     inner.counters.blocks += 1;
-    let pages = &mut inner.pages[core];
-    let at_el3 = block.el == ExceptionLevel::El3;
-    if pages.at_el3 != at_el3 {
-        pages.at_el3 = at_el3;
-        pages.forget_all();
-    }
     inner.clocks[core] = CoreClock {
         block: block.serial,
         block_start: start,
@@ -595,67 +439,48 @@ unsafe extern "C" fn on_access(
     let Some(model) = inner.model.as_mut() else {
         return;
     };
-    // A line the core used, still a plain hit: answered by virtual address.
-    if let Some(stall) = model.filtered(
-        core,
-        now,
-        vaddr,
-        el,
-        decoded.store,
-        1u32 << decoded.size_shift,
-    ) {
-        shell.charge(tandem, inner, core, stall);
-        return;
-    }
-    let pages = &mut inner.pages[core];
-    let (physical_address, io) = match pages.get(vaddr, decoded) {
-        Some(physical) if !shell.config.verify_hwaddr => (physical, false),
-        cached => {
-            let asked = ask_hwaddr(info, vaddr);
-            let (physical, io) = asked.unwrap_or((vaddr, false));
-            if let Some(cached) = cached
-                && (cached, false) != (physical, io)
-            {
-                die(&format!(
-                    "verify=hwaddr: the cached physical address of {vaddr:#x} (core {core}, \
-                     info {info:#x}) is {cached:#x}, QEMU says {physical:#x} (io {io})"
-                ));
-            }
-            if asked == Some((physical, false)) {
-                pages.put(vaddr, decoded, physical);
-            }
-            (physical, io)
-        }
-    };
-    let Some(model) = inner.model.as_mut() else {
-        return;
-    };
-    let stall = model.data_access_past_filter(
-        core,
-        now,
-        &DataAccess {
-            virtual_address: vaddr,
-            physical_address,
-            size: 1u32 << decoded.size_shift,
-            kind: if decoded.store {
-                AccessKind::Store
-            } else {
-                AccessKind::Load
-            },
-            el,
-            io,
+    let access = VirtualAccess {
+        virtual_address: vaddr,
+        size: 1u32 << decoded.size_shift,
+        kind: if decoded.store {
+            AccessKind::Store
+        } else {
+            AccessKind::Load
         },
+        el,
+        context: translation_context(decoded.mmu_idx),
+    };
+    let priced = model.access(
+        core,
+        now,
+        &access,
+        |vaddr| ask_hwaddr(info, vaddr),
         &mut GuestTables {
             read_physical: tandem.read_physical,
         },
     );
+    let stall = priced.unwrap_or_else(|mismatch| {
+        let TranslationMismatch {
+            virtual_address,
+            cached,
+            resolved:
+                Resolution {
+                    physical_address,
+                    io,
+                },
+        } = mismatch;
+        die(&format!(
+            "verify=hwaddr: the cached physical address of {virtual_address:#x} (core {core}, \
+             info {info:#x}) is {cached:#x}, QEMU says {physical_address:#x} (io {io})"
+        ))
+    });
     shell.charge(tandem, inner, core, stall);
 }
 
 /// QEMU's physical address of an access and whether it is I/O (`None`:
 /// QEMU cannot say).
 #[inline(never)]
-fn ask_hwaddr(info: qemu_plugin_meminfo_t, vaddr: u64) -> Option<(u64, bool)> {
+fn ask_hwaddr(info: qemu_plugin_meminfo_t, vaddr: u64) -> Option<Resolution> {
     // SAFETY: info and vaddr are the running access callback's arguments;
     // the hwaddr QEMU returns lives until the callback returns.
     unsafe {
@@ -663,10 +488,10 @@ fn ask_hwaddr(info: qemu_plugin_meminfo_t, vaddr: u64) -> Option<(u64, bool)> {
         if hwaddr.is_null() {
             None
         } else {
-            Some((
-                qemu_plugin_hwaddr_phys_addr(hwaddr),
-                qemu_plugin_hwaddr_is_io(hwaddr),
-            ))
+            Some(Resolution {
+                physical_address: qemu_plugin_hwaddr_phys_addr(hwaddr),
+                io: qemu_plugin_hwaddr_is_io(hwaddr),
+            })
         }
     }
 }
@@ -733,18 +558,8 @@ unsafe extern "C" fn on_rare(vcpu: c_uint, userdata: *mut c_void) {
         mark_window(inner, core, open, now);
         return;
     }
-    // The guest's translations may change from here (see `PageCache`).
-    match rare.instruction {
-        RareInstruction::RegisterWrite { register, .. } => {
-            inner.pages[core].register_written(register, value);
-        }
-        RareInstruction::Tlbi { .. } => {
-            for pages in &mut inner.pages {
-                pages.forget_all();
-            }
-        }
-        RareInstruction::Window { .. } => unreachable!("handled above"),
-    }
+    // The model forgets the translations it may change (its filter and
+    // page caches: `tandem_memmodel::pages`).
     let Some(model) = inner.model.as_mut() else {
         return;
     };
@@ -979,6 +794,9 @@ impl Register for MemPlugin {
                     // The cores run up to a quantum (plus a block's
                     // stalls) apart.
                     max_skew_ns: 4 * quantum_ns,
+                    // verify=hwaddr: QEMU is asked every time (on_access
+                    // stops on a difference).
+                    verify_translations: config.verify_hwaddr,
                     ..ModelOptions::default()
                 };
                 (
@@ -1011,7 +829,6 @@ impl Register for MemPlugin {
                 inner: UnsafeCell::new(Inner {
                     model,
                     clocks: vec![CoreClock::default(); cores],
-                    pages: (0..cores).map(|_| PageCache::new()).collect(),
                     counters: Counters {
                         probe_blocks: vec![0; cores],
                         probe_mismatched: vec![0; cores],
