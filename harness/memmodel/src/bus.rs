@@ -19,16 +19,18 @@
 //!
 //! Whether another core has work at the bus at a time is known from its
 //! lane's history of busy periods when its clock has passed that time.
-//! When it has not (the core is *behind*), its requests are not known yet:
-//! the model prices them from that core's recent use of the bus
-//! (`MemoryModel::unseen_shares`) and passes the wait in as `unseen_ns`.
+//! The model's weave (`weave.rs`) presents requests only once every
+//! running core has passed their time, so in the model no core is behind
+//! and `unseen_ns` is 0; the lanes alone still take a wait owed to
+//! requests not known yet (`unseen_ns`), which their host tests drive.
 //!
 //! Each lane also keeps its recent requests with the turn it was charged
 //! for every other lane, and when a lane grows later (a core behind books
 //! a request), the turns the grown lane now shows are recorded against the
 //! requests that should have waited for them (`WindowCounters`'
 //! `behind_settled_ns`): what the lanes later showed, next to what was
-//! charged at pricing.
+//! charged at pricing (with the weave, a request priced while another
+//! core was more than the skew bound behind, taken as halted).
 //!
 //! Each lane remembers its last [`PERIODS`] busy periods; asking about a
 //! time before the oldest of a full history answers "not at the bus" and is
