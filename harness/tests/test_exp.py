@@ -20,6 +20,7 @@ from tandem.exp.common import median_change_ci
 from tandem.exp.domains import rows as domains_rows
 from tandem.exp.domains import script as domains_script
 from tandem.exp.domains import spec as domains_spec
+from tandem.exp.domains.report import window_lines
 from tandem.exp.lhp import parse as lhp_parse
 from tandem.exp.lhp.report import e3_lines
 from tandem.exp.linux_rt import script as linux_rt_script
@@ -276,6 +277,57 @@ def test_parse_results_rejects_bad_output(lines: list[str], message: str) -> Non
 
 def _latency(max_us: float) -> Latency:
     return Latency("rtos", 0.016, {0.2: 9, max_us: 1}, 0.2, max_us, 1.8 + max_us, 10)
+
+
+def test_domains_with_a_model_counts_each_rtos_phase_in_a_window(tmp_path: Path) -> None:
+    """With a memory model, each phase the RTOS measures is a window of the
+    model's counters on every core; the summary keeps them per phase and
+    the report sets core 3's reads beside the other lanes."""
+    s = scenario.load("domains", domains.SCHEMA, overrides={"memmodel": "arm11-003"})
+    plain = scenario.load("domains", domains.SCHEMA)
+    envs = domains_spec.ENVS
+    hooks = domains_script.WINDOW_HOOKS
+    assert hooks in domains_script.guest_script(envs["heteroos"], s)
+    assert hooks in domains_script.guest_script(envs["tandem"], s)
+    assert hooks not in domains_script.guest_script(envs["heteroos"], plain)
+    assert hooks not in domains_script.guest_script(envs["smp"], s)
+    assert hooks not in domains_script.guest_script(envs["dualunix"], s)
+    kept = {b.label: b.keep for b in domains.units(s)}
+    assert kept["heteroos-rep1"] == ("memmodel.json",) and kept["smp-rep1"] == ()
+
+    phases = domains_script.phases(s)
+    windows = []
+    for core in range(4):
+        for i, _ in enumerate(phases):
+            # Core 3 reads 10 lines per phase and waits 56 ns more for
+            # each loaded core; the loaded cores' lanes are busy.
+            windows.append(
+                {
+                    "core": core, "index": i, "from_ns": 1_000_000 * i,
+                    "to_ns": 1_000_000 * i + 500_000, "fills": 10 if core == 3 else 5000,
+                    "write_backs": 0, "walk_reads": 0,
+                    "read_wait_ns": 10 * 56 * i if core == 3 else 0,
+                    "lane_busy_ns": 0 if core == 3 else 250_000,
+                    "lane_turn_area_ns2": 0 if core == 3 else 56 * 500_000,
+                }
+            )  # fmt: skip
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "heteroos-rep1.memmodel.json").write_text(json.dumps({"windows": windows}))
+    measured = exp.units.Measured(tmp_path)
+    found = domains.phase_windows(s, measured, "heteroos", "heteroos-rep1")
+    assert [(w["load"], w["loaded_cores"]) for w in found] == phases
+    core3 = found[2]["cores"][3]  # type: ignore[index]
+    assert core3["fills"] == 10 and core3["read_wait_ns"] == 1120 and core3["length_ns"] == 500_000
+    summary: dict[str, object] = {"measured_core": 3, "windows": found}
+    lines = window_lines(summary)
+    assert "| heteroos | memory | 2 | 10 | 20.0 | 112.0 | 168.0 | 50 / 50 / 50 |" in lines, lines
+    assert window_lines({"measured_core": 3}) == []
+    # A boot whose model saw fewer windows than the script has phases.
+    short = [w for w in windows if not (w["core"] == 1 and w["index"] == 4)]
+    (raw / "heteroos-rep1.memmodel.json").write_text(json.dumps({"windows": short}))
+    with pytest.raises(TandemError, match="core 1 has 4 windows, the script has 5 phases"):
+        domains.phase_windows(s, measured, "heteroos", "heteroos-rep1")
 
 
 def test_domains_report_checks_the_papers_ordering(tmp_path: Path) -> None:

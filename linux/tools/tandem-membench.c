@@ -19,6 +19,11 @@
  *       pages are one physical page mapped PAGES times (a file in /tmp),
  *       so every load hits the same cached line and only the TLBs see
  *       PAGES pages: "tlb pages=P loads=N ns=T".
+ *   tandem-membench window open|close
+ *       Opens (closes) a window of the memory model's counters on every
+ *       core at once, at this core's time: a script brackets a phase of
+ *       its benchmark, as the loads around a real-time core it cannot run
+ *       on. Prints nothing.
  *
  * Every measurement runs its whole loop once untimed first (page faults,
  * first misses), then times LOADS loads (default 1000000, rounded up to
@@ -96,7 +101,8 @@ static void show_usage(void)
 	fprintf(stderr,
 		"usage: tandem-membench chase [-c CPU] [-l LINE] [-n LOADS] BYTES...\n"
 		"       tandem-membench contend [-l LINE] [-n LOADS] [-s STREAM] BYTES K\n"
-		"       tandem-membench tlb [-c CPU] [-n LOADS] PAGES...\n");
+		"       tandem-membench tlb [-c CPU] [-n LOADS] PAGES...\n"
+		"       tandem-membench window open|close\n");
 	exit(2);
 }
 
@@ -438,6 +444,20 @@ static int run_tlb(struct opts *o, int argc, char **argv)
 	return 0;
 }
 
+/* The same on every core at once (hint #114 opens, hint #115 closes). */
+static int run_window(int argc, char **argv)
+{
+	if (argc != 1)
+		show_usage();
+	if (!strcmp(argv[0], "open"))
+		asm volatile("hint #114" : : : "memory");
+	else if (!strcmp(argv[0], "close"))
+		asm volatile("hint #115" : : : "memory");
+	else
+		show_usage();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {
@@ -484,6 +504,8 @@ int main(int argc, char **argv)
 		return run_contend(&o, argc, argv);
 	if (!strcmp(what, "tlb"))
 		return run_tlb(&o, argc, argv);
+	if (!strcmp(what, "window"))
+		return run_window(argc, argv);
 	show_usage();
 	return 2;
 }

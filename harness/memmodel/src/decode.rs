@@ -65,11 +65,16 @@ pub enum RareInstruction {
         source: u8,
     },
     /// A guest's window marker: `HINT #112` opens a window of counters on
-    /// the core that runs it, `HINT #113` closes it ([`WINDOW_OPEN_HINT`]).
-    /// Both are no-ops to the architecture (unallocated hints).
+    /// the core that runs it, `HINT #113` closes it ([`WINDOW_OPEN_HINT`]);
+    /// `HINT #114` and `#115` do the same on every core at once
+    /// ([`WINDOW_OPEN_ALL_HINT`]). All are no-ops to the architecture
+    /// (unallocated hints).
     Window {
-        /// `HINT #112` (else `HINT #113`).
+        /// `HINT #112` or `#114` (else `#113` or `#115`).
         open: bool,
+        /// `HINT #114` or `#115`: every core's window, not only the
+        /// marking core's.
+        every_core: bool,
     },
 }
 
@@ -77,6 +82,13 @@ pub enum RareInstruction {
 /// core that executes it (`hint #112`; `WINDOW_OPEN_HINT + 1` closes it).
 /// An unallocated hint, a no-op on hardware and in QEMU without the model.
 pub const WINDOW_OPEN_HINT: u32 = 112;
+
+/// The hint immediate that opens a window on every core at once, at the
+/// marking core's time (`hint #114`; `WINDOW_OPEN_ALL_HINT + 1` closes
+/// them): a program on one core brackets what the others do meanwhile,
+/// as a benchmark's phase of load around a real-time core it cannot run
+/// on.
+pub const WINDOW_OPEN_ALL_HINT: u32 = 114;
 
 impl RareInstruction {
     /// The general-purpose register to read before passing the event
@@ -124,9 +136,10 @@ pub fn classify(instruction: u32) -> Option<RareInstruction> {
     // HINT #imm: op0 0, op1 3, CRn 2, CRm:op2 the immediate, Rt 31.
     let hint = (op0, op1, crn, source) == (0, 3, 2, 31);
     let immediate = crm << 3 | op2;
-    if hint && (immediate == WINDOW_OPEN_HINT || immediate == WINDOW_OPEN_HINT + 1) {
+    if hint && (WINDOW_OPEN_HINT..=WINDOW_OPEN_ALL_HINT + 1).contains(&immediate) {
         return Some(RareInstruction::Window {
-            open: immediate == WINDOW_OPEN_HINT,
+            open: immediate % 2 == 0,
+            every_core: immediate >= WINDOW_OPEN_ALL_HINT,
         });
     }
     match op0 {
@@ -237,20 +250,17 @@ mod tests {
 
     #[test]
     fn the_window_hints_are_recognised_and_no_other_hint() {
-        // hint #112, hint #113, as an assembler writes them.
-        assert_eq!(
-            classify(0xd503_2e1f),
-            Some(RareInstruction::Window { open: true })
-        );
-        assert_eq!(
-            classify(0xd503_2e3f),
-            Some(RareInstruction::Window { open: false })
-        );
+        // hint #112 .. hint #115, as an assembler writes them.
+        let window = |open, every_core| Some(RareInstruction::Window { open, every_core });
+        assert_eq!(classify(0xd503_2e1f), window(true, false));
+        assert_eq!(classify(0xd503_2e3f), window(false, false));
+        assert_eq!(classify(0xd503_2e5f), window(true, true));
+        assert_eq!(classify(0xd503_2e7f), window(false, true));
         let window = classify(0xd503_2e1f).unwrap();
         assert_eq!((window.source_register(), window.event(7)), (None, None));
         for other in [
             0xd503_2dff, // hint #111
-            0xd503_2e5f, // hint #114
+            0xd503_2e9f, // hint #116
             0xd503_203f, // yield
             0xd503_207f, // wfi
             0xd503_233f, // paciasp

@@ -146,7 +146,8 @@
 //! - each executed block: [`MemoryModel::instruction_fetch`] with a [`BlockFetch`];
 //! - each instruction [`decode::classify`] recognised at translation:
 //!   [`MemoryModel::system_event`] with the event its `Xt` makes, or, for
-//!   a guest's window marker (`HINT #112` / `#113`),
+//!   a guest's window marker (`HINT #112` / `#113` on its core, `#114` /
+//!   `#115` on every core),
 //!   [`MemoryModel::start_window`] and [`MemoryModel::window_counters`];
 //!
 //! each returns the ns to charge to that vCPU. The model keeps every cache
@@ -168,7 +169,9 @@ pub mod translation;
 pub mod weave;
 
 pub use bus::{BusStats, Transfer, WindowCounters};
-pub use decode::{RareInstruction, Tlbi, TlbiOperation, WINDOW_OPEN_HINT, classify};
+pub use decode::{
+    RareInstruction, Tlbi, TlbiOperation, WINDOW_OPEN_ALL_HINT, WINDOW_OPEN_HINT, classify,
+};
 pub use model::{
     AccessKind, BlockFetch, CoreStats, DataAccess, MemoryModel, ModelOptions, SystemEvent,
     TranslationMismatch, VirtualAccess,

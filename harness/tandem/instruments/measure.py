@@ -88,15 +88,18 @@ measure_rtos() {{
 	echo "@@PHASE $1@@"
 	sleep "$SETTLE_S"
 	tandem-lat save /tmp/lat.a || fail "tandem-lat save"
+	cell_before "$1"
 	sleep "$(awk "BEGIN {{ print $2 * $PERIOD_US / 1000000 }}")"
+	cell_after "$1"
 	tandem-lat save /tmp/lat.b || fail "tandem-lat save"
 	load_stop
 	echo "@@RESULT $1 rtos@@"
 	tandem-lat report /tmp/lat.a /tmp/lat.b "$3" || fail "tandem-lat report"
 }}
 # Called with the phase's ID right before cyclictest starts and right after
-# it ends (the loads still running); an experiment's script may redefine them
-# to record what the kernel did meanwhile.
+# it ends, or around measure_rtos's interval (the loads still running); an
+# experiment's script may redefine them to record what the kernel or the
+# memory model did meanwhile.
 cell_before() {{ :; }}
 cell_after() {{ :; }}
 # measure_cyclictest ID SAMPLES CORE|any ISOLATED(yes|no) [SERIES(yes|no)];

@@ -19,8 +19,10 @@ round). The worst case is also measured against 0-3 memory-loaded cores.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from tandem.errors import TandemError
 from tandem.exp.common import (
     Boot,
     Progress,
@@ -34,7 +36,14 @@ from tandem.exp.domains.claims import claims
 from tandem.exp.domains.plot import plot
 from tandem.exp.domains.report import report
 from tandem.exp.domains.rows import COLUMNS, summary_row
-from tandem.exp.domains.script import guest_script, load_agent_script, phase_id, phases
+from tandem.exp.domains.script import (
+    WINDOW_HOOKS,
+    guest_script,
+    load_agent_script,
+    phase_id,
+    phases,
+    windowed,
+)
 from tandem.exp.domains.spec import ENVS, MEASURED_CORE, NAME, PERIOD_US, SCHEMA
 from tandem.exp.scenario import Scenario
 from tandem.exp.units import Measured
@@ -66,9 +75,55 @@ def units(s: Scenario) -> list[Boot]:
                     ),
                     script=guest_script(env, s),
                     about=f"env {env.name} ({env.about}), rep {rep}/{reps}, {timing} timing",
+                    keep=(MEMMODEL_JSON,) if windowed(env, s) else (),
                 )
             )
     return out
+
+
+MEMMODEL_JSON = "memmodel.json"
+
+
+def phase_windows(
+    s: Scenario, measured: Measured, env_name: str, label: str
+) -> list[dict[str, object]]:
+    """What the memory model counted over each phase of one boot (the
+    phases' windows, in order): per core, the lines read for it, its wait
+    for the bus, and its lane's busy time and turn area."""
+    data = json.loads(measured.data(label, MEMMODEL_JSON))
+    windows = data.get("windows") if isinstance(data, dict) else None
+    if not isinstance(windows, list):
+        raise TandemError(f"{measured.where(label)}: {MEMMODEL_JSON} has no windows")
+    by_core: dict[int, list[dict[str, int]]] = {}
+    for w in windows:
+        by_core.setdefault(int(w["core"]), []).append(w)
+    out: list[dict[str, object]] = []
+    for i, (load, k) in enumerate(phases(s)):
+        cores = []
+        for core in sorted(by_core):
+            if i >= len(by_core[core]):
+                raise TandemError(
+                    f"{measured.where(label)}: core {core} has {len(by_core[core])} windows, "
+                    f"the script has {len(phases(s))} phases"
+                )
+            w = by_core[core][i]
+            cores.append(
+                {
+                    "core": core,
+                    "length_ns": int(w["to_ns"]) - int(w["from_ns"]),
+                    **{key: int(w[key]) for key in WINDOW_KEYS},
+                }
+            )
+        out.append(
+            {"env": env_name, "label": label, "load": load, "loaded_cores": k, "cores": cores}
+        )
+    return out
+
+
+# The window counters a phase's record keeps (docs/harness.md, "Windows a
+# program marks").
+WINDOW_KEYS = ("fills", "write_backs", "walk_reads", "read_wait_ns", "lane_busy_ns",
+               "lane_turn_area_ns2")  # fmt: skip
 
 
 def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
@@ -77,9 +132,14 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     cells: dict[tuple[str, str, int], list[Latency]] = {}
     cell_keys = phases(s)
     pids = [phase_id(load, k) for load, k in cell_keys]
+    windows: list[dict[str, object]] = []
     for rep in range(1, s.integer("reps") + 1):
         for env in (ENVS[e] for e in s.texts("envs")):
             label = f"{env.name}-rep{rep}"
+            # Runs from before the windows (their scripts did not mark
+            # them) have none.
+            if windowed(env, s) and WINDOW_HOOKS in measured.text(label, "sh"):
+                windows += phase_windows(s, measured, env.name, label)
             results = parse_results(measured.lines(label), measured.where(label))
             for (load, k), lat in zip(
                 cell_keys, phase_latencies(results, label, pids, progress), strict=True
@@ -102,5 +162,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         "scenario": s.values,
         "rows": rows,
     }
+    if windows:
+        summary["windows"] = windows
     write_summary(out, summary, COLUMNS)
     return summary

@@ -76,6 +76,52 @@ def _memory_caveats(timing: str, memmodel: str | None) -> list[str]:
     ]
 
 
+def window_lines(summary: dict[str, object]) -> list[str]:
+    """What the memory model counted over each RTOS phase (the summary's
+    `windows`; nothing for a run without them)."""
+    windows = summary.get("windows")
+    if not isinstance(windows, list) or not windows:
+        return []
+    measured = int(str(summary["measured_core"]))
+    cells: dict[tuple[str, str, int], list[dict[str, object]]] = {}
+    for w in windows:
+        cells.setdefault((str(w["env"]), str(w["load"]), int(w["loaded_cores"])), []).append(w)
+    out = [
+        "",
+        "## What the memory model counted in each phase",
+        "",
+        f"Each RTOS phase's interval was a window of the model's counters on every core "
+        f"(`tandem-membench window`, memmodel.json in raw/). Core {measured}'s lines read "
+        "from DRAM (demand and prefetch) and its mean wait for the bus per line; beside it "
+        "the other cores' lanes: the sum of their time-average turn areas (∫ min(remaining, "
+        "service) dt over the window's length: what a read arriving at a random moment "
+        "waits for them, by the model's rule) and each lane's busy share. Summed over "
+        "repetitions.",
+        "",
+        f"| env | load | loaded cores | core {measured} lines read | per ms | core "
+        f"{measured} wait per line ns | others' turn area ns | others' lanes busy % |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (env, load, k), ws in cells.items():
+        mine = [c for w in ws for c in w["cores"] if c["core"] == measured]  # type: ignore[attr-defined]
+        others = [c for w in ws for c in w["cores"] if c["core"] != measured]  # type: ignore[attr-defined]
+        fills = sum(int(c["fills"]) for c in mine)
+        wait = sum(int(c["read_wait_ns"]) for c in mine)
+        length = sum(int(c["length_ns"]) for c in mine)
+        turn = sum(int(c["lane_turn_area_ns2"]) for c in others) / max(length, 1)
+        busy: dict[int, int] = {}
+        for c in others:
+            busy[int(c["core"])] = busy.get(int(c["core"]), 0) + int(c["lane_busy_ns"])
+        shares = " / ".join(f"{100 * b / max(length, 1):.0f}" for _, b in sorted(busy.items()))
+        per_ms = fills / (length / 1e6) if length else 0.0
+        per_line = f"{wait / fills:.1f}" if fills else "-"
+        out.append(
+            f"| {env} | {load} | {k} | {fills} | {per_ms:.1f} | {per_line} | {turn:.1f} | "
+            f"{shares} |"
+        )
+    return out
+
+
 def report(run_dir: Path, command: str) -> str:
     """report.md: our numbers beside the paper's, and what QEMU can't show."""
     summary = read_summary(run_dir, NAME)
@@ -182,6 +228,7 @@ def report(run_dir: Path, command: str) -> str:
         f"- within the paper's {PAPER_TARGET_US} µs target under every load: "
         + (", ".join(sorted(set(met))) or "none")
     )
+    out += window_lines(summary)
     out += [
         "",
         "## What QEMU can and cannot show here",

@@ -100,6 +100,20 @@ echo "load agent: done after $seen commands"
     )
 
 
+# With a memory model, each RTOS phase's interval is a window of the
+# model's counters on every core (memmodel.json's `windows`, in phase
+# order): what the RTOS's core read from DRAM and waited, and what the
+# loaded cores' lanes held meanwhile.
+WINDOW_HOOKS = """cell_before() { tandem-membench window open; }
+cell_after() { tandem-membench window close; }"""
+
+
+def windowed(env: Env, s: Scenario) -> bool:
+    """Whether `env`'s phases are windows of the memory model's counters:
+    with a model, where the RTOS measures (its interval is the script's)."""
+    return s.text("memmodel") != "none" and env.instrument == "rtos" and env.measure_in is None
+
+
 def phases(s: Scenario) -> list[tuple[str, int]]:
     """(load, loaded cores) measured in each boot, in order."""
     loads = s.texts("loads")
@@ -135,6 +149,8 @@ def guest_script(env: Env, s: Scenario) -> str:
     ]
     if env.isolate:
         lines.append(f"isolate_core {MEASURED_CORE}")
+    if windowed(env, s):
+        lines.append(WINDOW_HOOKS)
     samples = s.integer("samples")
     for load, k in phases(s):
         if load == "memory":

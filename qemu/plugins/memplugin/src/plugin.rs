@@ -548,14 +548,22 @@ unsafe extern "C" fn on_rare(vcpu: c_uint, userdata: *mut c_void) {
         }
     };
     inner.counters.rare_events += 1;
-    if let RareInstruction::Window { open } = rare.instruction {
+    if let RareInstruction::Window { open, every_core } = rare.instruction {
         let clock = inner.clocks[core];
         let now = if clock.block == rare.serial {
             clock.block_start + rare.index + clock.charged
         } else {
             shell.clock(tandem)
         };
-        mark_window(inner, core, open, now);
+        if every_core {
+            // Every core's window at the marking core's time (the others'
+            // clocks are within the quantum of it).
+            for other in 0..inner.clocks.len() {
+                mark_window(inner, other, open, now);
+            }
+        } else {
+            mark_window(inner, core, open, now);
+        }
         return;
     }
     // The model forgets the translations it may change (its filter and
