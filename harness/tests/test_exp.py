@@ -283,8 +283,10 @@ def test_domains_with_a_model_counts_each_rtos_phase_in_a_window(tmp_path: Path)
     """With a memory model, each phase the RTOS measures is a window of the
     model's counters on every core; the summary keeps them per phase and
     the report sets core 3's reads beside the other lanes."""
-    s = scenario.load("domains", domains.SCHEMA, overrides={"memmodel": "arm11-003"})
-    plain = scenario.load("domains", domains.SCHEMA)
+    s = scenario.load(
+        "domains", domains.SCHEMA, overrides={"memmodel": "arm11-003", "windows": True}
+    )
+    plain = scenario.load("domains", domains.SCHEMA, overrides={"memmodel": "arm11-003"})
     envs = domains_spec.ENVS
     hooks = domains_script.WINDOW_HOOKS
     assert hooks in domains_script.guest_script(envs["heteroos"], s)
@@ -292,6 +294,9 @@ def test_domains_with_a_model_counts_each_rtos_phase_in_a_window(tmp_path: Path)
     assert hooks not in domains_script.guest_script(envs["heteroos"], plain)
     assert hooks not in domains_script.guest_script(envs["smp"], s)
     assert hooks not in domains_script.guest_script(envs["dualunix"], s)
+    no_model = scenario.load("domains", domains.SCHEMA, overrides={"windows": True})
+    with pytest.raises(TandemError, match=r"windows = true .* needs a model"):
+        domains.units(no_model)
     kept = {b.label: b.keep for b in domains.units(s)}
     assert kept["heteroos-rep1"] == ("memmodel.json",) and kept["smp-rep1"] == ()
 

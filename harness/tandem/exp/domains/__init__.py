@@ -37,7 +37,6 @@ from tandem.exp.domains.plot import plot
 from tandem.exp.domains.report import report
 from tandem.exp.domains.rows import COLUMNS, summary_row
 from tandem.exp.domains.script import (
-    WINDOW_HOOKS,
     guest_script,
     load_agent_script,
     phase_id,
@@ -136,9 +135,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     for rep in range(1, s.integer("reps") + 1):
         for env in (ENVS[e] for e in s.texts("envs")):
             label = f"{env.name}-rep{rep}"
-            # Runs from before the windows (their scripts did not mark
-            # them) have none.
-            if windowed(env, s) and WINDOW_HOOKS in measured.text(label, "sh"):
+            if windowed(env, s):
                 windows += phase_windows(s, measured, env.name, label)
             results = parse_results(measured.lines(label), measured.where(label))
             for (load, k), lat in zip(

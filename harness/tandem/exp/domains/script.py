@@ -3,6 +3,7 @@ guest script that measures them all in one boot of one environment."""
 
 from __future__ import annotations
 
+from tandem.errors import TandemError
 from tandem.exp.domains.spec import INFO_CORES, MEASURED_CORE, PERIOD_US, Env
 from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import script_header
@@ -110,8 +111,16 @@ cell_after() { tandem-membench window close; }"""
 
 def windowed(env: Env, s: Scenario) -> bool:
     """Whether `env`'s phases are windows of the memory model's counters:
-    with a model, where the RTOS measures (its interval is the script's)."""
-    return s.text("memmodel") != "none" and env.instrument == "rtos" and env.measure_in is None
+    asked for (`windows`, which needs a model), where the RTOS measures (its
+    interval is the script's)."""
+    if not s.values["windows"]:
+        return False
+    if s.text("memmodel") == "none":
+        raise TandemError(
+            f"{s.path}: windows = true counts the memory model's windows: it needs a model "
+            "(--set memmodel=PROFILE)"
+        )
+    return env.instrument == "rtos" and env.measure_in is None
 
 
 def phases(s: Scenario) -> list[tuple[str, int]]:

@@ -71,6 +71,11 @@ SCHEMA = {
     "rtos_task_set": Key(
         str, "what the RTOS runs: the demo's 1 ms job on each RTOS core", choices=("demo",)
     ),
+    "windows": Key(
+        bool,
+        "with a memory model: each RTOS phase a window of the model's counters on every "
+        "core (memmodel.json kept; the report gives core 3's bus traffic per phase)",
+    ),
 }
 
 # Paper 003's worst cases (µs) against memory-loaded cores 0..3 (ARM11 MPCore
