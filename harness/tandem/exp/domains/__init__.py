@@ -96,15 +96,17 @@ def phase_windows(
     by_core: dict[int, list[dict[str, int]]] = {}
     for w in windows:
         by_core.setdefault(int(w["core"]), []).append(w)
+    expected = phases(s)
+    for core, found in sorted(by_core.items()):
+        if len(found) != len(expected):
+            raise TandemError(
+                f"{measured.where(label)}: core {core} has {len(found)} windows, "
+                f"the script has {len(expected)} phases"
+            )
     out: list[dict[str, object]] = []
-    for i, (load, k) in enumerate(phases(s)):
+    for i, (load, k) in enumerate(expected):
         cores = []
         for core in sorted(by_core):
-            if i >= len(by_core[core]):
-                raise TandemError(
-                    f"{measured.where(label)}: core {core} has {len(by_core[core])} windows, "
-                    f"the script has {len(phases(s))} phases"
-                )
             w = by_core[core][i]
             cores.append(
                 {
@@ -121,8 +123,14 @@ def phase_windows(
 
 # The window counters a phase's record keeps (docs/harness.md, "Windows a
 # program marks").
-WINDOW_KEYS = ("fills", "write_backs", "walk_reads", "read_wait_ns", "lane_busy_ns",
-               "lane_turn_area_ns2")  # fmt: skip
+WINDOW_KEYS = (
+    "fills",
+    "write_backs",
+    "walk_reads",
+    "read_wait_ns",
+    "lane_busy_ns",
+    "lane_turn_area_ns2",
+)
 
 
 def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
