@@ -240,7 +240,7 @@ def test_a_timers_halted_core_wakes_at_its_deadline_under_memory_load(tmp_path: 
     core's clock past the RTOS timer's deadline, and the halted core 3 must
     still wake at the deadline, not when the shared time got there (QEMU
     patch 0009). What the bus does cost it (at most 37 ns per interrupt in
-    results/domains/20261129-153603's windows) moves its mean response by
+    the windows of docs/harness.md, "A first look") moves its mean response by
     far less than 0.1 µs; waking at the shared time moved it by 0.35 µs and
     its worst case from 0.37 to 3.58 µs."""
     overrides: dict[str, object] = {
