@@ -224,9 +224,9 @@ def _quanta(text: str) -> tuple[int, ...]:
     return values
 
 
-def _sizes(text: str) -> tuple[int, ...]:
+def _sizes(text: str) -> list[int]:
     try:
-        values = tuple(int(x) for x in text.split(","))
+        values = [int(x) for x in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"'{text}': expected message sizes in bytes separated by commas, e.g. 1,64,496"
@@ -338,6 +338,15 @@ BENCH_ALIASES: dict[str, tuple[str, tuple[BenchFlag, ...]]] = {
             BenchFlag("--switches", "switches", int, "ctxsw hand-offs per boot"),
             BenchFlag("--quantum-ns", "quantum_ns", int, "per-core timing's quantum"),
             BenchFlag("--causal", "causal", str, "per-core timing's counter rule"),
+        ),
+    ),
+    "rpmsg": (
+        "RPMsg round trips by message size, beside /dev/tandem-rpc's block mode",
+        (
+            BenchFlag("--calls", "calls", int, "calls per size and kind"),
+            BenchFlag("--sizes", "sizes", _sizes, "message bytes, e.g. 1,64,496"),
+            BenchFlag("--smp", "smp", int, "cores (the RTOS serves on the lowest RPC core)"),
+            BenchFlag("--quantum-ns", "quantum_ns", int, "per-core timing's quantum"),
         ),
     ),
 }
@@ -473,23 +482,6 @@ def parser() -> argparse.ArgumentParser:
     )
     _boot_options(rs, timing=PERCORE)
     rs.add_argument("--count", type=int, default=10, help="restarts (default 10)")
-    rp = bsub.add_parser(
-        "rpmsg",
-        help="RPMsg round trips by message size, beside /dev/tandem-rpc's block mode",
-        description="In one boot: per size, echoes over /dev/rpmsgN (Linux's virtio-rpmsg to "
-        "the RTOS's tandem-echo service) and block-mode /dev/tandem-rpc echoes of the same "
-        "bytes, from CPU 0, timed in user space. Per-core timing by default. Writes "
-        "results/rpmsg/<run-id>/.",
-    )
-    _boot_options(rp, timing=PERCORE)
-    rp.add_argument("--calls", type=int, default=200, help="calls per size and kind (default 200)")
-    rp.add_argument(
-        "--sizes",
-        type=_sizes,
-        default=None,
-        metavar="LIST",
-        help="message bytes, e.g. 1,64,496 (default 1,16,64,128,256,496)",
-    )
     tr = sub.add_parser(
         "trace",
         help="which world ran on each core over a window (PNG timeline)",
@@ -717,14 +709,6 @@ def main(argv: list[str] | None = None) -> int:
             from tandem.instruments import restart
 
             restart.restart(_options(args), args.count)
-            return 0
-        if args.command == "bench" and args.bench == "rpmsg":
-            from tandem.instruments import rpmsg
-
-            if args.sizes is None:
-                rpmsg.run(_options(args), calls=args.calls)
-            else:
-                rpmsg.run(_options(args), args.sizes, args.calls)
             return 0
         if args.command == "bench" and args.bench == "latency":
             if args.idle_seconds < 1 or args.hackbench_loops < 1:

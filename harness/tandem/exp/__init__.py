@@ -31,6 +31,7 @@ from tandem.exp import (
     linux_rt,
     memory,
     rpc,
+    rpmsg,
     rtos_app,
     scenario,
     shards,
@@ -69,7 +70,7 @@ class Experiment:
 # claim (`tandem bench NAME` runs them: cli.py).
 REGISTRY = {
     m.NAME: Experiment(m.NAME, m.SCHEMA, m.units, m.summarize, m.plot, m.report, m.claims)
-    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw, memory)
+    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw, memory, rpmsg)
 }
 
 
