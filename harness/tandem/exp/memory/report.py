@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tandem.exp.common import read_summary
+from tandem.exp.common import read_summary, run_id
 from tandem.exp.memory.spec import KIB, NAME, STREAMS
 from tandem.platform import memmodel
 from tandem.platform.timing import Timing
@@ -20,7 +20,7 @@ def report(run_dir: Path, command: str) -> str:
     lines = [
         "# The memory model against its own profiles",
         "",
-        f"Run `{run_dir.name}`, QEMU (not hardware), {timing.words()}, configuration "
+        f"Run `{run_id(run_dir)}`, QEMU (not hardware), {timing.words()}, configuration "
         "`linux-only` on 4 cores for the microbenchmarks, `tandem` on 1 core for ctxsw. "
         f"Reproduce: `{command}`. Each check was fixed before the run "
         "(`harness/tandem/exp/memory/spec.py`).",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tandem.exp.common import read_summary
+from tandem.exp.common import read_summary, run_id
 from tandem.exp.rpmsg.spec import CLIENT_CPU, NAME
 
 
@@ -21,7 +21,7 @@ def report(run_dir: Path, command: str) -> str:
         f"the client on CPU {CLIENT_CPU}, the RTOS serving both on core "
         f"{summary['server_core']}; {summary['calls']} calls per size and kind after a "
         "warm-up. QEMU, not hardware: every instruction costs 1 ns, no caches.",
-        f"Run `{run_dir.name}`; reproduce: `{command}`.",
+        f"Run `{run_id(run_dir)}`; reproduce: `{command}`.",
         "",
         "Round trip from user space (CLOCK_MONOTONIC around the call): RPMsg's "
         "`write()` to `read()` on /dev/rpmsgN (the tandem-echo service), RPC's "
