@@ -114,7 +114,7 @@ def replay(run: Path, logs: Path) -> Callable[[Boot, pool.Context], ExecResult]:
 
 
 # The kept runs whose every boot's console is in their raw archive.
-REMADE = ("lhp", "capacity", "linux-rt", "rpc", "domains", "rpmsg")
+REMADE = ("lhp", "capacity", "linux-rt", "rpc", "domains", "rpmsg", "memory")
 
 
 def kept_run(name: str) -> Path:
