@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tandem.exp.memory.spec import KIB
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 
 def plot(out: Path, summary: Mapping[str, object]) -> None:
@@ -26,13 +31,14 @@ def plot(out: Path, summary: Mapping[str, object]) -> None:
         for pl in p["plateaus"]:
             ax.axhline(pl["expected_ns"], color=line.get_color(), linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("chase size (KiB)")
-    ax.set_ylabel("stall per load (ns), model minus no model")
-    ax.set_title("Pointer chase: plateaus (dotted: the profile's latencies)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "plateaus.png", dpi=110)
-    plt.close(fig)
+    _save(
+        fig,
+        ax,
+        out / "plateaus.png",
+        "chase size (KiB)",
+        "stall per load (ns), model minus no model",
+        "Pointer chase: plateaus (dotted: the profile's latencies)",
+    )
 
     fig, ax = plt.subplots(figsize=(7.0, 4.2))
     baseline = summary["baseline"]
@@ -50,13 +56,14 @@ def plot(out: Path, summary: Mapping[str, object]) -> None:
                 color="grey",
                 linewidth=1,
             )
-    ax.set_xlabel("other cores streaming through DRAM")
-    ax.set_ylabel("core 0's chase, ns per load")
-    ax.set_title("Contention on the shared bus (dotted: + one bus service time per core)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "contention.png", dpi=110)
-    plt.close(fig)
+    _save(
+        fig,
+        ax,
+        out / "contention.png",
+        "other cores streaming through DRAM",
+        "core 0's chase, ns per load",
+        "Contention on the shared bus (dotted: + one bus service time per core)",
+    )
 
     fig, ax = plt.subplots(figsize=(7.0, 4.2))
     for name, p in profiles.items():
@@ -66,10 +73,24 @@ def plot(out: Path, summary: Mapping[str, object]) -> None:
         for entries in (k["micro_entries"], k["main_entries"]):
             ax.axvline(entries, color=line.get_color(), linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("pages visited, one load each (one physical page)")
-    ax.set_ylabel("stall per load (ns)")
-    ax.set_title("TLB reach (dotted: the profile's micro and main TLB sizes)")
+    _save(
+        fig,
+        ax,
+        out / "tlb.png",
+        "pages visited, one load each (one physical page)",
+        "stall per load (ns)",
+        "TLB reach (dotted: the profile's micro and main TLB sizes)",
+    )
+
+
+def _save(fig: Figure, ax: Axes, path: Path, xlabel: str, ylabel: str, title: str) -> None:
+    """Labels a plot, writes it to `path` and closes it."""
+    import matplotlib.pyplot as plt
+
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out / "tlb.png", dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
