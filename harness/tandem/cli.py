@@ -7,13 +7,14 @@ import dataclasses
 import os
 import signal
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
 from tandem.errors import TandemError
 from tandem.instruments import bench, trace
-from tandem.instruments.memory import QUICK as QUICK_MEMORY
 from tandem.platform import apps, capacity, cpio, gdb
 from tandem.platform.board import DEFAULT_BOARD, boards, load_board
 from tandem.platform.boot import run_exec, run_interactive
@@ -223,9 +224,9 @@ def _quanta(text: str) -> tuple[int, ...]:
     return values
 
 
-def _sizes(text: str) -> tuple[int, ...]:
+def _sizes(text: str) -> list[int]:
     try:
-        values = tuple(int(x) for x in text.split(","))
+        values = [int(x) for x in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"'{text}': expected message sizes in bytes separated by commas, e.g. 1,64,496"
@@ -274,6 +275,105 @@ def _options(args: argparse.Namespace) -> BootOptions:
         add=tuple(getattr(args, "add", [])),
         gdb=getattr(args, "gdb", False),
     )
+
+
+def _exp_run_options(parser: argparse.ArgumentParser) -> None:
+    """What `exp run` takes beyond the experiment's name (and a bench that
+    is an experiment, BENCH_ALIASES)."""
+    parser.add_argument("--quick", action="store_true", help="the file's [quick] settings")
+    parser.add_argument("--timing", choices=MODES, help="override the file's timing mode")
+    parser.add_argument("--reps", type=int, help="override the file's repetitions")
+    parser.add_argument(
+        "--board",
+        choices=boards(),
+        help="the machine the boots run on (boards/NAME.toml; default: the file's, else "
+        f"{DEFAULT_BOARD}); a run whose boots cannot be made there is refused before the "
+        "first boot, saying why",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help='override any key of the file (VALUE in TOML: 64, true, [1, 2], "x")',
+    )
+    _jobs_option(parser)
+    parser.add_argument(
+        "--shard",
+        type=_shard,
+        default=None,
+        metavar="I/N",
+        help="measure only shard I of N of the run's boots (sorted by label, round robin) "
+        "into a partial directory of its own; `tandem exp merge` makes the run from all N "
+        "(docs/harness.md, 'Experiments across machines')",
+    )
+
+
+@dataclass(frozen=True)
+class BenchFlag:
+    """A bench's own option: it sets key `key` of its experiment's scenario."""
+
+    flag: str
+    key: str
+    type: Callable[[str], object]
+    help: str
+
+
+def _names(text: str) -> list[str]:
+    return [x for x in text.split(",") if x]
+
+
+# Benches that are registered experiments (tandem.exp.REGISTRY): `tandem
+# bench NAME [FLAGS]` is `tandem exp run NAME` (its scenario file
+# experiments/NAME.toml, provenance, --jobs, --shard, `exp merge`), each
+# flag a `--set KEY=VALUE`. The run's report names the `exp run` command.
+BENCH_ALIASES: dict[str, tuple[str, tuple[BenchFlag, ...]]] = {
+    "memory": (
+        "the memory model against its own profiles: pointer-chase plateaus, bus contention, "
+        "TLB reach, ctxsw's ASID/flush gap",
+        (
+            BenchFlag("--profiles", "profiles", _names, "memory profiles to check, e.g. a53"),
+            BenchFlag("--loads", "loads", int, "chase loads per size"),
+            BenchFlag("--tlb-loads", "tlb_loads", int, "loads per TLB sweep point"),
+            BenchFlag("--switches", "switches", int, "ctxsw hand-offs per boot"),
+            BenchFlag("--quantum-ns", "quantum_ns", int, "per-core timing's quantum"),
+            BenchFlag("--causal", "causal", str, "per-core timing's counter rule"),
+        ),
+    ),
+    "rpmsg": (
+        "RPMsg round trips by message size, beside /dev/tandem-rpc's block mode",
+        (
+            BenchFlag("--calls", "calls", int, "calls per size and kind"),
+            BenchFlag("--sizes", "sizes", _sizes, "message bytes, e.g. 1,64,496"),
+            BenchFlag("--smp", "smp", int, "cores (the RTOS serves on the lowest RPC core)"),
+            BenchFlag("--quantum-ns", "quantum_ns", int, "per-core timing's quantum"),
+        ),
+    ),
+}
+
+
+def _bench_alias(
+    bsub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    about: str,
+    flags: tuple[BenchFlag, ...],
+) -> None:
+    b = bsub.add_parser(
+        name,
+        help=about,
+        description=f"`tandem exp run {name}`: experiments/{name}.toml, each option below "
+        f"setting one of its keys; writes results/{name}/<run-id>/.",
+    )
+    _exp_run_options(b)
+    for f in flags:
+        b.add_argument(
+            f.flag,
+            dest=f"bench_{f.key}",
+            type=f.type,
+            default=None,
+            metavar=f.key.upper(),
+            help=f"{f.help} (--set {f.key}=...; default: the scenario file's)",
+        )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -370,38 +470,8 @@ def parser() -> argparse.ArgumentParser:
         default=50_000,
         help="overlap: loop iterations timed (2 instructions each; default 50000)",
     )
-    mem = bsub.add_parser(
-        "memory",
-        help="the memory model against its own profiles: pointer-chase plateaus, bus "
-        "contention, TLB reach, ctxsw's ASID/flush gap",
-        description="Guest microbenchmarks (tandem-membench) in per-core timing with each "
-        "profile and without a model, and ctxsw's asid and flush with a53 and without; "
-        "checks each against the profile. Writes results/memory/<run-id>/.",
-    )
-    _boot_options(mem, timing=PERCORE)
-    mem.add_argument(
-        "--profiles",
-        default="a53,arm11-003",
-        metavar="LIST",
-        help="memory profiles to check, e.g. a53 (default a53,arm11-003)",
-    )
-    mem.add_argument(
-        "--loads", type=int, default=300_000, help="chase loads per size (default 300000)"
-    )
-    mem.add_argument(
-        "--tlb-loads", type=int, default=200_000, help="loads per TLB sweep point (default 200000)"
-    )
-    mem.add_argument(
-        "--switches", type=int, default=20_000, help="ctxsw hand-offs per boot (default 20000)"
-    )
-    mem.add_argument(
-        "--quick",
-        action="store_true",
-        help="fewer loads and hand-offs: --loads {}, --tlb-loads {}, --switches {}".format(
-            *QUICK_MEMORY
-        ),
-    )
-    _jobs_option(mem)
+    for name, (about, flags) in BENCH_ALIASES.items():
+        _bench_alias(bsub, name, about, flags)
     rs = bsub.add_parser(
         "restart",
         help="restart Linux again and again under load while the RTOS runs on",
@@ -412,23 +482,6 @@ def parser() -> argparse.ArgumentParser:
     )
     _boot_options(rs, timing=PERCORE)
     rs.add_argument("--count", type=int, default=10, help="restarts (default 10)")
-    rp = bsub.add_parser(
-        "rpmsg",
-        help="RPMsg round trips by message size, beside /dev/tandem-rpc's block mode",
-        description="In one boot: per size, echoes over /dev/rpmsgN (Linux's virtio-rpmsg to "
-        "the RTOS's tandem-echo service) and block-mode /dev/tandem-rpc echoes of the same "
-        "bytes, from CPU 0, timed in user space. Per-core timing by default. Writes "
-        "results/rpmsg/<run-id>/.",
-    )
-    _boot_options(rp, timing=PERCORE)
-    rp.add_argument("--calls", type=int, default=200, help="calls per size and kind (default 200)")
-    rp.add_argument(
-        "--sizes",
-        type=_sizes,
-        default=None,
-        metavar="LIST",
-        help="message bytes, e.g. 1,64,496 (default 1,16,64,128,256,496)",
-    )
     tr = sub.add_parser(
         "trace",
         help="which world ran on each core over a window (PNG timeline)",
@@ -500,33 +553,7 @@ def parser() -> argparse.ArgumentParser:
         "(raw data, summary.json/.csv, PNG plots, report.md) and results/NAME/latest.",
     )
     er.add_argument("name", help="experiment (see `tandem exp list`)")
-    er.add_argument("--quick", action="store_true", help="the file's [quick] settings")
-    er.add_argument("--timing", choices=MODES, help="override the file's timing mode")
-    er.add_argument("--reps", type=int, help="override the file's repetitions")
-    er.add_argument(
-        "--board",
-        choices=boards(),
-        help="the machine the boots run on (boards/NAME.toml; default: the file's, else "
-        f"{DEFAULT_BOARD}); a run whose boots cannot be made there is refused before the "
-        "first boot, saying why",
-    )
-    er.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help='override any key of the file (VALUE in TOML: 64, true, [1, 2], "x")',
-    )
-    _jobs_option(er)
-    er.add_argument(
-        "--shard",
-        type=_shard,
-        default=None,
-        metavar="I/N",
-        help="measure only shard I of N of the run's boots (sorted by label, round robin) "
-        "into a partial directory of its own; `tandem exp merge` makes the run from all N "
-        "(docs/harness.md, 'Experiments across machines')",
-    )
+    _exp_run_options(er)
     em = esub.add_parser(
         "merge",
         help="make one run from the shards of `exp run --shard` (results/NAME/<run-id>/)",
@@ -569,7 +596,6 @@ def parser() -> argparse.ArgumentParser:
 
 def _exp(args: argparse.Namespace) -> int:
     from tandem import exp
-    from tandem.exp import scenario
 
     if args.exp == "list":
         for name, about in exp.listing():
@@ -604,6 +630,15 @@ def _exp(args: argparse.Namespace) -> int:
         print(text, end="")
         print(f"(report: {run_dir / 'report.md'})", file=sys.stderr)
         return 0
+    return _exp_run(args, args.name)
+
+
+def _exp_run(args: argparse.Namespace, name: str, extra: dict[str, object] | None = None) -> int:
+    """`exp run NAME` (and a bench that is an experiment: `extra`, its flags'
+    scenario keys)."""
+    from tandem import exp
+    from tandem.exp import scenario
+
     overrides: dict[str, object] = dict(scenario.parse_override(o) for o in args.set)
     if args.timing is not None:
         overrides["timing"] = args.timing
@@ -611,7 +646,8 @@ def _exp(args: argparse.Namespace) -> int:
         overrides["reps"] = args.reps
     if args.board is not None:
         overrides["board"] = args.board
-    out = exp.run(args.name, args.quick, overrides, jobs=args.jobs, shard=args.shard)
+    overrides |= extra or {}
+    out = exp.run(name, args.quick, overrides, jobs=args.jobs, shard=args.shard)
     if args.shard is not None:
         print(f"shard {args.shard.index}/{args.shard.count}: {out}")
         return 0
@@ -674,14 +710,6 @@ def main(argv: list[str] | None = None) -> int:
 
             restart.restart(_options(args), args.count)
             return 0
-        if args.command == "bench" and args.bench == "rpmsg":
-            from tandem.instruments import rpmsg
-
-            if args.sizes is None:
-                rpmsg.run(_options(args), calls=args.calls)
-            else:
-                rpmsg.run(_options(args), args.sizes, args.calls)
-            return 0
         if args.command == "bench" and args.bench == "latency":
             if args.idle_seconds < 1 or args.hackbench_loops < 1:
                 raise TandemError("--idle-seconds and --hackbench-loops must be at least 1")
@@ -705,26 +733,14 @@ def main(argv: list[str] | None = None) -> int:
             print((out / "report.md").read_text(), end="")
             print(f"results: {out}")
             return 0
-        if args.command == "bench" and args.bench == "memory":
-            from tandem.instruments import memory
-
-            if min(args.loads, args.tlb_loads, args.switches) < 1:
-                raise TandemError("--loads, --tlb-loads and --switches must be at least 1")
-            loads, tlb_loads, switches = (
-                memory.QUICK if args.quick else (args.loads, args.tlb_loads, args.switches)
-            )
-            out = memory.run(
-                _options(args),
-                [p for p in args.profiles.split(",") if p],
-                loads,
-                tlb_loads,
-                switches,
-                "./tandem " + " ".join(sys.argv[1:] if argv is None else argv),
-                jobs=args.jobs,
-            )
-            print((out / "report.md").read_text(), end="")
-            print(f"results: {out}")
-            return 0
+        if args.command == "bench" and args.bench in BENCH_ALIASES:
+            _, flags = BENCH_ALIASES[args.bench]
+            extra = {
+                f.key: getattr(args, f"bench_{f.key}")
+                for f in flags
+                if getattr(args, f"bench_{f.key}") is not None
+            }
+            return _exp_run(args, args.bench, extra)
         if args.command == "bench" and args.bench == "switch":
             if args.seconds < 1:
                 raise TandemError("--seconds must be at least 1")

@@ -15,7 +15,7 @@ import pytest
 from tandem import exp
 from tandem.errors import TandemError
 from tandem.exp import scenario
-from tandem.instruments import memory
+from tandem.exp.memory import quick_plateaus
 from tandem.platform import memmodel, qemu_command
 from tandem.platform.boot import run_exec
 from tandem.platform.boot_options import BootOptions
@@ -148,7 +148,7 @@ def test_every_callback_gets_the_vcpu_that_runs_it(tmp_path: Path) -> None:
     options = BootOptions(timing=Timing("percore", Q), smp=4, extra_qemu_args=args)
     result = run_exec(options, "hackbench -g 4 -l 20 >/dev/null\n", timeout_s=600)
     assert result.status == 0, result.console_log
-    probe = memory.read_probe(out)
+    probe = memmodel.read_probe(out)
     assert all(b > 10_000 for b in probe["blocks"]), probe
     assert probe["mismatched"] == [0, 0, 0, 0], probe
 
@@ -175,7 +175,7 @@ def test_each_core_presents_its_accesses_in_its_own_time_order() -> None:
 def test_pointer_chase_plateaus_match_the_profile() -> None:
     """A short chase in L1, L2 and DRAM with the a53 profile: each plateau
     within 10 % of the profile's latency (L1: within 10 % of the L2 step)."""
-    plateaus = memory.quick_plateaus("a53", Q)
+    plateaus = quick_plateaus("a53", Q)
     for level in plateaus:
         assert level.within_tolerance, plateaus
 

@@ -9,14 +9,18 @@ system's, not the host's."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
 
 import pytest
 
+from tandem import exp
 from tandem.errors import TandemError
-from tandem.instruments import rpmsg as rpmsg_bench
+from tandem.exp.rpmsg.parse import parse, rows
+from tandem.exp.rpmsg.plot import plot
+from tandem.exp.rpmsg.report import report
 from tandem.platform import abi_generated as abi
 from tandem.platform import rtos_status
 from tandem.platform.board import DEFAULT_BOARD, load_board
@@ -249,13 +253,14 @@ def test_unbinding_under_a_busy_endpoint_fails_its_calls_without_an_oops() -> No
 def test_the_bench_reads_its_samples_into_rows_a_report_and_a_plot(tmp_path: Path) -> None:
     lines = ["rt rpmsg 1 14000", "rt rpmsg 1 15000", "rt rpmsg 1 16000"]
     lines += ["rt rpc-block 1 6000 5000", "rt rpc-block 1 7000 5500", "noise: not a sample"]
-    samples = rpmsg_bench.parse(lines)
+    samples = parse(lines)
     assert samples["rpmsg"] == {1: [14000, 15000, 16000]}
     assert samples["rpc-block-driver"] == {1: [5000, 5500]}
-    (row,) = rpmsg_bench.rows(samples, (1,))
+    (row,) = rows(samples, (1,))
     assert row["rpmsg_median_ns"] == 15000 and row["rpc_block_median_ns"] == 6500
     assert row["rpmsg_max_ns"] == 16000 and row["rpmsg_over_rpc_block"] == round(15000 / 6500, 3)
     summary: dict[str, object] = {
+        "experiment": "rpmsg",
         "timing_described": "percore timing (Q = 1000 ns)",
         "smp": 4,
         "config": "tandem",
@@ -264,14 +269,15 @@ def test_the_bench_reads_its_samples_into_rows_a_report_and_a_plot(tmp_path: Pat
         "rows": [row],
         "rtos_missed_total": 0,
     }
-    text = rpmsg_bench.report(summary)
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    text = report(tmp_path, "./tandem exp run rpmsg")
     assert "| 1 | 15.00 (16.00) | 6.50 (7.00) | 5.25 (5.50) | 2.308 |" in text, text
-    rpmsg_bench.plot([row], tmp_path / "rpmsg.png")
+    plot(tmp_path, summary)
     assert (tmp_path / "rpmsg.png").stat().st_size > 0
     # A size with no samples, or a line the bench never prints, is an error.
     with pytest.raises(TandemError, match="no rpmsg samples at 64 bytes"):
-        rpmsg_bench.rows(samples, (64,))
+        rows(samples, (64,))
     with pytest.raises(TandemError, match="cannot read"):
-        rpmsg_bench.parse(["rt rpc-block 1 6000"])
-    with pytest.raises(TandemError, match=r"sizes are 1\.\.496"):
-        rpmsg_bench.run(percore(), (0, 497), out_root=tmp_path)
+        parse(["rt rpc-block 1 6000"])
+    with pytest.raises(TandemError, match=r"sizes = \[0, 497\] is not allowed"):
+        exp.run("rpmsg", False, {"sizes": [0, 497]}, out_root=tmp_path)

@@ -29,7 +29,9 @@ from tandem.exp import (
     domains,
     lhp,
     linux_rt,
+    memory,
     rpc,
+    rpmsg,
     rtos_app,
     scenario,
     shards,
@@ -64,10 +66,11 @@ class Experiment:
 
 
 # In the papers' order (000 §3, 000 §4, 001 ... 004): results/CLAIMS.md
-# lists the claims in this order.
+# lists the claims in this order; then the benches, which test no paper's
+# claim (`tandem bench NAME` runs them: cli.py).
 REGISTRY = {
     m.NAME: Experiment(m.NAME, m.SCHEMA, m.units, m.summarize, m.plot, m.report, m.claims)
-    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw)
+    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw, memory, rpmsg)
 }
 
 

@@ -171,6 +171,13 @@ def read_summary(run_dir: Path, experiment: str) -> dict[str, object]:
     return data
 
 
+def run_id(run_dir: Path) -> str:
+    """A run's id for its report: its directory's name, without `.partial`
+    while the run is being finished (the report is written before the
+    rename, and must read the same when redrawn from the finished run)."""
+    return run_dir.name.removesuffix(PARTIAL)
+
+
 def num(row: Mapping[str, object], key: str, default: float | None = None) -> float:
     """A number from a summary row (rows come from JSON: typed as object);
     `default` where the row has none (absent or null), else an error."""

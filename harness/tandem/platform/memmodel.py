@@ -78,15 +78,28 @@ def read_stats(run_dir: Path) -> dict[str, object] | None:
     path = run_dir / STATS_FILE
     if not path.exists():
         return None
-    text = path.read_text()
+    return parse_stats(path.read_text(), str(path))
+
+
+def parse_stats(text: str, where: str) -> dict[str, object]:
+    """The model's counters from its STATS_FILE's text (`where`: whose, for
+    an error)."""
     if not text.strip():
-        raise TandemError(f"{path}: empty (QEMU did not exit cleanly)")
+        raise TandemError(f"{where}: empty (QEMU did not exit cleanly)")
     stats = json.loads(text)
     if not isinstance(stats, dict):
-        raise TandemError(f"{path}: not a JSON object")
+        raise TandemError(f"{where}: not a JSON object")
     if "error" in stats:
-        raise TandemError(f"{path}: the memory model failed: {stats['error']}")
+        raise TandemError(f"{where}: the memory model failed: {stats['error']}")
     return stats
+
+
+def read_probe(path: Path) -> dict[str, list[int]]:
+    """The plugin's probe=vcpu counts: blocks and mismatched blocks per vCPU."""
+    data = json.loads(path.read_text())
+    if data.get("probe") != "vcpu":
+        raise TandemError(f"{path}: not a vCPU probe's output")
+    return {"blocks": list(data["blocks"]), "mismatched": list(data["mismatched"])}
 
 
 def totals(stats: Mapping[str, object]) -> dict[str, int]:
