@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tandem.errors import TandemError
+from tandem.exp.memory.script import overflow_pages
 from tandem.exp.memory.spec import (
     CONTENTION_TOLERANCE,
     DRAM_SIZE,
@@ -95,8 +96,11 @@ def plateaus(
 
 def knees(profile: Mapping[str, object], stall: Mapping[int, float]) -> dict[str, object]:
     """Where the TLB sweep's stall per load steps up: the largest page count
-    before the micro TLB misses (stall below half a micro miss), and before
-    the main TLB misses (stall above the micro plateau by under 0.1 ns)."""
+    before the micro TLB misses (stall below half a micro miss); and, for
+    the main TLB, where its set overflow begins (main_crossing) where the
+    sweep has the overflow's page counts, else (runs before 30 Nov) the
+    largest page count whose stall is within 0.1 ns of the plateau between
+    the knees."""
     tlb = profile["tlb"]
     assert isinstance(tlb, dict)
     micro, main = int(tlb["micro_data_entries"]), int(tlb["main_entries"])
@@ -105,18 +109,74 @@ def knees(profile: Mapping[str, object], stall: Mapping[int, float]) -> dict[str
     micro_knee = max((p for p in pages if stall[p] < micro_miss / 2), default=0)
     between = [stall[p] for p in pages if micro + 2 <= p <= main // 2]
     plateau = statistics.median(between) if between else micro_miss
-    main_knee = max(
-        (p for p in pages if p > micro_knee and stall[p] - plateau < 0.1), default=micro_knee
-    )
-    return {
+    out: dict[str, object] = {
         "micro_entries": micro,
         "micro_knee": micro_knee,
         "main_entries": main,
-        "main_knee": main_knee,
         "micro_plateau_ns": round(plateau, 3),
         "micro_ok": abs(micro_knee - micro) <= KNEE_TOLERANCE,
-        "main_ok": abs(main_knee - main) <= KNEE_TOLERANCE,
     }
+    ways = int(tlb["main_ways"])
+    if all(p in stall for p in overflow_pages(main, ways)):
+        knee = main_crossing(stall, main, ways)
+        tolerance = main_knee_tolerance(main)
+        out |= {
+            "main_knee": knee,
+            "main_rule": "change point",
+            "main_tolerance": tolerance,
+            "main_ok": knee is not None and abs(knee - main) <= tolerance,
+        }
+        return out
+    main_knee = max(
+        (p for p in pages if p > micro_knee and stall[p] - plateau < 0.1), default=micro_knee
+    )
+    out |= {"main_knee": main_knee, "main_ok": abs(main_knee - main) <= KNEE_TOLERANCE}
+    return out
+
+
+def main_knee_tolerance(main: int) -> int:
+    """How far the knee may sit from the main TLB's size: 2 entries, or
+    1/64 of them where that is more (8 of a53's 512). Fixed before any run
+    with the overflow sweep: the kernel's and the loop's own pages hold a
+    few entries, and a point's +-0.4 ns of noise moves the fitted change
+    point by a few entries (test_memory_knees.py)."""
+    return max(KNEE_TOLERANCE, main // 64)
+
+
+def main_crossing(stall: Mapping[int, float], main: int, ways: int) -> int | None:
+    """Where the main TLB's set overflow begins, from the sweep around it.
+
+    A cyclic sweep over P pages of a main TLB of S = main / ways sets of
+    `ways` ways (least recently used) overflows P - K sets for K < P <=
+    K + S (K: the entries the sweep can have): each of those sets holds
+    ways + 1 of the pages and misses on every one of them, the others
+    never. So the stall per load is a plateau a up to K and a + b (P - K) / P
+    above it (b: ways + 1 walks). For each K from main / 2 to main + S the
+    least-squares fit of that shape to the sweep's points in [main / 2,
+    main + S] (the plateau fitted with it) leaves a residual; the K that
+    leaves the least is returned (None: no K gives a rise, so the main TLB
+    never missed)."""
+    sets = max(1, main // ways)
+    points = [(p, stall[p]) for p in sorted(stall) if main // 2 <= p <= main + sets]
+    if sum(1 for p, _ in points if p > main) < 3:
+        raise TandemError("the TLB sweep has too few points over the main TLB's overflow")
+    best: tuple[float, int] | None = None
+    for knee in range(main // 2, main + sets):
+        xs = [max(0.0, (p - knee) / p) for p, _ in points]
+        n = len(points)
+        mean_x = sum(xs) / n
+        mean_y = sum(y for _, y in points) / n
+        sxx = sum((x - mean_x) ** 2 for x in xs)
+        if sxx == 0:
+            continue
+        slope = sum((x - mean_x) * (y - mean_y) for x, (_, y) in zip(xs, points, strict=True)) / sxx
+        if slope <= 0:
+            continue
+        base = mean_y - slope * mean_x
+        residual = sum((y - base - slope * x) ** 2 for x, (_, y) in zip(xs, points, strict=True))
+        if best is None or residual < best[0]:
+            best = (residual, knee)
+    return None if best is None else best[1]
 
 
 def contention(

@@ -3,7 +3,9 @@ with what the model counted."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tandem.exp.common import read_summary, run_id
 from tandem.exp.memory.spec import KIB, NAME, STREAMS
@@ -81,9 +83,7 @@ def report(run_dir: Path, command: str) -> str:
         "",
         "One load per page over P pages that are one physical page (every load an L1 hit), "
         "so only the TLBs see P pages. Stall per load: ns per load with the model minus the "
-        "same sweep without it at the same P. Knee: the largest P before the stall steps up "
-        "(micro: below half a micro TLB miss; main: within 0.1 ns of the plateau between the "
-        "knees).",
+        "same sweep without it at the same P. " + _knee_rule(profiles),
         "",
         "| profile | micro TLB entries | knee | main TLB entries | knee | check |",
         "|---|---|---|---|---|---|",
@@ -151,3 +151,23 @@ def report(run_dir: Path, command: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _knee_rule(profiles: Mapping[str, Any]) -> str:
+    """How the run read its knees, in words: runs since 30 Nov read the main
+    TLB's from the sweep over its set overflow (parse.main_crossing)."""
+    if any(p["tlb_knees"].get("main_rule") == "change point" for p in profiles.values()):
+        return (
+            "Micro knee: the largest P whose stall is below half a micro TLB miss. Main knee: "
+            "where the main TLB's set overflow begins, read from the sweep around it (P from "
+            "half the main TLB's size to a set more per set): a cyclic sweep over P > K pages "
+            "overflows P - K of its sets, each missing on all its ways + 1 pages, so the stall "
+            "is a plateau up to K and rises as (P - K) / P above it; the K whose least-squares "
+            "fit of that shape leaves the least residual is the knee, met within 2 entries or "
+            "1/64 of the main TLB's (fixed before the first run with that sweep)."
+        )
+    return (
+        "Knee: the largest P before the stall steps up "
+        "(micro: below half a micro TLB miss; main: within 0.1 ns of the plateau between the "
+        "knees)."
+    )

@@ -32,7 +32,16 @@ def tlb_pages(profile: Mapping[str, object]) -> list[int]:
         pages.add(p)
         p *= 2
     pages |= {main * 3 // 4, main * 3 // 2, 2 * main, 4 * main}
+    pages |= set(overflow_pages(main, int(tlb["main_ways"])))
     return sorted(pages)
+
+
+def overflow_pages(main: int, ways: int) -> list[int]:
+    """Eight page counts over the main TLB's set overflow, from its size to
+    a set more than its size per set (main + main / ways): there the main
+    knee is read as where a line crosses the plateau (parse.knees)."""
+    sets = max(1, main // ways)
+    return [main + sets * j // 8 for j in range(1, 9)]
 
 
 def script(
