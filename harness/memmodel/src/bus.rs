@@ -409,6 +409,36 @@ impl BusLanes {
         }
         let turns: u64 = charged.iter().sum();
         let start = competes + turns + unseen_ns;
+        self.record(core, arrival, competes, start, kind, charged, unseen_ns);
+        self.grown.push((core, competes));
+        self.settle_grown();
+        start
+    }
+
+    /// Books a request of `core` arriving at `arrival` whose service
+    /// starts at `start`, as an arbiter outside the lanes decided (the
+    /// weave's single-slot schedule): its lane and window count it as
+    /// [`Self::reserve`]'s would. `start` must not be before `arrival`,
+    /// nor before the end of `core`'s earlier requests.
+    pub fn book(&mut self, core: usize, arrival: u64, start: u64, kind: Transfer) {
+        self.reached(core, arrival);
+        debug_assert!(start >= self.competes_from(core, arrival));
+        self.record(core, arrival, start, start, kind, [0; MAX_CORES], 0);
+    }
+
+    /// Books a priced request into its lane, its window and the counters.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        core: usize,
+        arrival: u64,
+        competes: u64,
+        start: u64,
+        kind: Transfer,
+        charged: [u64; MAX_CORES],
+        unseen_ns: u64,
+    ) {
+        let service = self.service_ns;
         let behind = self.another_behind(core, arrival);
         let demand_start = if kind.stalls() { start } else { NO_DEMAND };
         let lane = &mut self.lanes[core];
@@ -440,9 +470,6 @@ impl BusLanes {
         if kind != Transfer::WriteBack {
             self.stats.wait_ns += start - arrival;
         }
-        self.grown.push((core, competes));
-        self.settle_grown();
-        start
     }
 
     /// For every lane that grew, the turns it now shows to other cores'

@@ -20,6 +20,13 @@ use std::collections::VecDeque;
 
 use crate::bus::{BusLanes, BusStats, Transfer, WindowCounters};
 
+/// Dirty lines a core's eviction buffer holds until the bus takes them
+/// (assumed: no source gives the A53's or the ARM11's). A write-back that
+/// finds it full stalls its core until the oldest one starts: without that
+/// a core that writes lines back faster than the bus carries them would
+/// queue them without bound and never wait.
+const EVICTION_BUFFER: usize = 1;
+
 /// A request waiting for its turn in time order.
 #[derive(Debug, Clone, Copy)]
 struct Pending {
@@ -42,6 +49,13 @@ struct Queue {
     priced: u64,
     /// Of those, what the core has been charged.
     charged: u64,
+    /// `charged` when the core's current call began (its requests all
+    /// happen at the call's time, moved by what it owed then).
+    charged_at_call: u64,
+    /// When the core's last [`EVICTION_BUFFER`] write-backs started (the
+    /// oldest next), each freeing its entry of the buffer.
+    evictions: [u64; EVICTION_BUFFER],
+    next_eviction: usize,
 }
 
 impl Queue {
@@ -66,6 +80,10 @@ pub struct Weave {
     /// Prefetches priced with a wait, `(core, line, wait)`: each line
     /// arrives that much later than its core was told when it sent it.
     delayed_prefetches: Vec<(usize, u64, u64)>,
+    /// When the slot granted last ends (the bus is free from then on).
+    free_at: u64,
+    /// The core granted last: the round robin starts after it.
+    last_granted: usize,
 }
 
 impl Weave {
@@ -78,6 +96,8 @@ impl Weave {
             max_skew_ns,
             blocked_on: None,
             delayed_prefetches: Vec::new(),
+            free_at: 0,
+            last_granted: cores.max(1) - 1,
         }
     }
 
@@ -92,7 +112,9 @@ impl Weave {
     pub fn request(&mut self, core: usize, arrival: u64, kind: Transfer, line: u64) -> Option<u64> {
         let queue = &mut self.queues[core];
         queue.clock = queue.clock.max(arrival);
-        let charged_before = queue.charged;
+        // What the core had been charged when the call began: a wait it
+        // pays within this call (a read's) still moves this request.
+        let charged_before = queue.charged_at_call;
         queue.pending.push_back(Pending {
             arrival,
             kind,
@@ -111,6 +133,8 @@ impl Weave {
     /// `core`'s clock has reached `time`.
     pub fn reached(&mut self, core: usize, time: u64) {
         let queue = &mut self.queues[core];
+        // The call ends here: its stall holds everything charged so far.
+        queue.charged_at_call = queue.charged;
         if time <= queue.clock {
             return;
         }
@@ -134,44 +158,71 @@ impl Weave {
         owed
     }
 
-    /// Prices every pending request no core can precede any more, in time
-    /// order.
+    /// Grants the bus slot by slot while the grant is known: at each slot
+    /// boundary, round robin among the cores whose oldest pending request
+    /// has arrived by then, once no running core can still present a
+    /// request arriving by then.
     fn release(&mut self) {
+        let service = self.bus.service_ns();
         loop {
-            let Some((core, time)) = self
-                .queues
-                .iter()
-                .enumerate()
-                .filter_map(|(index, q)| q.head_time().map(|t| (index, t)))
-                .min_by_key(|&(index, time)| (time, index))
-            else {
+            let Some(earliest) = self.queues.iter().filter_map(Queue::head_time).min() else {
                 self.blocked_on = None;
                 return;
             };
+            // The next slot starts when the bus is free and a request is there.
+            let boundary = self.free_at.max(earliest);
+            // A core with a pending request presents nothing before it (a
+            // core's requests come in its time order), so only cores with
+            // none can still add a contender: each must have passed the
+            // boundary. What a core owes and has not paid moves its next
+            // request that much later, so it counts as passed time.
             let furthest = self.queues.iter().map(|q| q.clock).max().unwrap_or(0);
-            let blocker = self.queues.iter().enumerate().position(|(index, q)| {
-                index != core
-                    && q.clock < time
+            let blocker = self.queues.iter().position(|q| {
+                q.pending.is_empty()
+                    && q.clock + (q.priced - q.charged) <= boundary
                     && furthest - q.clock <= self.max_skew_ns
-                    && q.head_time().is_none_or(|t| t < time)
             });
             if let Some(blocker) = blocker {
-                self.blocked_on = Some((blocker, time));
+                // Unblocked once its clock is past the boundary (or by a
+                // request of its own).
+                let owed = self.queues[blocker].priced - self.queues[blocker].charged;
+                self.blocked_on = Some((blocker, (boundary + 1).saturating_sub(owed)));
                 return;
             }
             self.blocked_on = None;
-            let queue = &mut self.queues[core];
-            let pending = queue.pending.pop_front().expect("a head");
-            let start = self.bus.reserve(core, time, pending.kind, 0);
+            // Round robin: the first core after the last one granted whose
+            // head has arrived.
+            let cores = self.queues.len();
+            let (core, time) = (1..=cores)
+                .map(|step| (self.last_granted + step) % cores)
+                .find_map(|index| {
+                    self.queues[index]
+                        .head_time()
+                        .filter(|&t| t <= boundary)
+                        .map(|t| (index, t))
+                })
+                .expect("the earliest head has arrived by the boundary");
+            let pending = self.queues[core].pending.pop_front().expect("a head");
+            self.bus.book(core, time, boundary, pending.kind);
+            self.free_at = boundary + service;
+            self.last_granted = core;
+            let wait = boundary - time;
             match pending.kind {
-                Transfer::Demand | Transfer::Walk => self.queues[core].priced += start - time,
-                Transfer::Prefetch if start > time => {
-                    self.delayed_prefetches
-                        .push((core, pending.line, start - time));
+                Transfer::Demand | Transfer::Walk => self.queues[core].priced += wait,
+                Transfer::WriteBack => {
+                    // The core waited for the buffer entry the write-back
+                    // takes: until the write-back that held it started.
+                    let queue = &mut self.queues[core];
+                    let freed = queue.evictions[queue.next_eviction];
+                    queue.evictions[queue.next_eviction] = boundary;
+                    queue.next_eviction = (queue.next_eviction + 1) % EVICTION_BUFFER;
+                    queue.priced += freed.saturating_sub(time);
+                }
+                Transfer::Prefetch if wait > 0 => {
+                    self.delayed_prefetches.push((core, pending.line, wait));
                 }
                 _ => {}
             }
-            self.bus.reached(core, time);
         }
     }
 
