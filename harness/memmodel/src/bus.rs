@@ -64,7 +64,7 @@ pub enum Transfer {
 
 impl Transfer {
     /// Whether the core waits for the request (delaying it delays the core).
-    fn stalls(self) -> bool {
+    pub fn stalls(self) -> bool {
         matches!(self, Self::Demand | Self::Walk)
     }
 }

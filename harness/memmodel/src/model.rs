@@ -716,9 +716,15 @@ impl MemoryModel {
                     }
                 }
                 stall += self.demand_line(core, now + stall, last, store).0;
-            } else if translated && !prefetched && state != LineState::Invalid {
+            } else if translated
+                && !prefetched
+                && state != LineState::Invalid
+                && !self.bus.may_delay(core, first)
+            {
                 // (Invalid: a store streamed past the L1, which holds no
-                // copy: its next access is no plain hit.)
+                // copy: its next access is no plain hit. A line whose
+                // prefetch the weave has not priced yet may still arrive
+                // later than its core was told: its next access may wait.)
                 // The line is in the L1 now, in `state` (nothing after
                 // the lookup or fill touched this core's L1D).
                 repeatable = Some(LastData {
@@ -1639,7 +1645,7 @@ impl MemoryModel {
     /// A line read from DRAM: its wait for the bus plus the access.
     fn memory_read(&mut self, core: usize, now: u64, line: u64) -> u64 {
         let kind = self.read_kind;
-        let at_once = self.bus.request(core, now, kind, line).unwrap_or(0);
+        let at_once = self.bus.request(core, now, kind, line);
         // A read the core waits for pays what the core owes: this read's
         // wait if it was priced at once, and every earlier wait priced since.
         let (wait, booked) = if matches!(kind, Transfer::Demand | Transfer::Walk) {

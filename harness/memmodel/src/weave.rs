@@ -1,31 +1,46 @@
-//! The bus priced in time order behind per-core timing's skew: requests wait in per-core queues until no core can still present an earlier one, then go to the lanes in time order, and each core's waits come back to it as a debt.
+//! The bus as one server priced in time order behind per-core timing's skew: requests wait in per-core queues, the bus is granted slot by slot round robin among the cores waiting at each slot's start once no core can still add a request by then, and each core's waits come back to it as a debt.
+//!
+//! The bus carries one line at a time, each for a service time: every
+//! transfer (demand fill, prefetch, write-back, walk read) takes one slot
+//! of its timeline. Each core's requests queue in its own lane, first in
+//! first out (a core's calls follow its clock, so no skew reorders them).
+//! When the bus is free, the next slot starts at the earliest time a
+//! request is waiting; it goes round robin, from the core after the one
+//! granted last, to the first core whose oldest request has arrived by
+//! then. A chasing core thus waits for one slot of each core ahead of it
+//! in the rotation, not for a streaming core's whole backlog, and a read
+//! taken ahead of a backlog pushes that backlog back a slot: the slots of
+//! all cores together never hold more than the bus carries.
 //!
 //! Per-core timing runs one core up to a quantum ahead of the others, so a
 //! request reaches the model before the requests of cores behind it that
-//! came earlier. Pricing it on arrival needs a guess about those (the
-//! estimates of the first designs); here it is priced only once no core
-//! can present an earlier request: every core that is running has passed
-//! its time (a core further behind than the skew bound is halted and does
-//! not hold the others back). Requests then reach [`BusLanes`] in time
-//! order, exactly as with a quantum of 0, and a core's wait is owed to it:
-//! the model adds what a core owes to the stall of its next access (ZSim's bound and
-//! weave, with the weave running continuously at the safe time).
+//! came earlier, and a read's slot depends on requests of other cores that
+//! arrive after it but before its slot starts (the round robin may put
+//! them first). So a slot is granted only once every running core has
+//! either passed its start or a request of its own already waiting (a core
+//! further behind than the skew bound is halted and does not hold the
+//! others back): exactly the grants a quantum of 0 makes. A read's wait to
+//! its slot is owed to its core: the model adds what a core owes to the
+//! stall of its next access (ZSim's bound and weave, with the weave
+//! running continuously at the safe time). What is known when a read is
+//! presented (the bus is granted until `free_at`, and the core's own
+//! requests ahead of it each need a slot) is owed at once.
 //!
-//! A request presented while the core still owed waits not yet priced
+//! A request presented while the core still owed waits not yet charged
 //! happened that much later in time order: when its turn comes, its time
 //! is moved by the waits priced for the core's earlier requests that the
-//! core had not been charged when it presented it.
+//! core had not been charged when its call began.
+//!
+//! A write-back stalls nobody while the core's eviction buffer has room;
+//! one that finds it full stalls its core until the write-back holding it
+//! has started, a wait owed like a read's.
+//!
+//! [`BusLanes`] keeps each lane's busy periods and window counters for the
+//! requests as granted here (`BusLanes::book`).
 
 use std::collections::VecDeque;
 
 use crate::bus::{BusLanes, BusStats, Transfer, WindowCounters};
-
-/// Dirty lines a core's eviction buffer holds until the bus takes them
-/// (assumed: no source gives the A53's or the ARM11's). A write-back that
-/// finds it full stalls its core until the oldest one starts: without that
-/// a core that writes lines back faster than the bus carries them would
-/// queue them without bound and never wait.
-const EVICTION_BUFFER: usize = 1;
 
 /// A request waiting for its turn in time order.
 #[derive(Debug, Clone, Copy)]
@@ -47,18 +62,31 @@ struct Queue {
     clock: u64,
     /// Waits priced for the core's requests that stall it, in total.
     priced: u64,
+    /// A bound `priced` will reach once the pending requests are priced,
+    /// known when they were presented (a read cannot start before the
+    /// bus is free and the core's own earlier requests have had their
+    /// slots): the core is charged up to it at once.
+    committed: u64,
     /// Of those, what the core has been charged.
     charged: u64,
     /// `charged` when the core's current call began (its requests all
     /// happen at the call's time, moved by what it owed then).
     charged_at_call: u64,
-    /// When the core's last [`EVICTION_BUFFER`] write-backs started (the
-    /// oldest next), each freeing its entry of the buffer.
-    evictions: [u64; EVICTION_BUFFER],
-    next_eviction: usize,
+    /// When the core's last write-back started, emptying its eviction
+    /// buffer. The buffer holds one dirty line until the bus takes it
+    /// (assumed: no source gives the A53's or the ARM11's depth); a
+    /// write-back that finds it full stalls the core until then. Without
+    /// that a core that writes lines back faster than the bus carries them
+    /// would queue them without bound and never wait.
+    eviction_started: u64,
 }
 
 impl Queue {
+    /// What the core owes beyond what it has been charged.
+    fn owed(&self) -> u64 {
+        self.priced.max(self.committed) - self.charged
+    }
+
     /// When its oldest pending request happened in time order.
     fn head_time(&self) -> Option<u64> {
         self.pending
@@ -84,6 +112,9 @@ pub struct Weave {
     free_at: u64,
     /// The core granted last: the round robin starts after it.
     last_granted: usize,
+    /// Every grant, `(core, time in time order, start)`, for the tests.
+    #[cfg(test)]
+    granted: Vec<(usize, u64, u64)>,
 }
 
 impl Weave {
@@ -98,6 +129,8 @@ impl Weave {
             delayed_prefetches: Vec::new(),
             free_at: 0,
             last_granted: cores.max(1) - 1,
+            #[cfg(test)]
+            granted: Vec::new(),
         }
     }
 
@@ -107,27 +140,41 @@ impl Weave {
     }
 
     /// Presents a request of `core` at `arrival` (its clock); it is priced
-    /// when no core can present an earlier one. Returns its wait if that
-    /// was at once (it is owed to the core either way: [`Self::take_debt`]).
-    pub fn request(&mut self, core: usize, arrival: u64, kind: Transfer, line: u64) -> Option<u64> {
+    /// when no core can present an earlier one. Returns what the core came
+    /// to owe by it now: its wait if it was priced at once, else the part
+    /// of it already known (all of it is owed to the core either way:
+    /// [`Self::take_debt`]).
+    pub fn request(&mut self, core: usize, arrival: u64, kind: Transfer, line: u64) -> u64 {
+        let service = self.bus.service_ns();
+        let free_at = self.free_at;
         let queue = &mut self.queues[core];
         queue.clock = queue.clock.max(arrival);
         // What the core had been charged when the call began: a wait it
         // pays within this call (a read's) still moves this request.
         let charged_before = queue.charged_at_call;
+        let total_before = queue.priced.max(queue.committed);
+        if kind.stalls() {
+            // Once this read is priced, `priced` is its start less its
+            // arrival plus `charged_before` (its time is moved by the
+            // waits before it): its start is at least the bus's next free
+            // slot after the core's requests still waiting. A core that
+            // runs ahead of the pricing is charged that much at once
+            // instead of queueing reads it could not have made yet.
+            let ahead = queue.pending.len() as u64;
+            let start_at_least = free_at + ahead * service;
+            queue.committed = queue
+                .committed
+                .max((start_at_least + charged_before).saturating_sub(arrival));
+        }
         queue.pending.push_back(Pending {
             arrival,
             kind,
             line,
             charged_before,
         });
-        let before = queue.pending.len();
-        let priced_before = queue.priced;
         self.release();
         let queue = &self.queues[core];
-        // Priced at once: its queue emptied down past it.
-        (queue.pending.len() < before && queue.pending.is_empty())
-            .then(|| queue.priced - priced_before)
+        queue.priced.max(queue.committed) - total_before
     }
 
     /// `core`'s clock has reached `time`.
@@ -153,8 +200,8 @@ impl Weave {
     /// Takes the waits priced for `core` and not yet charged to it.
     pub fn take_debt(&mut self, core: usize) -> u64 {
         let queue = &mut self.queues[core];
-        let owed = queue.priced - queue.charged;
-        queue.charged = queue.priced;
+        let owed = queue.owed();
+        queue.charged += owed;
         owed
     }
 
@@ -179,13 +226,13 @@ impl Weave {
             let furthest = self.queues.iter().map(|q| q.clock).max().unwrap_or(0);
             let blocker = self.queues.iter().position(|q| {
                 q.pending.is_empty()
-                    && q.clock + (q.priced - q.charged) <= boundary
+                    && q.clock + q.owed() <= boundary
                     && furthest - q.clock <= self.max_skew_ns
             });
             if let Some(blocker) = blocker {
                 // Unblocked once its clock is past the boundary (or by a
                 // request of its own).
-                let owed = self.queues[blocker].priced - self.queues[blocker].charged;
+                let owed = self.queues[blocker].owed();
                 self.blocked_on = Some((blocker, (boundary + 1).saturating_sub(owed)));
                 return;
             }
@@ -206,6 +253,8 @@ impl Weave {
             self.bus.book(core, time, boundary, pending.kind);
             self.free_at = boundary + service;
             self.last_granted = core;
+            #[cfg(test)]
+            self.granted.push((core, time, boundary));
             let wait = boundary - time;
             match pending.kind {
                 Transfer::Demand | Transfer::Walk => self.queues[core].priced += wait,
@@ -213,10 +262,8 @@ impl Weave {
                     // The core waited for the buffer entry the write-back
                     // takes: until the write-back that held it started.
                     let queue = &mut self.queues[core];
-                    let freed = queue.evictions[queue.next_eviction];
-                    queue.evictions[queue.next_eviction] = boundary;
-                    queue.next_eviction = (queue.next_eviction + 1) % EVICTION_BUFFER;
-                    queue.priced += freed.saturating_sub(time);
+                    queue.priced += queue.eviction_started.saturating_sub(time);
+                    queue.eviction_started = boundary;
                 }
                 Transfer::Prefetch if wait > 0 => {
                     self.delayed_prefetches.push((core, pending.line, wait));
@@ -224,6 +271,19 @@ impl Weave {
                 _ => {}
             }
         }
+    }
+
+    /// Whether a prefetch of `line` by `core` may still be delayed: it
+    /// waits to be priced, or was priced with a wait not yet taken.
+    pub fn may_delay(&self, core: usize, line: u64) -> bool {
+        self.queues[core]
+            .pending
+            .iter()
+            .any(|p| p.kind == Transfer::Prefetch && p.line == line)
+            || self
+                .delayed_prefetches
+                .iter()
+                .any(|&(c, l, _)| c == core && l == line)
     }
 
     /// Whether a prefetch was priced with a wait since last asked.
@@ -249,5 +309,102 @@ impl Weave {
     /// The counters so far.
     pub fn stats(&self) -> BusStats {
         self.bus.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SERVICE: u64 = 10;
+    const SKEW: u64 = 4_000;
+
+    #[test]
+    fn a_core_alone_is_first_come_first_served() {
+        let mut weave = Weave::new(1, SERVICE, SKEW);
+        for arrival in [100, 100, 105, 200] {
+            weave.request(0, arrival, Transfer::Prefetch, 0);
+        }
+        let starts: Vec<u64> = weave.granted.iter().map(|g| g.2).collect();
+        assert_eq!(starts, [100, 110, 120, 200]);
+    }
+
+    #[test]
+    fn no_slot_is_granted_before_every_running_core_has_passed_it() {
+        let mut weave = Weave::new(2, SERVICE, SKEW);
+        weave.request(0, 100, Transfer::Prefetch, 0);
+        // Core 1 could still present a request at 100.
+        assert!(weave.granted.is_empty());
+        weave.reached(1, 100);
+        assert!(weave.granted.is_empty());
+        weave.reached(1, 101);
+        assert_eq!(weave.granted, [(0, 100, 100)]);
+    }
+
+    #[test]
+    fn a_read_waits_for_a_core_ahead_in_the_rotation_that_arrives_after_it() {
+        let mut weave = Weave::new(4, SERVICE, SKEW);
+        weave.reached(2, 1_000);
+        weave.reached(3, 1_000);
+        // Core 0 takes the bus at 0; its read at 5 waits for the slot at
+        // 10, where the round robin comes to core 1 first.
+        weave.request(0, 0, Transfer::Prefetch, 0);
+        weave.request(0, 5, Transfer::Demand, 0);
+        // Its slot is not known yet (core 1 is at 0): what is known is owed
+        // at once, its own prefetch's slot ahead of it.
+        assert_eq!(weave.take_debt(0), 5);
+        weave.request(1, 8, Transfer::Demand, 0);
+        weave.reached(1, 1_000);
+        weave.reached(0, 1_000);
+        assert_eq!(weave.granted, [(0, 0, 0), (1, 8, 10), (0, 5, 20)]);
+        assert_eq!(weave.take_debt(0), 10);
+        assert_eq!(weave.take_debt(1), 2);
+    }
+
+    #[test]
+    fn a_read_ahead_of_backlogs_pushes_them_back_and_the_bus_never_holds_two() {
+        let mut weave = Weave::new(4, SERVICE, SKEW);
+        // Cores 1..=3 queue 100 prefetches each at 0; core 0 reads at 505.
+        for core in 1..4 {
+            for _ in 0..100 {
+                weave.request(core, 0, Transfer::Prefetch, 0);
+            }
+        }
+        weave.request(0, 505, Transfer::Demand, 0);
+        for core in 0..4 {
+            weave.reached(core, 10_000);
+        }
+        let mut starts: Vec<u64> = weave.granted.iter().map(|g| g.2).collect();
+        starts.sort_unstable();
+        assert!(starts.windows(2).all(|w| w[1] >= w[0] + SERVICE));
+        assert_eq!(*starts.last().unwrap(), 300 * SERVICE);
+        // It waits the slot under way and at most one slot of each other.
+        let wait = weave.take_debt(0);
+        assert!((5..=5 + 3 * SERVICE).contains(&wait), "{wait}");
+    }
+
+    #[test]
+    fn a_full_eviction_buffer_stalls_the_core_until_it_empties() {
+        let mut weave = Weave::new(2, SERVICE, SKEW);
+        weave.reached(1, 1_000);
+        // Core 1 has a backlog of five at 0: core 0's write-backs at 1
+        // and 2 find the bus busy; the second waits for the first to start.
+        for _ in 0..5 {
+            weave.request(1, 0, Transfer::Prefetch, 0);
+        }
+        weave.request(0, 1, Transfer::WriteBack, 0);
+        weave.request(0, 2, Transfer::WriteBack, 0);
+        weave.reached(0, 1_000);
+        weave.reached(1, 2_000);
+        let core0: Vec<u64> = weave
+            .granted
+            .iter()
+            .filter(|g| g.0 == 0)
+            .map(|g| g.2)
+            .collect();
+        // Round robin: core 0's first at 10, its second after core 1's
+        // next slot, at 30; the core stalled from 2 to 10.
+        assert_eq!(core0, [10, 30]);
+        assert_eq!(weave.take_debt(0), 8);
     }
 }
