@@ -1,4 +1,15 @@
-//! The shared bus and DRAM as one resource shared round robin among the cores, each core's requests in a lane of its own so the skew between cores' clocks cannot reorder them.
+//! Each core's lane at the shared bus (its busy periods and window counters), and the lanes' own round-robin rule: a request waits one turn per other lane at the bus, which the model no longer prices by (the weave's single-slot schedule does, `weave.rs`).
+//!
+//! The model books every transfer here as the weave granted it
+//! ([`BusLanes::book`]): the lanes then hold each core's time at the bus
+//! (waiting or served) for the window counters the fidelity checks read.
+//! [`BusLanes::reserve`] is the rule the model priced by until issue 47's
+//! capacity check: a lane per core, a read charged a turn for every other
+//! lane at the bus when it competes, a write-back holding only its own
+//! lane, and a turn taken ahead of a backlog not pushing it back; so the
+//! lanes together could carry more than the bus (a copy on four `a53`
+//! cores moved 2.1 times a third of it). It is kept as a standalone
+//! arbiter with its own tests (`tests/bus_lanes.rs`); its description:
 //!
 //! Per-core timing runs each vCPU up to a quantum Q ahead of the others, so
 //! the model hears of a request at t = 100 ns from a core that is behind

@@ -26,22 +26,23 @@
 //!   it is neither inclusive nor exclusive (no back-invalidation). The L1
 //!   instruction cache is probed once per executed block for each line the
 //!   block spans, not per instruction.
-//! - **Bus and DRAM**: one resource shared by all cores. A line read from
-//!   DRAM occupies it for the profile's service time; the core stalls for
-//!   its wait for the bus plus the profile's DRAM latency. A dirty line
-//!   written back occupies the bus without stalling anyone. Each core's
-//!   requests queue in a lane of their own ([`bus`]), in that core's time
-//!   order whatever order the cores' calls arrive in (their clocks are up
-//!   to a quantum apart), and a request waits one service time for every
-//!   other core with a request at the bus at that moment (round-robin
-//!   arbitration: every waiting core's turn comes first), never for their
-//!   whole backlogs. Requests of cores that are *behind* in time (not known
-//!   yet) are priced from each such core's recent share of time at the
-//!   bus, the fractions carried from read to read so every wait is whole
-//!   service times. Without this the core the round robin runs first in a
-//!   quantum would find the bus free for its whole turn and the others
-//!   would wait for it (`tests/contention.rs` compares skewed runs with
-//!   the same runs in time order).
+//! - **Bus and DRAM**: one server shared by all cores ([`weave`]). Every
+//!   line it carries (a demand fill, a prefetch, a write-back, a walk's
+//!   descriptor line) takes one slot of its timeline, the profile's
+//!   service time; a read stalls its core for its wait to its slot plus
+//!   the profile's DRAM latency. Each core's requests queue in a lane of
+//!   their own, in that core's time order whatever order the cores' calls
+//!   arrive in (their clocks are up to a quantum apart), and each slot goes
+//!   round robin to the next core whose oldest request has arrived by its
+//!   start: a chasing core waits for one slot of each core ahead of it in
+//!   the rotation, never for a streaming core's whole backlog, and the
+//!   slots of all cores together never carry more than the bus does. A
+//!   slot is granted once every running core has passed its start (or has
+//!   a request of its own waiting), so the grants are those of a quantum
+//!   of 0; a read's wait is owed to its core and charged with its next
+//!   access (the part known when it is presented, at once).
+//!   `tests/bus_fidelity.rs` and `tests/contention.rs` compare skewed runs
+//!   with the same runs in time order.
 //! - **Prefetching** (profiles that have one, `a53`): per core, an L1 data
 //!   prefetcher that watches linefills for streams of lines a fixed stride
 //!   apart and fetches ahead with a bounded number of lines in flight
@@ -83,7 +84,8 @@
 //!
 //! - **Write buffers**: a store that misses stalls like a load (the line is
 //!   fetched before the store completes) unless write streaming keeps it
-//!   out of the L1; a write-back never stalls.
+//!   out of the L1; a write-back stalls its core only while its eviction
+//!   buffer (one line, assumed) still holds the previous one.
 //! - **Hit-under-miss and memory-level parallelism** beyond the
 //!   prefetcher's: a demand miss stalls its core for all of it (an
 //!   in-order A53 stalls at the load's first use, soon after).
@@ -112,19 +114,14 @@
 //!   block runs: a timer or interrupt due inside a block can be late by at
 //!   most that block's stalls, and cores can drift apart by the quantum plus
 //!   one block's stalls.
-//! - Each core's lane remembers its last [`bus::PERIODS`] busy periods; a
-//!   question about an older time is counted
-//!   ([`BusStats::beyond_history`]) and answered "not at the bus".
-//! - A request that waits only a turn for a core with a backlog does not
-//!   push that backlog back (its requests were answered already); that
-//!   core's next request sees this one at the bus and waits for it. The
-//!   wait owed to cores that are behind is an expectation from their
-//!   recent use of the bus, not their actual requests. The round robin
-//!   charges a whole round (one service per waiting core), its worst case:
-//!   exact round-robin arbitration would make a request arriving at a
-//!   random moment wait about half a round on average. In the skewed runs
-//!   of `tests/contention.rs` each core's DRAM latency is within 5 % of the
-//!   same run in time order.
+//! - Each core's lane remembers its last [`bus::PERIODS`] busy periods for
+//!   its window counters; a question about an older time is counted
+//!   ([`BusStats::beyond_history`]).
+//! - A read's wait reaches its core up to a quantum late (with a later
+//!   access), when every running core has passed its slot; until then the
+//!   core runs on, so a core that saturates the bus pays its waits in
+//!   lumps of up to a few µs. A core more than the skew bound behind the
+//!   one furthest ahead is taken as halted.
 //! - The answer depends only on the sequence of calls: the same guest run
 //!   gives the same stalls (no hashing of addresses by the host, no time,
 //!   no randomness: pseudo-random replacement is a fixed generator per

@@ -171,15 +171,16 @@ pub struct CoreStats {
     pub memory_reads: u64,
     /// Dirty lines written back to DRAM because of this core's misses.
     pub memory_writebacks: u64,
-    /// Time this core was charged for its DRAM reads' waits for the bus,
-    /// in ns (both parts below).
+    /// Time this core was charged for its DRAM reads' waits for their
+    /// slots on the bus, and for its write-backs' waits for a full
+    /// eviction buffer, in ns (both parts below).
     pub bus_wait_ns: u64,
-    /// The part of `bus_wait_ns` priced during the read that pays it (no
-    /// running core could still present an earlier request: see
-    /// [`crate::weave`]).
+    /// The part of `bus_wait_ns` known during the read that pays it (its
+    /// slot granted at once, or the part of its wait known when it was
+    /// presented: see [`crate::weave`]).
     pub bus_booked_wait_ns: u64,
-    /// The part charged at a later read: waits priced once the cores
-    /// behind had caught up.
+    /// The part charged later: waits priced once every running core had
+    /// passed the slot's start.
     pub bus_deferred_wait_ns: u64,
     /// Misses served from another core's L1.
     pub coherence_transfers: u64,
@@ -719,7 +720,7 @@ impl MemoryModel {
             } else if translated
                 && !prefetched
                 && state != LineState::Invalid
-                && !self.bus.may_delay(core, first)
+                && !(self.cores[core].prefetcher.is_some() && self.bus.may_delay(core, first))
             {
                 // (Invalid: a store streamed past the L1, which holds no
                 // copy: its next access is no plain hit. A line whose
