@@ -1607,7 +1607,7 @@ impl MemoryModel {
     /// weave prices a read once the cores behind catch up) and returns the
     /// call's whole stall.
     fn finish_call(&mut self, core: usize, now: u64, stall: u64) -> u64 {
-        let owed = self.bus.take_debt(core);
+        let owed = self.bus.end_call(core, now + stall);
         let stall = stall + owed;
         let c = &mut self.cores[core];
         c.stats.bus_wait_ns += owed;
@@ -1618,7 +1618,6 @@ impl MemoryModel {
         }
         c.presence.last_call_end = now + stall;
         c.presence.known_until = c.presence.known_until.max(now + stall);
-        self.bus.reached(core, now + stall);
         self.delay_prefetches();
         stall
     }

@@ -62,11 +62,12 @@ struct Queue {
     clock: u64,
     /// Waits priced for the core's requests that stall it, in total.
     priced: u64,
-    /// A bound `priced` will reach once the pending requests are priced,
-    /// known when they were presented (a read cannot start before the
-    /// bus is free and the core's own earlier requests have had their
-    /// slots): the core is charged up to it at once.
-    committed: u64,
+    /// What the core owes in total: `priced`, or more where it is known
+    /// that `priced` will reach more once the pending requests are priced
+    /// (a read cannot start before the bus is free and the core's own
+    /// earlier requests have had their slots): the core is charged up to
+    /// it at once.
+    owed_total: u64,
     /// Of those, what the core has been charged.
     charged: u64,
     /// `charged` when the core's current call began (its requests all
@@ -84,7 +85,13 @@ struct Queue {
 impl Queue {
     /// What the core owes beyond what it has been charged.
     fn owed(&self) -> u64 {
-        self.priced.max(self.committed) - self.charged
+        self.owed_total - self.charged
+    }
+
+    /// Adds a wait priced for one of the core's requests.
+    fn price(&mut self, wait: u64) {
+        self.priced += wait;
+        self.owed_total = self.owed_total.max(self.priced);
     }
 
     /// When its oldest pending request happened in time order.
@@ -152,7 +159,7 @@ impl Weave {
         // What the core had been charged when the call began: a wait it
         // pays within this call (a read's) still moves this request.
         let charged_before = queue.charged_at_call;
-        let total_before = queue.priced.max(queue.committed);
+        let total_before = queue.owed_total;
         if kind.stalls() {
             // Once this read is priced, `priced` is its start less its
             // arrival plus `charged_before` (its time is moved by the
@@ -162,8 +169,8 @@ impl Weave {
             // instead of queueing reads it could not have made yet.
             let ahead = queue.pending.len() as u64;
             let start_at_least = free_at + ahead * service;
-            queue.committed = queue
-                .committed
+            queue.owed_total = queue
+                .owed_total
                 .max((start_at_least + charged_before).saturating_sub(arrival));
         }
         queue.pending.push_back(Pending {
@@ -174,7 +181,24 @@ impl Weave {
         });
         self.release();
         let queue = &self.queues[core];
-        queue.priced.max(queue.committed) - total_before
+        queue.owed_total - total_before
+    }
+
+    /// Ends a call of `core` whose time and stall without debt reach
+    /// `end`: takes what the core owes ([`Self::take_debt`]) and notes its
+    /// clock past it ([`Self::reached`]). One call for both: every access
+    /// ends here, the filter's hits too.
+    #[inline]
+    pub fn end_call(&mut self, core: usize, end: u64) -> u64 {
+        let queue = &mut self.queues[core];
+        let owed = queue.owed_total - queue.charged;
+        queue.charged = queue.owed_total;
+        queue.charged_at_call = queue.owed_total;
+        let time = end + owed;
+        if time > queue.clock {
+            self.advance(core, time);
+        }
+        owed
     }
 
     /// `core`'s clock has reached `time`.
@@ -182,9 +206,14 @@ impl Weave {
         let queue = &mut self.queues[core];
         // The call ends here: its stall holds everything charged so far.
         queue.charged_at_call = queue.charged;
-        if time <= queue.clock {
-            return;
+        if time > queue.clock {
+            self.advance(core, time);
         }
+    }
+
+    /// `core`'s clock moves on to `time` (later than it was).
+    fn advance(&mut self, core: usize, time: u64) {
+        let queue = &mut self.queues[core];
         queue.clock = time;
         // The lanes count a request priced while a core that uses the bus
         // was behind it: with the weave, only a core taken as halted.
@@ -257,12 +286,12 @@ impl Weave {
             self.granted.push((core, time, boundary));
             let wait = boundary - time;
             match pending.kind {
-                Transfer::Demand | Transfer::Walk => self.queues[core].priced += wait,
+                Transfer::Demand | Transfer::Walk => self.queues[core].price(wait),
                 Transfer::WriteBack => {
                     // The core waited for the buffer entry the write-back
                     // takes: until the write-back that held it started.
                     let queue = &mut self.queues[core];
-                    queue.priced += queue.eviction_started.saturating_sub(time);
+                    queue.price(queue.eviction_started.saturating_sub(time));
                     queue.eviction_started = boundary;
                 }
                 Transfer::Prefetch if wait > 0 => {
