@@ -1607,7 +1607,7 @@ impl MemoryModel {
     /// weave prices a read once the cores behind catch up) and returns the
     /// call's whole stall.
     fn finish_call(&mut self, core: usize, now: u64, stall: u64) -> u64 {
-        let owed = self.bus.end_call(core, now + stall);
+        let owed = self.bus.take_debt(core);
         let stall = stall + owed;
         let c = &mut self.cores[core];
         c.stats.bus_wait_ns += owed;
@@ -1618,6 +1618,7 @@ impl MemoryModel {
         }
         c.presence.last_call_end = now + stall;
         c.presence.known_until = c.presence.known_until.max(now + stall);
+        self.bus.reached(core, now + stall);
         self.delay_prefetches();
         stall
     }
@@ -1649,7 +1650,7 @@ impl MemoryModel {
         // A read the core waits for pays what the core owes: this read's
         // wait if it was priced at once, and every earlier wait priced since.
         let (wait, booked) = if matches!(kind, Transfer::Demand | Transfer::Walk) {
-            (self.bus.take_debt(core), at_once)
+            (self.bus.take_debt_at(core, now), at_once)
         } else {
             (0, 0)
         };

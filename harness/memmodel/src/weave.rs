@@ -29,7 +29,9 @@
 //! A request presented while the core still owed waits not yet charged
 //! happened that much later in time order: when its turn comes, its time
 //! is moved by the waits priced for the core's earlier requests that the
-//! core had not been charged when its call began.
+//! core had not been charged when it presented it, or that a read of the
+//! same call at the same time paid (the write-back of the line its fill
+//! evicted, the prefetches the access sent).
 //!
 //! A write-back stalls nobody while the core's eviction buffer has room;
 //! one that finds it full stalls its core until the write-back holding it
@@ -70,9 +72,12 @@ struct Queue {
     owed_total: u64,
     /// Of those, what the core has been charged.
     charged: u64,
-    /// `charged` when the core's current call began (its requests all
-    /// happen at the call's time, moved by what it owed then).
-    charged_at_call: u64,
+    /// The last debt a read paid within a call, and the read's time: the
+    /// call's requests presented at that time (the evicted line's
+    /// write-back, the prefetches the access sent) happened that much
+    /// later; those presented later in the call already count it.
+    paid_at: u64,
+    paid: u64,
     /// When the core's last write-back started, emptying its eviction
     /// buffer. The buffer holds one dirty line until the bus takes it
     /// (assumed: no source gives the A53's or the ARM11's depth); a
@@ -156,9 +161,13 @@ impl Weave {
         let free_at = self.free_at;
         let queue = &mut self.queues[core];
         queue.clock = queue.clock.max(arrival);
-        // What the core had been charged when the call began: a wait it
-        // pays within this call (a read's) still moves this request.
-        let charged_before = queue.charged_at_call;
+        // What the core had been charged before this request happened: a
+        // debt a read of the same call and time paid still moves it.
+        let charged_before = if arrival < queue.paid_at + queue.paid {
+            queue.charged - queue.paid
+        } else {
+            queue.charged
+        };
         let total_before = queue.owed_total;
         if kind.stalls() {
             // Once this read is priced, `priced` is its start less its
@@ -184,36 +193,12 @@ impl Weave {
         queue.owed_total - total_before
     }
 
-    /// Ends a call of `core` whose time and stall without debt reach
-    /// `end`: takes what the core owes ([`Self::take_debt`]) and notes its
-    /// clock past it ([`Self::reached`]). One call for both: every access
-    /// ends here, the filter's hits too.
-    #[inline]
-    pub fn end_call(&mut self, core: usize, end: u64) -> u64 {
-        let queue = &mut self.queues[core];
-        let owed = queue.owed_total - queue.charged;
-        queue.charged = queue.owed_total;
-        queue.charged_at_call = queue.owed_total;
-        let time = end + owed;
-        if time > queue.clock {
-            self.advance(core, time);
-        }
-        owed
-    }
-
     /// `core`'s clock has reached `time`.
     pub fn reached(&mut self, core: usize, time: u64) {
         let queue = &mut self.queues[core];
-        // The call ends here: its stall holds everything charged so far.
-        queue.charged_at_call = queue.charged;
-        if time > queue.clock {
-            self.advance(core, time);
+        if time <= queue.clock {
+            return;
         }
-    }
-
-    /// `core`'s clock moves on to `time` (later than it was).
-    fn advance(&mut self, core: usize, time: u64) {
-        let queue = &mut self.queues[core];
         queue.clock = time;
         // The lanes count a request priced while a core that uses the bus
         // was behind it: with the weave, only a core taken as halted.
@@ -231,6 +216,17 @@ impl Weave {
         let queue = &mut self.queues[core];
         let owed = queue.owed();
         queue.charged += owed;
+        owed
+    }
+
+    /// Takes `core`'s debt as [`Self::take_debt`] does, paid by its read
+    /// presented at `arrival` within a call: the call's other requests at
+    /// that time are moved by it (see `Queue::paid`).
+    pub fn take_debt_at(&mut self, core: usize, arrival: u64) -> u64 {
+        let owed = self.take_debt(core);
+        let queue = &mut self.queues[core];
+        queue.paid_at = arrival;
+        queue.paid = owed;
         owed
     }
 
