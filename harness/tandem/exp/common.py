@@ -98,6 +98,11 @@ class Boot:
     # log), reduced after the boot, on the host that booted, to what the
     # summary needs (JSON, in the unit's record: Measured.reduced).
     reduce: Callable[[Path], object] | None = None
+    # A mark (instruments/hostmarks.py): at each line `MARK NAME` the
+    # commands print, the host's wall clock and QEMU's user CPU time are
+    # read, and kept in the unit's record with the boot's host seconds to
+    # the first command (Measured.host_marks): a cost measured on the host.
+    host_marks: str | None = None
 
 
 def phase_latencies(
