@@ -171,7 +171,10 @@ def read_summary(run_dir: Path, experiment: str) -> dict[str, object]:
     if not path.is_file():
         raise TandemError(f"{run_dir}: no summary.json (an interrupted or failed run?)")
     data = json.loads(path.read_text())
-    if not isinstance(data, dict) or data.get("experiment") != experiment:
+    # A bench's runs from before it was an experiment (issue 48) name it
+    # "benchmark"; their reports are redrawn from them all the same.
+    name = data.get("experiment", data.get("benchmark")) if isinstance(data, dict) else None
+    if not isinstance(data, dict) or name != experiment:
         raise TandemError(f"{path}: not a summary of experiment '{experiment}'")
     return data
 
