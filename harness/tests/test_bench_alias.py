@@ -65,3 +65,34 @@ def test_a_memory_scenario_it_cannot_run_is_refused_before_any_boot() -> None:
         s = scenario.load("memory", memory.schema, overrides=overrides)
         with pytest.raises(TandemError, match=message):
             memory.units(s)
+
+
+def test_bench_fidelity_runs_exp_run_fidelity_one_boot_at_a_time_by_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Its flags as before (`--quanta`, `--rounds`, `--memmodel`, ...) set
+    scenario keys; its boots run one at a time unless --jobs says, so that
+    its cost (e) in host wall time is judged, as `exp run` would not."""
+    calls: list[tuple[str, bool, dict[str, object], int | None, Shard | None]] = []
+
+    def run(
+        name: str,
+        quick: bool,
+        overrides: dict[str, object],
+        jobs: int | None = None,
+        shard: Shard | None = None,
+    ) -> Path:
+        calls.append((name, quick, dict(overrides), jobs, shard))
+        (tmp_path / "report.md").write_text("report\n")
+        return tmp_path
+
+    monkeypatch.setattr(exp, "run", run)
+    argv = ["bench", "fidelity", "--memmodel", "a53", "--quanta", "1000,2000", "--rounds", "20"]
+    assert cli.main(argv) == 0
+    assert calls == [
+        ("fidelity", False, {"quanta": [1000, 2000], "rounds": 20, "memmodel": "a53"}, 1, None)
+    ]
+    assert cli.main(["bench", "fidelity", "--causal", "max", "--jobs", "2"]) == 0
+    assert calls[-1][2:4] == ({"causal": "max"}, 2)
+    assert cli.main(["exp", "run", "fidelity"]) == 0
+    assert calls[-1][3] is None, "exp run: one boot per host core, as every experiment"

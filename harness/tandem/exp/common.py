@@ -98,6 +98,11 @@ class Boot:
     # log), reduced after the boot, on the host that booted, to what the
     # summary needs (JSON, in the unit's record: Measured.reduced).
     reduce: Callable[[Path], object] | None = None
+    # A mark (instruments/hostmarks.py): at each line `MARK NAME` the
+    # commands print, the host's wall clock and QEMU's user CPU time are
+    # read, and kept in the unit's record with the boot's host seconds to
+    # the first command (Measured.host_marks): a cost measured on the host.
+    host_marks: str | None = None
 
 
 def phase_latencies(
@@ -166,7 +171,10 @@ def read_summary(run_dir: Path, experiment: str) -> dict[str, object]:
     if not path.is_file():
         raise TandemError(f"{run_dir}: no summary.json (an interrupted or failed run?)")
     data = json.loads(path.read_text())
-    if not isinstance(data, dict) or data.get("experiment") != experiment:
+    # A bench's runs from before it was an experiment (issue 48) name it
+    # "benchmark"; their reports are redrawn from them all the same.
+    name = data.get("experiment", data.get("benchmark")) if isinstance(data, dict) else None
+    if not isinstance(data, dict) or name != experiment:
         raise TandemError(f"{path}: not a summary of experiment '{experiment}'")
     return data
 
