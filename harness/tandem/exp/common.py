@@ -98,6 +98,9 @@ class Boot:
     # log), reduced after the boot, on the host that booted, to what the
     # summary needs (JSON, in the unit's record: Measured.reduced).
     reduce: Callable[[Path], object] | None = None
+    # The boot's figure is the host's wall time (`bench boot`): the run
+    # boots one at a time whatever its timing (pool.choose_jobs).
+    wall_clock: bool = False
 
 
 def phase_latencies(

@@ -15,8 +15,9 @@ What a unit leaves in raw/:
   an instrument wrote into the boot's log directory (Boot.keep);
 - LABEL.unit.json, written last: the unit is complete. It holds what the
   host did (its name, load average before the boot, how many boots ran
-  side by side, wall seconds) and what Boot.reduce made of a file too
-  large to keep.
+  side by side, wall seconds, and the wall time to Linux's first command
+  and from the commands' end to QEMU's exit), QEMU's exit status, and
+  what Boot.reduce made of a file too large to keep.
 """
 
 from __future__ import annotations
@@ -111,7 +112,13 @@ def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
             # Boots this one ran beside (--jobs): the load it saw is theirs too.
             "parallel_boots": ctx.jobs,
             "seconds": round(time.monotonic() - started, 1),
+            # The host's wall time from QEMU's start to the first command
+            # running in Linux, and from the commands' end to QEMU's exit
+            # (run_exec's clock): what `boot` measures.
+            "boot_s": round(result.boot_s, 3),
+            "poweroff_s": round(result.poweroff_s, 3),
         },
+        "qemu_status": result.qemu_status,
         "reduced": reduced,
     }
     write_atomic(raw / f"{label}.{RECORD}", json.dumps(record, indent=1) + "\n")
