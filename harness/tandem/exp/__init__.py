@@ -24,6 +24,7 @@ from tandem import pool, provenance
 from tandem.claims import Claim, ClaimTests
 from tandem.errors import TandemError
 from tandem.exp import (
+    boot,
     capacity,
     ctxsw,
     domains,
@@ -70,7 +71,7 @@ class Experiment:
 # claim (`tandem bench NAME` runs them: cli.py).
 REGISTRY = {
     m.NAME: Experiment(m.NAME, m.SCHEMA, m.units, m.summarize, m.plot, m.report, m.claims)
-    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw, memory, rpmsg)
+    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw, memory, rpmsg, boot)
 }
 
 
