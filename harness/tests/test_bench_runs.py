@@ -17,6 +17,7 @@ from tandem import exp, pool
 from tandem.errors import TandemError
 from tandem.exp import units
 from tandem.exp.common import Boot
+from tandem.exp.latency.parse import check_samples, phase, reports
 from tandem.platform.boot import ExecResult
 from tandem.platform.commands_output import BEGIN
 
@@ -107,3 +108,76 @@ def test_bench_boot_refuses_a_boot_whose_qemu_failed(
         exp.run("boot", True, {}, out_root=tmp_path)
     (partial,) = (tmp_path / "boot").iterdir()
     assert partial.name.endswith(".partial") and not (partial / "summary.json").exists()
+
+
+def _lat_report(samples: int, max_ns: float, histogram: list[list[float]]) -> str:
+    """A `tandem-lat report` line (linux/tools/tandem-lat.c's JSON)."""
+    return json.dumps(
+        {
+            "tick_ns": 16.0,
+            "cores": [{"core": 0, "samples": samples, "avg_ns": 112.0, "max_ns": max_ns}],
+            "histogram": histogram,
+            "samples": samples,
+            "min_ns": 112.0,
+            "avg_ns": 114.0,
+            "max_ns": max_ns,
+            "overflow": 0,
+        }
+    )
+
+
+LATENCY_OUTPUT = [
+    "@@COUNT start core 0 10 12",
+    "@@COUNT start cpu 0 5",
+    "@@COUNT idle core 0 3010 3012",
+    "@@COUNT idle cpu 0 905",
+    "@@COUNT hackbench core 0 6010 6012",
+    "@@COUNT hackbench cpu 0 950",
+    _lat_report(3000, 112.0, [[112.0, 3000]]),
+    _lat_report(2990, 1120.0, [[112.0, 2989], [1120.0, 1]]),
+]
+
+
+def test_bench_latency_reads_both_phases_into_the_benchs_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    boot, booted = stand_in(tmp_path, {"latency": LATENCY_OUTPUT})
+    monkeypatch.setattr(units, "boot", boot)
+    out = exp.run("latency", False, {"min_samples": 2000}, out_root=tmp_path)
+    (unit,) = booted
+    assert "sleep 3\n" in unit.script and "hackbench -g 8 -l 1000 > /dev/null" in unit.script
+    assert unit.options.timing.mode == "percore" and unit.options.linux_idle == "psci"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resolution_ns"] == 16.0 and summary["histogram_limit_us"] == 262.1
+    idle, loaded = summary["phases"]
+    assert (idle["load"], idle["samples"], idle["max_us"]) == ("idle", 3000, 0.112)
+    assert (loaded["load"], loaded["max_us"], loaded["avg_us"]) == ("hackbench", 1.12, 0.114)
+    assert idle["counts"] == {
+        "cores": {"0": {"to_rtos": 3000, "to_linux": 3000}},
+        "cpus": {"0": {"standby_entries": 900}},
+    }
+    assert loaded["counts"]["cpus"] == {"0": {"standby_entries": 45}}
+    assert (out / "histograms.csv").read_text().splitlines() == [
+        "load,latency_ns,count",
+        "idle,112.0,3000",
+        "hackbench,112.0,2989",
+        "hackbench,1120.0,1",
+    ]
+    assert (out / "latency.png").stat().st_size > 0
+    report = (out / "report.md").read_text()
+    assert "| hackbench | 2990 | 0.112 | 0.114 | 1.12 | 0 | 3000 | 45 |" in report, report
+    assert "| hackbench | 0 | 2990 | 112.0 | 1120.0 |" in report
+
+
+def test_bench_latency_fails_a_phase_with_too_few_samples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    boot, _ = stand_in(tmp_path, {"latency": LATENCY_OUTPUT})
+    monkeypatch.setattr(units, "boot", boot)
+    with pytest.raises(TandemError, match="only 2990 samples with Linux hackbench"):
+        exp.run("latency", False, {"min_samples": 2995}, out_root=tmp_path)
+    with pytest.raises(TandemError, match="not a tandem-lat report"):
+        reports(["{}", "no json"], "x")
+    with pytest.raises(TandemError, match="min_ns is None"):
+        phase("idle", {"samples": 1, "min_ns": None})
+    check_samples([{"load": "idle", "samples": 5}], 5)

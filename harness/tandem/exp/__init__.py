@@ -28,6 +28,7 @@ from tandem.exp import (
     capacity,
     ctxsw,
     domains,
+    latency,
     lhp,
     linux_rt,
     memory,
@@ -71,7 +72,7 @@ class Experiment:
 # claim (`tandem bench NAME` runs them: cli.py).
 REGISTRY = {
     m.NAME: Experiment(m.NAME, m.SCHEMA, m.units, m.summarize, m.plot, m.report, m.claims)
-    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw, memory, rpmsg, boot)
+    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw, memory, rpmsg, boot, latency)
 }
 
 
