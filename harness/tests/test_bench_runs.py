@@ -15,7 +15,7 @@ import pytest
 
 from tandem import exp, pool
 from tandem.errors import TandemError
-from tandem.exp import units
+from tandem.exp import rpc, units
 from tandem.exp.common import Boot
 from tandem.exp.latency.parse import check_samples, phase, reports
 from tandem.platform.boot import ExecResult
@@ -181,3 +181,74 @@ def test_bench_latency_fails_a_phase_with_too_few_samples(
     with pytest.raises(TandemError, match="min_ns is None"):
         phase("idle", {"samples": 1, "min_ns": None})
     check_samples([{"load": "idle", "samples": 5}], 5)
+
+
+COUNTED: dict[str, object] = {
+    "linux_to_rtos": {
+        "samples": 1171,
+        "median_instructions": 103,
+        "min_instructions": 103,
+        "max_instructions": 110,
+        "median_path": {"trap::lower_fiq": 62, "lower_fiq": 41},
+    },
+    "rtos_to_linux": {
+        "samples": 1172,
+        "median_instructions": 100,
+        "min_instructions": 100,
+        "max_instructions": 606,
+        "median_path": {"trap::secure_sync": 99, "hw::yield_to_linux (smc)": 1},
+    },
+}
+
+
+def test_bench_switch_keeps_its_counts_where_rpc_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    boot, booted = stand_in(tmp_path, {})
+    monkeypatch.setattr(units, "boot", boot)
+    # The execution log is counted on the host that booted (Boot.reduce).
+    counted_from: list[Path] = []
+
+    def count(log_dir: Path, board: str) -> dict[str, object]:
+        counted_from.append(log_dir)
+        return COUNTED
+
+    monkeypatch.setattr(exp.switch, "count_switches", count)
+    out = exp.run("switch", False, {}, out_root=tmp_path)
+    (unit,) = booted
+    # The bench's `sleep 1`, and a shorter idle with --quick.
+    assert unit.script == "sleep 1" and unit.options.smp == 1
+    quick = exp.scenario.load("switch", exp.get("switch").schema, quick=True)
+    assert [b.script for b in exp.get("switch").units(quick)] == ["sleep 0.3"]
+    assert unit.options.timing.mode == "virtual" and unit.options.linux_idle == "wfi"
+    assert len(counted_from) == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["linux_to_rtos"] == COUNTED["linux_to_rtos"]
+    assert summary["unit"] == "instructions (virtual timing: 1 instruction = 1 ns)"
+    # `exp run rpc` takes the world-switch round trip from the latest run.
+    assert rpc.switch_round_trip_ns(tmp_path) == 203
+    assert rpc.switch_run(tmp_path) == out.name
+    report = (out / "report.md").read_text()
+    assert "| RTOS → Linux | RTOS YIELD smc to the monitor's eret into Linux | 1172 | 100 |" in (
+        report
+    )
+    assert "| `hw::yield_to_linux (smc)` | 1 |" in report
+
+
+def test_bench_switch_refuses_a_log_without_a_direction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    boot, _ = stand_in(tmp_path, {})
+    monkeypatch.setattr(units, "boot", boot)
+    one_way = {**COUNTED, "rtos_to_linux": {"samples": 0}}
+    monkeypatch.setattr(exp.switch, "count_switches", lambda log_dir, board: one_way)
+    with pytest.raises(TandemError, match="no rtos_to_linux switch in QEMU's log"):
+        exp.run("switch", False, {}, out_root=tmp_path)
+
+
+@pytest.mark.parametrize("name", ["latency", "switch"])
+def test_one_boot_benches_refuse_repetitions(name: str) -> None:
+    experiment = exp.get(name)
+    s = exp.scenario.load(name, experiment.schema, overrides={"reps": 2})
+    with pytest.raises(TandemError, match="reps must be 1"):
+        experiment.units(s)

@@ -37,6 +37,7 @@ from tandem.exp import (
     rtos_app,
     scenario,
     shards,
+    switch,
     units,
 )
 from tandem.exp.common import Boot, num, read_summary
@@ -72,7 +73,7 @@ class Experiment:
 # claim (`tandem bench NAME` runs them: cli.py).
 REGISTRY = {
     m.NAME: Experiment(m.NAME, m.SCHEMA, m.units, m.summarize, m.plot, m.report, m.claims)
-    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw, memory, rpmsg, boot, latency)
+    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw, memory, rpmsg, boot, latency, switch)
 }
 
 
