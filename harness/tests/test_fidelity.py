@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tandem import exp
 from tandem.errors import TandemError
-from tandem.instruments import bench, fidelity
+from tandem.instruments import fidelity
 from tandem.platform.boot import run_exec
 from tandem.platform.boot_options import BootOptions
 from tandem.platform.timing import Timing
@@ -205,9 +206,8 @@ def test_percore_runs_repeat_exactly(tmp_path: Path) -> None:
 
 @pytest.mark.qemu
 def test_latency_under_hackbench_stays_within_two_microseconds(tmp_path: Path) -> None:
-    out = bench.latency(
-        BootOptions(timing=Timing("percore", Q), smp=4), 1, 100, 1000, out_root=tmp_path
-    )
+    settings = {"idle_seconds": 1, "hackbench_loops": 100, "min_samples": 1000}
+    out = exp.run("latency", False, {"quantum_ns": Q, "smp": 4, **settings}, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
     loaded = next(p for p in summary["phases"] if p["load"] == "hackbench")
     assert loaded["max_us"] <= 2.0, loaded
