@@ -312,6 +312,8 @@ class BenchFlag:
     key: str
     type: Callable[[str], object]
     help: str
+    # The value's name in --help, where it is not the key's (a unit converted).
+    metavar: str | None = None
 
 
 def _milliseconds(seconds: str) -> int:
@@ -363,7 +365,9 @@ BENCH_ALIASES: dict[str, tuple[str, tuple[BenchFlag, ...]]] = {
     "switch": (
         "world-switch cost in instructions each way, and where they go",
         (
-            BenchFlag("--seconds", "idle_ms", _milliseconds, "seconds Linux idles (key in ms)"),
+            BenchFlag(
+                "--seconds", "idle_ms", _milliseconds, "whole seconds Linux idles", metavar="S"
+            ),
             *_BOOT_FLAGS,
         ),
     ),
@@ -410,7 +414,7 @@ def _bench_alias(
             dest=f"bench_{f.key}",
             type=f.type,
             default=None,
-            metavar=f.key.upper(),
+            metavar=f.metavar or f.key.upper(),
             help=f"{f.help} (--set {f.key}=...; default: the scenario file's)",
         )
 
