@@ -115,8 +115,8 @@ def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
             # The host's wall time from QEMU's start to the first command
             # running in Linux, and from the commands' end to QEMU's exit
             # (run_exec's clock): what `boot` measures.
-            "boot_s": round(result.boot_s, 3),
-            "poweroff_s": round(result.poweroff_s, 3),
+            "boot_s": result.boot_s,
+            "poweroff_s": result.poweroff_s,
         },
         "qemu_status": result.qemu_status,
         "reduced": reduced,

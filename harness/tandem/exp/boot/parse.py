@@ -24,10 +24,10 @@ class BootSample:
     host_loadavg_before: float
 
 
-def _seconds(host: Mapping[str, object], key: str, where: str) -> float:
+def _number(host: Mapping[str, object], key: str, where: str) -> float:
     value = host.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TandemError(f"{where}: its record has no host wall time '{key}'")
+        raise TandemError(f"{where}: its record has no '{key}' of the host")
     return float(value)
 
 
@@ -42,10 +42,11 @@ def sample(run: int, record: Mapping[str, object], where: str) -> BootSample:
         raise TandemError(f"{where}: its record says nothing of the host")
     return BootSample(
         run=run,
-        boot_s=_seconds(host, "boot_s", where),
-        poweroff_s=_seconds(host, "poweroff_s", where),
+        # To the millisecond, as the bench always kept them.
+        boot_s=round(_number(host, "boot_s", where), 3),
+        poweroff_s=round(_number(host, "poweroff_s", where), 3),
         host=str(host.get("name", "?")),
-        host_loadavg_before=_seconds(host, "loadavg_before", where),
+        host_loadavg_before=_number(host, "loadavg_before", where),
     )
 
 
