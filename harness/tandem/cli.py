@@ -29,7 +29,6 @@ from tandem.platform.timing import (
     MODES,
     PERCORE,
     Timing,
-    check_quantum,
 )
 
 if TYPE_CHECKING:
@@ -209,9 +208,9 @@ def _core_list(text: str) -> tuple[int, ...]:
         ) from None
 
 
-def _quanta(text: str) -> tuple[int, ...]:
+def _quanta(text: str) -> list[int]:
     try:
-        values = tuple(int(x) for x in text.split(","))
+        values = [int(x) for x in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"'{text}': expected quanta in ns separated by commas, e.g. 1000,5000"
@@ -392,7 +391,30 @@ BENCH_ALIASES: dict[str, tuple[str, tuple[BenchFlag, ...]]] = {
             BenchFlag("--quantum-ns", "quantum_ns", int, "per-core timing's quantum"),
         ),
     ),
+    "fidelity": (
+        "what each timing mode does between cores: guest probes in virtual timing and in "
+        "per-core timing at several quanta",
+        (
+            BenchFlag("--quanta", "quanta", _quanta, "per-core quanta in ns, e.g. 1000,2000"),
+            BenchFlag("--rounds", "rounds", int, "samples per probe"),
+            BenchFlag(
+                "--iterations",
+                "iterations",
+                int,
+                "overlap: loop iterations timed (2 instructions each)",
+            ),
+            BenchFlag("--memmodel", "memmodel", str, "the per-core boots' memory model, e.g. a53"),
+            BenchFlag("--causal", "causal", str, "the per-core boots' counter rule"),
+            BenchFlag("--config", "config", str, "platform configuration (configs/NAME.toml)"),
+            BenchFlag("--smp", "smp", int, "cores (the probes use CPUs 0-2)"),
+        ),
+    ),
 }
+
+# A bench whose boots run one at a time unless --jobs says otherwise (the
+# others: one per host core, as `exp run`): fidelity's cost (e) in host wall
+# time, which boots side by side share, is judged only one at a time.
+BENCH_JOBS = {"fidelity": 1}
 
 
 def _bench_alias(
@@ -401,13 +423,17 @@ def _bench_alias(
     about: str,
     flags: tuple[BenchFlag, ...],
 ) -> None:
+    jobs = BENCH_JOBS.get(name)
     b = bsub.add_parser(
         name,
         help=about,
         description=f"`tandem exp run {name}`: experiments/{name}.toml, each option below "
-        f"setting one of its keys; writes results/{name}/<run-id>/.",
+        f"setting one of its keys; writes results/{name}/<run-id>/."
+        + ("" if jobs is None else f" Its boots run {jobs} at a time unless --jobs says."),
     )
     _exp_run_options(b)
+    if jobs is not None:
+        b.set_defaults(jobs=jobs)
     for f in flags:
         b.add_argument(
             f.flag,
@@ -455,38 +481,6 @@ def parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks")
     bsub = b.add_subparsers(dest="bench", required=True, metavar="BENCH")
-    fid = bsub.add_parser(
-        "fidelity",
-        help="what each timing mode does between cores: guest probes in virtual timing and "
-        "in per-core timing at several quanta",
-        description="(a) a loop timed while another core spins, (b) an interrupt from Linux "
-        "to the RTOS's core (RPC doorbell), (c) a flag handed between cores, (d) two "
-        "identical boots, (e) host wall time. Writes results/fidelity/<run-id>/.",
-    )
-    _boot_options(fid, timing=PERCORE)
-    fid.add_argument(
-        "--quanta",
-        type=_quanta,
-        default=(1000, 2000, 5000, 10000),
-        metavar="LIST",
-        help="per-core quanta in ns, e.g. 1000,2000 (default 1000,2000,5000,10000)",
-    )
-    fid.add_argument("--rounds", type=int, default=200, help="samples per probe (default 200)")
-    fid.add_argument(
-        "--jobs",
-        type=int,
-        default=1,
-        metavar="N",
-        help="boots run side by side (default 1: the cost check (e) is the host's wall time, "
-        "which boots side by side share; with N above 1 the probes are the same and (e) is "
-        "not judged)",
-    )
-    fid.add_argument(
-        "--iterations",
-        type=int,
-        default=50_000,
-        help="overlap: loop iterations timed (2 instructions each; default 50000)",
-    )
     for name, (about, flags) in BENCH_ALIASES.items():
         _bench_alias(bsub, name, about, flags)
     rs = bsub.add_parser(
@@ -727,23 +721,6 @@ def main(argv: list[str] | None = None) -> int:
 
             restart.restart(_options(args), args.count)
             return 0
-        if args.command == "bench" and args.bench == "fidelity":
-            from tandem.instruments import fidelity
-
-            if args.rounds < 1 or args.iterations < 1:
-                raise TandemError("--rounds and --iterations must be at least 1")
-            for q in args.quanta:
-                check_quantum(q)
-            out = fidelity.run(
-                _options(args),
-                list(args.quanta),
-                args.rounds,
-                args.iterations,
-                "./tandem " + " ".join(sys.argv[1:] if argv is None else argv),
-                jobs=args.jobs,
-            )
-            print((out / "report.md").read_text(), end="")
-            print(f"results: {out}")
             return 0
         if args.command == "bench" and args.bench in BENCH_ALIASES:
             _, flags = BENCH_ALIASES[args.bench]

@@ -11,6 +11,7 @@ import pytest
 from tandem import cli, exp
 from tandem.errors import TandemError
 from tandem.exp import scenario
+from tandem.exp.common import read_summary
 from tandem.exp.shards import Shard
 
 
@@ -106,3 +107,49 @@ def test_bench_boot_latency_and_switch_keep_their_flags_as_keys(
     assert s.integer("idle_seconds") == 11
     with pytest.raises(TandemError, match="config = 'nonesuch' is not allowed"):
         scenario.load("boot", exp.get("boot").schema, overrides={"config": "nonesuch"})
+
+
+def test_bench_fidelity_runs_exp_run_fidelity_one_boot_at_a_time_by_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Its flags as before (`--quanta`, `--rounds`, `--memmodel`, ...) set
+    scenario keys; its boots run one at a time unless --jobs says, so that
+    its cost (e) in host wall time is judged, as `exp run` would not."""
+    calls: list[tuple[str, bool, dict[str, object], int | None, Shard | None]] = []
+
+    def run(
+        name: str,
+        quick: bool,
+        overrides: dict[str, object],
+        jobs: int | None = None,
+        shard: Shard | None = None,
+    ) -> Path:
+        calls.append((name, quick, dict(overrides), jobs, shard))
+        (tmp_path / "report.md").write_text("report\n")
+        return tmp_path
+
+    monkeypatch.setattr(exp, "run", run)
+    argv = ["bench", "fidelity", "--memmodel", "a53", "--quanta", "1000,2000", "--rounds", "20"]
+    assert cli.main(argv) == 0
+    assert calls == [
+        ("fidelity", False, {"quanta": [1000, 2000], "rounds": 20, "memmodel": "a53"}, 1, None)
+    ]
+    assert cli.main(["bench", "fidelity", "--causal", "max", "--jobs", "2"]) == 0
+    assert calls[-1][2:4] == ({"causal": "max"}, 2)
+    assert cli.main(["exp", "run", "fidelity"]) == 0
+    assert calls[-1][3] is None, "exp run: one boot per host core, as every experiment"
+
+
+def test_a_bench_run_from_before_its_experiment_is_refused_unless_redrawable(
+    tmp_path: Path,
+) -> None:
+    """`exp report latency` on a run `bench latency` made before issue 48
+    says so; fidelity's such runs are redrawn (their kept reports)."""
+    for name in ("latency", "fidelity"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(f'{{"benchmark": "{name}"}}\n')
+    with pytest.raises(TandemError, match="from before it was an experiment"):
+        read_summary(tmp_path / "latency", "latency")
+    assert read_summary(tmp_path / "fidelity", "fidelity") == {"benchmark": "fidelity"}
+    with pytest.raises(TandemError, match="before it was an experiment"):
+        read_summary(tmp_path / "fidelity", "latency")

@@ -28,6 +28,7 @@ from tandem.exp import (
     capacity,
     ctxsw,
     domains,
+    fidelity,
     latency,
     lhp,
     linux_rt,
@@ -73,7 +74,20 @@ class Experiment:
 # claim (`tandem bench NAME` runs them: cli.py).
 REGISTRY = {
     m.NAME: Experiment(m.NAME, m.SCHEMA, m.units, m.summarize, m.plot, m.report, m.claims)
-    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw, memory, rpmsg, boot, latency, switch)
+    for m in (
+        lhp,
+        capacity,
+        linux_rt,
+        rpc,
+        domains,
+        ctxsw,
+        memory,
+        rpmsg,
+        fidelity,
+        boot,
+        latency,
+        switch,
+    )
 }
 
 

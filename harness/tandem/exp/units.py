@@ -16,7 +16,8 @@ What a unit leaves in raw/:
 - LABEL.unit.json, written last: the unit is complete. It holds what the
   host did (its name, load average before the boot, how many boots ran
   side by side, wall seconds, and the wall time to Linux's first command
-  and from the commands' end to QEMU's exit), QEMU's exit status, and
+  and from the commands' end to QEMU's exit; with Boot.host_marks the
+  host's clocks at the lines the commands marked), QEMU's exit status, and
   what Boot.reduce made of a file too large to keep.
 """
 
@@ -34,6 +35,7 @@ from pathlib import Path
 from tandem import pool
 from tandem.errors import TandemError
 from tandem.exp.common import Boot
+from tandem.instruments.hostmarks import HostMarks, Reading
 from tandem.instruments.measure import PHASE
 from tandem.platform.boot import ExecResult, run_exec
 from tandem.platform.commands_output import read_console_log
@@ -46,18 +48,31 @@ RECORD = "unit.json"
 def boot(unit: Boot, ctx: pool.Context) -> ExecResult:
     """Boots `unit` and runs its script (the seam tests replace to replay
     a kept run's boots)."""
+    marks = None if unit.host_marks is None else HostMarks(unit.host_marks)
 
     def echo(line: str) -> None:
         m = PHASE.match(line.strip())
         if m:
             ctx.note(f"measuring {m.group(1)}")
+        elif marks is not None and (name := marks.see(line)) is not None:
+            ctx.note(name)
 
     options = unit.options
     if unit.instrument is not None:
         options = dataclasses.replace(
             options, extra_qemu_args=options.extra_qemu_args + unit.instrument()
         )
-    return run_exec(options, unit.script, timeout_s=unit.timeout_s, echo=echo, cancel=ctx.cancel)
+    result = run_exec(
+        options,
+        unit.script,
+        timeout_s=unit.timeout_s,
+        echo=echo,
+        cancel=ctx.cancel,
+        spawned=None if marks is None else marks.spawned,
+    )
+    if marks is not None:
+        result = dataclasses.replace(result, host_marks=marks.to_json())
+    return result
 
 
 def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
@@ -102,22 +117,26 @@ def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
             f"{result.status}:\n{tail}"
         )
     reduced = unit.reduce(log_dir) if unit.reduce else None
+    # Facts about the host, not measurements of the guest: a boot's guest
+    # time in per-core and virtual timing does not depend on them.
+    host: dict[str, object] = {
+        "name": platform.node(),
+        "loadavg_before": round(load_before, 2),
+        # Boots this one ran beside (--jobs): the load it saw is theirs too.
+        "parallel_boots": ctx.jobs,
+        "seconds": round(time.monotonic() - started, 1),
+        # The host's wall time from QEMU's start to the first command
+        # running in Linux, and from the commands' end to QEMU's exit
+        # (run_exec's clock): what `boot` measures.
+        "boot_s": result.boot_s,
+        "poweroff_s": result.poweroff_s,
+    }
+    if unit.host_marks is not None:
+        # What the boot cost the host (a cost measured in host time).
+        host["marks"] = result.host_marks
     record = {
         "label": label,
-        # Facts about the host, not measurements: a boot's guest time in
-        # per-core and virtual timing does not depend on them.
-        "host": {
-            "name": platform.node(),
-            "loadavg_before": round(load_before, 2),
-            # Boots this one ran beside (--jobs): the load it saw is theirs too.
-            "parallel_boots": ctx.jobs,
-            "seconds": round(time.monotonic() - started, 1),
-            # The host's wall time from QEMU's start to the first command
-            # running in Linux, and from the commands' end to QEMU's exit
-            # (run_exec's clock): what `boot` measures.
-            "boot_s": result.boot_s,
-            "poweroff_s": result.poweroff_s,
-        },
+        "host": host,
         "qemu_status": result.qemu_status,
         "reduced": reduced,
     }
@@ -189,6 +208,24 @@ class Measured:
         """What the host did while the unit booted (its record's `host`)."""
         host = self.record(label).get("host")
         return host if isinstance(host, dict) else {}
+
+    def boot_s(self, label: str) -> float | None:
+        """Host seconds from QEMU's start to the unit's first command (None
+        in a record made before every record kept it)."""
+        value = self.host(label).get("boot_s")
+        return float(value) if isinstance(value, int | float) else None
+
+    def host_marks(self, label: str) -> dict[str, Reading]:
+        """The host's clocks at the lines the unit's commands marked
+        (Boot.host_marks), by mark; none for another unit."""
+        marks = self.host(label).get("marks")
+        if not isinstance(marks, dict):
+            return {}
+        return {
+            name: reading
+            for name, value in marks.items()
+            if (reading := Reading.of_json(value)) is not None
+        }
 
     def reduced(self, label: str) -> object:
         """What Boot.reduce made of the unit's large file."""
