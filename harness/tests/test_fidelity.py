@@ -26,7 +26,6 @@ from tandem.exp.fidelity.report import comparison_lines, report
 from tandem.exp.fidelity.rows import checks, cost_pairs
 from tandem.exp.fidelity.script import gap_ns, script
 from tandem.exp.fidelity.spec import COUNTER_FREE, MARK, MODEL_OFF, cells
-from tandem.instruments import bench
 from tandem.instruments.hostmarks import HostMarks, Reading, between
 from tandem.platform.boot import ExecResult, run_exec
 from tandem.platform.boot_options import BootOptions
@@ -253,9 +252,8 @@ def test_percore_runs_repeat_exactly() -> None:
 
 @pytest.mark.qemu
 def test_latency_under_hackbench_stays_within_two_microseconds(tmp_path: Path) -> None:
-    out = bench.latency(
-        BootOptions(timing=Timing("percore", Q), smp=4), 1, 100, 1000, out_root=tmp_path
-    )
+    settings = {"idle_seconds": 1, "hackbench_loops": 100, "min_samples": 1000}
+    out = exp.run("latency", False, {"quantum_ns": Q, "smp": 4, **settings}, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
     loaded = next(p for p in summary["phases"] if p["load"] == "hackbench")
     assert loaded["max_us"] <= 2.0, loaded

@@ -98,6 +98,9 @@ class Boot:
     # log), reduced after the boot, on the host that booted, to what the
     # summary needs (JSON, in the unit's record: Measured.reduced).
     reduce: Callable[[Path], object] | None = None
+    # The boot's figure is the host's wall time (`bench boot`): the run
+    # boots one at a time whatever its timing (pool.choose_jobs).
+    wall_clock: bool = False
     # A mark (instruments/hostmarks.py): at each line `MARK NAME` the
     # commands print, the host's wall clock and QEMU's user CPU time are
     # read, and kept in the unit's record with the boot's host seconds to
@@ -165,16 +168,27 @@ def write_summary(out: Path, summary: dict[str, object], columns: Sequence[str])
     tmp.replace(out / "summary.csv")
 
 
+# Benches whose runs from before they were experiments (issue 48; their
+# summaries name a "benchmark", not an "experiment") the experiment's report
+# redraws: fidelity's kept runs. The others' old runs have no report.md.
+REDRAWN_FROM_BENCH = frozenset({"fidelity"})
+
+
 def read_summary(run_dir: Path, experiment: str) -> dict[str, object]:
     """A run's summary.json, checked to be of `experiment`."""
     path = run_dir / "summary.json"
     if not path.is_file():
         raise TandemError(f"{run_dir}: no summary.json (an interrupted or failed run?)")
     data = json.loads(path.read_text())
-    # A bench's runs from before it was an experiment (issue 48) name it
-    # "benchmark"; their reports are redrawn from them all the same.
-    name = data.get("experiment", data.get("benchmark")) if isinstance(data, dict) else None
-    if not isinstance(data, dict) or name != experiment:
+    if isinstance(data, dict) and "experiment" not in data and data.get("benchmark"):
+        # A bench's run from before it was an experiment (issue 48).
+        if data["benchmark"] == experiment and experiment in REDRAWN_FROM_BENCH:
+            return data
+        raise TandemError(
+            f"{path}: a run of `tandem bench {data['benchmark']}` from before it was an "
+            f"experiment; its summary has no report of experiment '{experiment}' to redraw"
+        )
+    if not isinstance(data, dict) or data.get("experiment") != experiment:
         raise TandemError(f"{path}: not a summary of experiment '{experiment}'")
     return data
 

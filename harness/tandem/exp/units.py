@@ -15,9 +15,10 @@ What a unit leaves in raw/:
   an instrument wrote into the boot's log directory (Boot.keep);
 - LABEL.unit.json, written last: the unit is complete. It holds what the
   host did (its name, load average before the boot, how many boots ran
-  side by side, wall seconds; with Boot.host_marks the host's clocks at
-  the lines the commands marked) and what Boot.reduce made of a file too
-  large to keep.
+  side by side, wall seconds, and the wall time to Linux's first command
+  and from the commands' end to QEMU's exit; with Boot.host_marks the
+  host's clocks at the lines the commands marked), QEMU's exit status, and
+  what Boot.reduce made of a file too large to keep.
 """
 
 from __future__ import annotations
@@ -124,11 +125,21 @@ def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
         # Boots this one ran beside (--jobs): the load it saw is theirs too.
         "parallel_boots": ctx.jobs,
         "seconds": round(time.monotonic() - started, 1),
+        # The host's wall time from QEMU's start to the first command
+        # running in Linux, and from the commands' end to QEMU's exit
+        # (run_exec's clock): what `boot` measures.
+        "boot_s": result.boot_s,
+        "poweroff_s": result.poweroff_s,
     }
     if unit.host_marks is not None:
         # What the boot cost the host (a cost measured in host time).
-        host |= {"boot_s": result.boot_s, "marks": result.host_marks}
-    record = {"label": label, "host": host, "reduced": reduced}
+        host["marks"] = result.host_marks
+    record = {
+        "label": label,
+        "host": host,
+        "qemu_status": result.qemu_status,
+        "reduced": reduced,
+    }
     write_atomic(raw / f"{label}.{RECORD}", json.dumps(record, indent=1) + "\n")
 
 
@@ -199,8 +210,8 @@ class Measured:
         return host if isinstance(host, dict) else {}
 
     def boot_s(self, label: str) -> float | None:
-        """Host seconds from QEMU's start to the unit's first command (a
-        unit with Boot.host_marks; None for another)."""
+        """Host seconds from QEMU's start to the unit's first command (None
+        in a record made before every record kept it)."""
         value = self.host(label).get("boot_s")
         return float(value) if isinstance(value, int | float) else None
 
