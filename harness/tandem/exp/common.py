@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -106,6 +107,14 @@ class Boot:
     # read, and kept in the unit's record with the boot's host seconds to
     # the first command (Measured.host_marks): a cost measured on the host.
     host_marks: str | None = None
+    # Console lines to time on the host (instruments/hostmarks.HostLines):
+    # the host's wall clock at every line of the commands' output (the
+    # kernel's lines of a restart included) matching it, kept with the line
+    # in the unit's record (Measured.host_lines): `restart`'s phases.
+    host_lines: re.Pattern[str] | None = None
+    # The commands panic Linux on purpose (the monitor restarts it and they
+    # run again): a panic does not end the boot, nor the reading of its log.
+    panics: bool = False
 
 
 def phase_latencies(

@@ -17,7 +17,8 @@ What a unit leaves in raw/:
   host did (its name, load average before the boot, how many boots ran
   side by side, wall seconds, and the wall time to Linux's first command
   and from the commands' end to QEMU's exit; with Boot.host_marks the
-  host's clocks at the lines the commands marked), QEMU's exit status, and
+  host's clocks at the lines the commands marked, with Boot.host_lines its
+  wall clock at the lines timed, each with its line), QEMU's exit status, and
   what Boot.reduce made of a file too large to keep.
 """
 
@@ -35,7 +36,7 @@ from pathlib import Path
 from tandem import pool
 from tandem.errors import TandemError
 from tandem.exp.common import Boot
-from tandem.instruments.hostmarks import HostMarks, Reading
+from tandem.instruments.hostmarks import HostLines, HostMarks, Reading, lines_of_json
 from tandem.instruments.measure import PHASE
 from tandem.platform.boot import ExecResult, run_exec
 from tandem.platform.commands_output import read_console_log
@@ -49,13 +50,22 @@ def boot(unit: Boot, ctx: pool.Context) -> ExecResult:
     """Boots `unit` and runs its script (the seam tests replace to replay
     a kept run's boots)."""
     marks = None if unit.host_marks is None else HostMarks(unit.host_marks)
+    timed = None if unit.host_lines is None else HostLines(unit.host_lines)
 
     def echo(line: str) -> None:
+        # The line's time first: the notes below cost the host time.
+        if timed is not None and timed.see(line):
+            ctx.note(line.strip())
         m = PHASE.match(line.strip())
         if m:
             ctx.note(f"measuring {m.group(1)}")
         elif marks is not None and (name := marks.see(line)) is not None:
             ctx.note(name)
+
+    def spawned(pid: int) -> None:
+        for watcher in (marks, timed):
+            if watcher is not None:
+                watcher.spawned(pid)
 
     options = unit.options
     if unit.instrument is not None:
@@ -67,11 +77,14 @@ def boot(unit: Boot, ctx: pool.Context) -> ExecResult:
         unit.script,
         timeout_s=unit.timeout_s,
         echo=echo,
+        panics=unit.panics,
         cancel=ctx.cancel,
-        spawned=None if marks is None else marks.spawned,
+        spawned=spawned,
     )
     if marks is not None:
         result = dataclasses.replace(result, host_marks=marks.to_json())
+    if timed is not None:
+        result = dataclasses.replace(result, host_lines=timed.to_json())
     return result
 
 
@@ -86,7 +99,8 @@ def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
     shutil.copy(result.console_log, raw / f"{label}.console.log")
     # The summary reads the output back from the log: it must be what the
     # boot printed (a reader that disagreed would change a run silently).
-    if read_console_log((raw / f"{label}.console.log").read_bytes()).lines != result.lines:
+    kept = read_console_log((raw / f"{label}.console.log").read_bytes(), unit.panics)
+    if kept.lines != result.lines:
         raise TandemError(
             f"{label}: its console log ({result.console_log}) does not give back what its "
             "commands printed (commands_output.read_console_log and run_exec disagree)"
@@ -134,6 +148,9 @@ def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
     if unit.host_marks is not None:
         # What the boot cost the host (a cost measured in host time).
         host["marks"] = result.host_marks
+    if unit.host_lines is not None:
+        # When the host saw the lines timed (a time measured on the host).
+        host["lines"] = result.host_lines
     record = {
         "label": label,
         "host": host,
@@ -178,9 +195,9 @@ class Measured:
             raise TandemError(f"{self.run_dir}: no raw/{label}.{name} (was the unit measured?)")
         return data
 
-    def lines(self, label: str) -> list[str]:
-        """The lines the unit's commands printed."""
-        return read_console_log(self.data(label, "console.log")).lines
+    def lines(self, label: str, panics: bool = False) -> list[str]:
+        """The lines the unit's commands printed (`panics`: Boot.panics)."""
+        return read_console_log(self.data(label, "console.log"), panics).lines
 
     def where(self, label: str) -> str:
         """The unit, for an error message about its output."""
@@ -226,6 +243,14 @@ class Measured:
             for name, value in marks.items()
             if (reading := Reading.of_json(value)) is not None
         }
+
+    def host_lines(self, label: str) -> list[tuple[float, str]]:
+        """The host's wall clock at the lines timed (Boot.host_lines), with
+        each line, in order; an error for a unit whose record has none."""
+        lines = lines_of_json(self.host(label).get("lines"))
+        if lines is None:
+            raise TandemError(f"{self.where(label)}: its record has no times of its lines")
+        return lines
 
     def reduced(self, label: str) -> object:
         """What Boot.reduce made of the unit's large file."""

@@ -132,6 +132,9 @@ class ExecResult:
     # run_exec's (it leaves this empty) but its caller's, which watched the
     # lines (exp/units.py for a unit with Boot.host_marks).
     host_marks: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    # The host's wall clock at given console lines, with each line, as JSON
+    # (exp/units.py for a unit with Boot.host_lines; run_exec leaves it empty).
+    host_lines: list[dict[str, float | str]] = field(default_factory=list)
 
 
 @dataclass
