@@ -326,9 +326,9 @@ def _names(text: str) -> list[str]:
     return [x for x in text.split(",") if x]
 
 
-# What `bench boot`, `latency` and `switch` took of the boot options before
-# they were experiments, now scenario keys (`--timing` and `--board` are
-# exp run's).
+# What `bench boot`, `latency`, `switch` and `restart` took of the boot
+# options before they were experiments, now scenario keys (`--timing` and
+# `--board` are exp run's).
 _BOOT_FLAGS = (
     BenchFlag("--config", "config", str, "platform configuration (configs/NAME.toml)"),
     BenchFlag("--smp", "smp", int, "cores"),
@@ -389,6 +389,15 @@ BENCH_ALIASES: dict[str, tuple[str, tuple[BenchFlag, ...]]] = {
             BenchFlag("--sizes", "sizes", _sizes, "message bytes, e.g. 1,64,496"),
             BenchFlag("--smp", "smp", int, "cores (the RTOS serves on the lowest RPC core)"),
             BenchFlag("--quantum-ns", "quantum_ns", int, "per-core timing's quantum"),
+        ),
+    ),
+    "restart": (
+        "restart Linux again and again under load while the RTOS runs on: reboot -f, sysrq b "
+        "and sysrq c (a panic) in turn, in one boot, one boot at a time",
+        (
+            BenchFlag("--count", "count", int, "restarts"),
+            *_BOOT_FLAGS,
+            BenchFlag("--linux-idle", "linux_idle", str, "how Linux idles: psci or wfi"),
         ),
     ),
     "fidelity": (
@@ -483,16 +492,6 @@ def parser() -> argparse.ArgumentParser:
     bsub = b.add_subparsers(dest="bench", required=True, metavar="BENCH")
     for name, (about, flags) in BENCH_ALIASES.items():
         _bench_alias(bsub, name, about, flags)
-    rs = bsub.add_parser(
-        "restart",
-        help="restart Linux again and again under load while the RTOS runs on",
-        description="In one boot: reboot -f, sysrq b and sysrq c (a panic) in turn, each "
-        "after 0.3 s of hackbench; host time from each request to the next Linux's first "
-        "command, the monitor's stop-and-copy time, and the RTOS's releases and misses "
-        "across all restarts. Per-core timing by default. Writes results/restart/<run-id>/.",
-    )
-    _boot_options(rs, timing=PERCORE)
-    rs.add_argument("--count", type=int, default=10, help="restarts (default 10)")
     tr = sub.add_parser(
         "trace",
         help="which world ran on each core over a window (PNG timeline)",
@@ -716,12 +715,6 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
             return result.status
-        if args.command == "bench" and args.bench == "restart":
-            from tandem.instruments import restart
-
-            restart.restart(_options(args), args.count)
-            return 0
-            return 0
         if args.command == "bench" and args.bench in BENCH_ALIASES:
             _, flags = BENCH_ALIASES[args.bench]
             extra = {

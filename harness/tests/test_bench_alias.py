@@ -68,11 +68,12 @@ def test_a_memory_scenario_it_cannot_run_is_refused_before_any_boot() -> None:
             memory.units(s)
 
 
-def test_bench_boot_latency_and_switch_keep_their_flags_as_keys(
+def test_bench_boot_latency_switch_and_restart_keep_their_flags_as_keys(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The flags the docs give them (docs/rtos.md, docs/boards.md,
-    results/README.md) are scenario keys of experiments/NAME.toml."""
+    docs/monitor.md, results/README.md) are scenario keys of
+    experiments/NAME.toml."""
     calls: list[tuple[str, dict[str, object], int | None]] = []
 
     def run(
@@ -92,6 +93,8 @@ def test_bench_boot_latency_and_switch_keep_their_flags_as_keys(
         ["latency", "--smp", "1", "--idle-seconds", "11", "--hackbench-loops", "1000"],
         ["latency", "--timing", "percore", "--linux-idle", "wfi", "--quantum-ns", "500"],
         ["switch", "--config", "tandem-hyp", "--board", "imx8mp-evk", "--seconds", "2"],
+        ["restart", "--count", "100"],
+        ["restart", "--board", "imx8mp-evk", "--count", "3", "--smp", "2"],
     ]
     for argv in commands:
         assert cli.main(["bench", *argv]) == 0
@@ -100,6 +103,8 @@ def test_bench_boot_latency_and_switch_keep_their_flags_as_keys(
         ("latency", {"smp": 1, "idle_seconds": 11, "hackbench_loops": 1000}, None),
         ("latency", {"timing": "percore", "linux_idle": "wfi", "quantum_ns": 500}, None),
         ("switch", {"board": "imx8mp-evk", "config": "tandem-hyp", "idle_ms": 2000}, None),
+        ("restart", {"count": 100}, None),
+        ("restart", {"board": "imx8mp-evk", "count": 3, "smp": 2}, None),
     ]
     # Each sets a key the scenario checks: a configuration that does not exist
     # is refused naming the key and what is allowed.
@@ -144,12 +149,14 @@ def test_a_bench_run_from_before_its_experiment_is_refused_unless_redrawable(
     tmp_path: Path,
 ) -> None:
     """`exp report latency` on a run `bench latency` made before issue 48
-    says so; fidelity's such runs are redrawn (their kept reports)."""
-    for name in ("latency", "fidelity"):
+    says so; fidelity's and restart's such runs are redrawn (their kept
+    reports)."""
+    for name in ("latency", "fidelity", "restart"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "summary.json").write_text(f'{{"benchmark": "{name}"}}\n')
     with pytest.raises(TandemError, match="from before it was an experiment"):
         read_summary(tmp_path / "latency", "latency")
     assert read_summary(tmp_path / "fidelity", "fidelity") == {"benchmark": "fidelity"}
+    assert read_summary(tmp_path / "restart", "restart") == {"benchmark": "restart"}
     with pytest.raises(TandemError, match="before it was an experiment"):
         read_summary(tmp_path / "fidelity", "latency")

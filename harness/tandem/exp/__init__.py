@@ -33,6 +33,7 @@ from tandem.exp import (
     lhp,
     linux_rt,
     memory,
+    restart,
     rpc,
     rpmsg,
     rtos_app,
@@ -87,6 +88,7 @@ REGISTRY = {
         boot,
         latency,
         switch,
+        restart,
     )
 }
 

@@ -179,8 +179,9 @@ def write_summary(out: Path, summary: dict[str, object], columns: Sequence[str])
 
 # Benches whose runs from before they were experiments (issue 48; their
 # summaries name a "benchmark", not an "experiment") the experiment's report
-# redraws: fidelity's kept runs. The others' old runs have no report.md.
-REDRAWN_FROM_BENCH = frozenset({"fidelity"})
+# redraws: fidelity's and restart's kept runs. The others' old runs have no
+# report.md.
+REDRAWN_FROM_BENCH = frozenset({"fidelity", "restart"})
 
 
 def read_summary(run_dir: Path, experiment: str) -> dict[str, object]:
