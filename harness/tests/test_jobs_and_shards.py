@@ -154,13 +154,16 @@ FIDELITY_HOST_TIMES = ("boot_s", "hackbench_s", "boot_user_s", "hackbench_user_s
 def test_fidelitys_kept_run_is_remade_from_its_raw_data_with_the_same_scripts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The kept run of `bench fidelity` (before it was an experiment):
+    """The kept run of `bench fidelity --memmodel a53 --quanta 1000`:
     `exp run fidelity` with its options boots the same labels with the same
     scripts, byte for byte, and its consoles give the same rows and the
-    same checks (a), (b) and (d); (e) is the host's, which a replay lacks."""
-    kept = RESULTS / "fidelity" / "20261129-133226"
+    same checks (a), (b) and (d); (e) is the host's, which a replay lacks.
+    (The run this test first replayed, 20261129-133226, was made by the
+    bench before it was an experiment: `git show daac05c:results/fidelity`.)"""
+    kept = RESULTS / "fidelity" / "20261129-224747"
     summary = json.loads((kept / "summary.json").read_text())
-    assert summary["command"] == "./tandem bench fidelity --memmodel a53 --quanta 1000 --jobs 1"
+    command = "./tandem exp run fidelity --set 'quanta=[1000]' --set memmodel=a53"
+    assert summary["command"] == command
     monkeypatch.setattr(units, "boot", replay(kept, tmp_path / "logs"))
     # The model's profile is read by a built tool, which a host test lacks;
     # what made the run is not what this test compares.
