@@ -5,8 +5,9 @@
 
 Run by `make lint` on the files git tracks under results/:
 
-- every run folder (results/NAME/RUN-ID, results/boot/CONFIG/RUN-ID, a
-  probe's results/NAME/probe-...) is cited by the project's prose
+- every run folder (results/NAME/RUN-ID, results/boot/CONFIG/RUN-ID for
+  `bench boot`'s runs before it was an experiment, a probe's
+  results/NAME/probe-...) is cited by the project's prose
   (README.md, results/CLAIMS.md, results/README.md, docs/*.md) or is a
   `latest` link's target: a run nothing cites is superseded, and git's
   history keeps it;

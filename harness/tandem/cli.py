@@ -14,7 +14,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from tandem.errors import TandemError
-from tandem.instruments import bench, trace
+from tandem.instruments import trace
 from tandem.platform import apps, capacity, cpio, gdb
 from tandem.platform.board import DEFAULT_BOARD, boards, load_board
 from tandem.platform.boot import run_exec, run_interactive
@@ -28,17 +28,11 @@ from tandem.platform.timing import (
     DEFAULT_QUANTUM_NS,
     MODES,
     PERCORE,
-    VIRTUAL,
     Timing,
-    check_quantum,
 )
 
 if TYPE_CHECKING:
     from tandem.exp.shards import Shard
-
-# `bench latency`'s hackbench: long enough that its phase gives the 10 000
-# samples it asks for in per-core timing (300 loops gave 3 490).
-HACKBENCH_LOOPS = 1000
 
 
 def _boot_options(
@@ -214,9 +208,9 @@ def _core_list(text: str) -> tuple[int, ...]:
         ) from None
 
 
-def _quanta(text: str) -> tuple[int, ...]:
+def _quanta(text: str) -> list[int]:
     try:
-        values = tuple(int(x) for x in text.split(","))
+        values = [int(x) for x in text.split(",")]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"'{text}': expected quanta in ns separated by commas, e.g. 1000,5000"
@@ -317,10 +311,31 @@ class BenchFlag:
     key: str
     type: Callable[[str], object]
     help: str
+    # The value's name in --help, where it is not the key's (a unit converted).
+    metavar: str | None = None
+
+
+def _milliseconds(seconds: str) -> int:
+    try:
+        return int(seconds) * 1000
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{seconds}': expected whole seconds") from None
 
 
 def _names(text: str) -> list[str]:
     return [x for x in text.split(",") if x]
+
+
+# What `bench boot`, `latency`, `switch` and `restart` took of the boot
+# options before they were experiments, now scenario keys (`--timing` and
+# `--board` are exp run's).
+_BOOT_FLAGS = (
+    BenchFlag("--config", "config", str, "platform configuration (configs/NAME.toml)"),
+    BenchFlag("--smp", "smp", int, "cores"),
+    BenchFlag("--quantum-ns", "quantum_ns", int, "per-core timing's quantum"),
+    BenchFlag("--memmodel", "memmodel", str, "per-core timing's memory profile, or none"),
+    BenchFlag("--causal", "causal", str, "per-core timing's counter rule"),
+)
 
 
 # Benches that are registered experiments (tandem.exp.REGISTRY): `tandem
@@ -328,6 +343,33 @@ def _names(text: str) -> list[str]:
 # experiments/NAME.toml, provenance, --jobs, --shard, `exp merge`), each
 # flag a `--set KEY=VALUE`. The run's report names the `exp run` command.
 BENCH_ALIASES: dict[str, tuple[str, tuple[BenchFlag, ...]]] = {
+    "boot": (
+        "host wall time from QEMU's start to a Linux shell, one boot at a time",
+        (
+            BenchFlag("--runs", "reps", int, "boots to time"),
+            *_BOOT_FLAGS,
+            BenchFlag("--linux-idle", "linux_idle", str, "how Linux idles: psci or wfi"),
+        ),
+    ),
+    "latency": (
+        "RTOS timer-interrupt latency, Linux idle and running hackbench",
+        (
+            BenchFlag("--idle-seconds", "idle_seconds", int, "the idle phase's seconds"),
+            BenchFlag("--hackbench-loops", "hackbench_loops", int, "hackbench -l"),
+            BenchFlag("--min-samples", "min_samples", int, "samples each phase must have"),
+            *_BOOT_FLAGS,
+            BenchFlag("--linux-idle", "linux_idle", str, "how Linux idles: psci or wfi"),
+        ),
+    ),
+    "switch": (
+        "world-switch cost in instructions each way, and where they go",
+        (
+            BenchFlag(
+                "--seconds", "idle_ms", _milliseconds, "whole seconds Linux idles", metavar="S"
+            ),
+            *_BOOT_FLAGS,
+        ),
+    ),
     "memory": (
         "the memory model against its own profiles: pointer-chase plateaus, bus contention, "
         "TLB reach, ctxsw's ASID/flush gap",
@@ -349,7 +391,39 @@ BENCH_ALIASES: dict[str, tuple[str, tuple[BenchFlag, ...]]] = {
             BenchFlag("--quantum-ns", "quantum_ns", int, "per-core timing's quantum"),
         ),
     ),
+    "restart": (
+        "restart Linux again and again under load while the RTOS runs on: reboot -f, sysrq b "
+        "and sysrq c (a panic) in turn, in one boot, one boot at a time",
+        (
+            BenchFlag("--count", "count", int, "restarts"),
+            *_BOOT_FLAGS,
+            BenchFlag("--linux-idle", "linux_idle", str, "how Linux idles: psci or wfi"),
+        ),
+    ),
+    "fidelity": (
+        "what each timing mode does between cores: guest probes in virtual timing and in "
+        "per-core timing at several quanta",
+        (
+            BenchFlag("--quanta", "quanta", _quanta, "per-core quanta in ns, e.g. 1000,2000"),
+            BenchFlag("--rounds", "rounds", int, "samples per probe"),
+            BenchFlag(
+                "--iterations",
+                "iterations",
+                int,
+                "overlap: loop iterations timed (2 instructions each)",
+            ),
+            BenchFlag("--memmodel", "memmodel", str, "the per-core boots' memory model, e.g. a53"),
+            BenchFlag("--causal", "causal", str, "the per-core boots' counter rule"),
+            BenchFlag("--config", "config", str, "platform configuration (configs/NAME.toml)"),
+            BenchFlag("--smp", "smp", int, "cores (the probes use CPUs 0-2)"),
+        ),
+    ),
 }
+
+# A bench whose boots run one at a time unless --jobs says otherwise (the
+# others: one per host core, as `exp run`): fidelity's cost (e) in host wall
+# time, which boots side by side share, is judged only one at a time.
+BENCH_JOBS = {"fidelity": 1}
 
 
 def _bench_alias(
@@ -358,20 +432,24 @@ def _bench_alias(
     about: str,
     flags: tuple[BenchFlag, ...],
 ) -> None:
+    jobs = BENCH_JOBS.get(name)
     b = bsub.add_parser(
         name,
         help=about,
         description=f"`tandem exp run {name}`: experiments/{name}.toml, each option below "
-        f"setting one of its keys; writes results/{name}/<run-id>/.",
+        f"setting one of its keys; writes results/{name}/<run-id>/."
+        + ("" if jobs is None else f" Its boots run {jobs} at a time unless --jobs says."),
     )
     _exp_run_options(b)
+    if jobs is not None:
+        b.set_defaults(jobs=jobs)
     for f in flags:
         b.add_argument(
             f.flag,
             dest=f"bench_{f.key}",
             type=f.type,
             default=None,
-            metavar=f.key.upper(),
+            metavar=f.metavar or f.key.upper(),
             help=f"{f.help} (--set {f.key}=...; default: the scenario file's)",
         )
 
@@ -412,76 +490,8 @@ def parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="benchmarks")
     bsub = b.add_subparsers(dest="bench", required=True, metavar="BENCH")
-    boot = bsub.add_parser("boot", help="host wall time from QEMU start to a Linux shell")
-    _boot_options(boot)
-    boot.add_argument("--runs", type=int, default=5, help="boots to time (default 5)")
-    lat = bsub.add_parser(
-        "latency",
-        help="RTOS timer-interrupt latency, Linux idle and running hackbench",
-        description="Timer compare value to the RTOS handler, in per-core timing by default: "
-        "in virtual timing a busy core's interrupt waits for QEMU's round robin to reach its "
-        "vCPU, so the worst case under hackbench is QEMU's, not Tandem's.",
-    )
-    _boot_options(lat, timing=PERCORE)
-    lat.add_argument("--idle-seconds", type=int, default=3, help="idle phase (default 3)")
-    lat.add_argument(
-        "--hackbench-loops",
-        type=int,
-        default=HACKBENCH_LOOPS,
-        help=f"hackbench -l (default {HACKBENCH_LOOPS}: about 11 000 samples in per-core timing)",
-    )
-    lat.add_argument("--min-samples", type=int, default=10_000, help="per phase (default 10000)")
-    sw = bsub.add_parser(
-        "switch",
-        help="world-switch cost in instructions each way, and where they go",
-        description="Counted from QEMU's execution log; virtual timing and 1 core by default.",
-    )
-    _boot_options(sw, timing=VIRTUAL, smp=1)
-    sw.add_argument("--seconds", type=int, default=1, help="Linux idles this long (default 1)")
-    fid = bsub.add_parser(
-        "fidelity",
-        help="what each timing mode does between cores: guest probes in virtual timing and "
-        "in per-core timing at several quanta",
-        description="(a) a loop timed while another core spins, (b) an interrupt from Linux "
-        "to the RTOS's core (RPC doorbell), (c) a flag handed between cores, (d) two "
-        "identical boots, (e) host wall time. Writes results/fidelity/<run-id>/.",
-    )
-    _boot_options(fid, timing=PERCORE)
-    fid.add_argument(
-        "--quanta",
-        type=_quanta,
-        default=(1000, 2000, 5000, 10000),
-        metavar="LIST",
-        help="per-core quanta in ns, e.g. 1000,2000 (default 1000,2000,5000,10000)",
-    )
-    fid.add_argument("--rounds", type=int, default=200, help="samples per probe (default 200)")
-    fid.add_argument(
-        "--jobs",
-        type=int,
-        default=1,
-        metavar="N",
-        help="boots run side by side (default 1: the cost check (e) is the host's wall time, "
-        "which boots side by side share; with N above 1 the probes are the same and (e) is "
-        "not judged)",
-    )
-    fid.add_argument(
-        "--iterations",
-        type=int,
-        default=50_000,
-        help="overlap: loop iterations timed (2 instructions each; default 50000)",
-    )
     for name, (about, flags) in BENCH_ALIASES.items():
         _bench_alias(bsub, name, about, flags)
-    rs = bsub.add_parser(
-        "restart",
-        help="restart Linux again and again under load while the RTOS runs on",
-        description="In one boot: reboot -f, sysrq b and sysrq c (a panic) in turn, each "
-        "after 0.3 s of hackbench; host time from each request to the next Linux's first "
-        "command, the monitor's stop-and-copy time, and the RTOS's releases and misses "
-        "across all restarts. Per-core timing by default. Writes results/restart/<run-id>/.",
-    )
-    _boot_options(rs, timing=PERCORE)
-    rs.add_argument("--count", type=int, default=10, help="restarts (default 10)")
     tr = sub.add_parser(
         "trace",
         help="which world ran on each core over a window (PNG timeline)",
@@ -705,34 +715,6 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
             return result.status
-        if args.command == "bench" and args.bench == "restart":
-            from tandem.instruments import restart
-
-            restart.restart(_options(args), args.count)
-            return 0
-        if args.command == "bench" and args.bench == "latency":
-            if args.idle_seconds < 1 or args.hackbench_loops < 1:
-                raise TandemError("--idle-seconds and --hackbench-loops must be at least 1")
-            bench.latency(_options(args), args.idle_seconds, args.hackbench_loops, args.min_samples)
-            return 0
-        if args.command == "bench" and args.bench == "fidelity":
-            from tandem.instruments import fidelity
-
-            if args.rounds < 1 or args.iterations < 1:
-                raise TandemError("--rounds and --iterations must be at least 1")
-            for q in args.quanta:
-                check_quantum(q)
-            out = fidelity.run(
-                _options(args),
-                list(args.quanta),
-                args.rounds,
-                args.iterations,
-                "./tandem " + " ".join(sys.argv[1:] if argv is None else argv),
-                jobs=args.jobs,
-            )
-            print((out / "report.md").read_text(), end="")
-            print(f"results: {out}")
-            return 0
         if args.command == "bench" and args.bench in BENCH_ALIASES:
             _, flags = BENCH_ALIASES[args.bench]
             extra = {
@@ -741,11 +723,6 @@ def main(argv: list[str] | None = None) -> int:
                 if getattr(args, f"bench_{f.key}") is not None
             }
             return _exp_run(args, args.bench, extra)
-        if args.command == "bench" and args.bench == "switch":
-            if args.seconds < 1:
-                raise TandemError("--seconds must be at least 1")
-            bench.switch(_options(args), args.seconds)
-            return 0
         if args.command == "trace":
             return trace.main(args, _options(args))
         if args.command == "exp":
@@ -763,11 +740,6 @@ def main(argv: list[str] | None = None) -> int:
             from tandem.platform import dtcheck
 
             return dtcheck.main(args.keep)
-        if args.command == "bench" and args.bench == "boot":
-            if args.runs < 1:
-                raise TandemError("--runs must be at least 1")
-            bench.boot(_options(args), args.runs)
-            return 0
     except TandemError as e:
         print(f"tandem: {e}", file=sys.stderr)
         return 2

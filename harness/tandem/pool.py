@@ -39,14 +39,26 @@ def host_cores() -> int:
         return os.cpu_count() or 1
 
 
-def choose_jobs(requested: int | None, timings: Sequence[Timing], what: str) -> int:
+def choose_jobs(
+    requested: int | None, timings: Sequence[Timing], what: str, wall_clock: bool = False
+) -> int:
     """How many of `what`'s boots (one timing each) to run at once:
     `requested`, or one per host core, if every boot's timing counts guest
     time in instructions; one in host timing, where a boot's figures are
-    the host's real time (more than one asked for is an error saying so).
-    Never more than there are boots."""
+    the host's real time, and one when the figures are the host's wall time
+    whatever the timing (`wall_clock`: `bench boot`, whose boots side by
+    side would share the host's cores). More than one asked for where one
+    is the rule is an error saying so. Never more than there are boots."""
     if requested is not None and requested < 1:
         raise TandemError(f"--jobs must be at least 1, got {requested}")
+    if wall_clock:
+        if requested is not None and requested > 1:
+            raise TandemError(
+                f"--jobs {requested}: {what} boots measure the host's wall time, which "
+                "boots side by side would lengthen (they share the host's cores, caches and "
+                "memory), whatever their timing mode; run it with --jobs 1 (its default)"
+            )
+        return 1
     real_time = sorted({t.mode for t in timings if not t.deterministic})
     if real_time:
         if requested is not None and requested > 1:

@@ -11,6 +11,7 @@ import pytest
 from tandem import cli, exp
 from tandem.errors import TandemError
 from tandem.exp import scenario
+from tandem.exp.common import read_summary
 from tandem.exp.shards import Shard
 
 
@@ -65,3 +66,97 @@ def test_a_memory_scenario_it_cannot_run_is_refused_before_any_boot() -> None:
         s = scenario.load("memory", memory.schema, overrides=overrides)
         with pytest.raises(TandemError, match=message):
             memory.units(s)
+
+
+def test_bench_boot_latency_switch_and_restart_keep_their_flags_as_keys(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The flags the docs give them (docs/rtos.md, docs/boards.md,
+    docs/monitor.md, results/README.md) are scenario keys of
+    experiments/NAME.toml."""
+    calls: list[tuple[str, dict[str, object], int | None]] = []
+
+    def run(
+        name: str,
+        quick: bool,
+        overrides: dict[str, object],
+        jobs: int | None = None,
+        shard: Shard | None = None,
+    ) -> Path:
+        calls.append((name, dict(overrides), jobs))
+        (tmp_path / "report.md").write_text("report\n")
+        return tmp_path
+
+    monkeypatch.setattr(exp, "run", run)
+    commands = [
+        ["boot", "--config", "heteroos", "--runs", "3"],
+        ["latency", "--smp", "1", "--idle-seconds", "11", "--hackbench-loops", "1000"],
+        ["latency", "--timing", "percore", "--linux-idle", "wfi", "--quantum-ns", "500"],
+        ["switch", "--config", "tandem-hyp", "--board", "imx8mp-evk", "--seconds", "2"],
+        ["restart", "--count", "100"],
+        ["restart", "--board", "imx8mp-evk", "--count", "3", "--smp", "2"],
+    ]
+    for argv in commands:
+        assert cli.main(["bench", *argv]) == 0
+    assert calls == [
+        ("boot", {"config": "heteroos", "reps": 3}, None),
+        ("latency", {"smp": 1, "idle_seconds": 11, "hackbench_loops": 1000}, None),
+        ("latency", {"timing": "percore", "linux_idle": "wfi", "quantum_ns": 500}, None),
+        ("switch", {"board": "imx8mp-evk", "config": "tandem-hyp", "idle_ms": 2000}, None),
+        ("restart", {"count": 100}, None),
+        ("restart", {"board": "imx8mp-evk", "count": 3, "smp": 2}, None),
+    ]
+    # Each sets a key the scenario checks: a configuration that does not exist
+    # is refused naming the key and what is allowed.
+    s = scenario.load("latency", exp.get("latency").schema, overrides=calls[1][1])
+    assert s.integer("idle_seconds") == 11
+    with pytest.raises(TandemError, match="config = 'nonesuch' is not allowed"):
+        scenario.load("boot", exp.get("boot").schema, overrides={"config": "nonesuch"})
+
+
+def test_bench_fidelity_runs_exp_run_fidelity_one_boot_at_a_time_by_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Its flags as before (`--quanta`, `--rounds`, `--memmodel`, ...) set
+    scenario keys; its boots run one at a time unless --jobs says, so that
+    its cost (e) in host wall time is judged, as `exp run` would not."""
+    calls: list[tuple[str, bool, dict[str, object], int | None, Shard | None]] = []
+
+    def run(
+        name: str,
+        quick: bool,
+        overrides: dict[str, object],
+        jobs: int | None = None,
+        shard: Shard | None = None,
+    ) -> Path:
+        calls.append((name, quick, dict(overrides), jobs, shard))
+        (tmp_path / "report.md").write_text("report\n")
+        return tmp_path
+
+    monkeypatch.setattr(exp, "run", run)
+    argv = ["bench", "fidelity", "--memmodel", "a53", "--quanta", "1000,2000", "--rounds", "20"]
+    assert cli.main(argv) == 0
+    assert calls == [
+        ("fidelity", False, {"quanta": [1000, 2000], "rounds": 20, "memmodel": "a53"}, 1, None)
+    ]
+    assert cli.main(["bench", "fidelity", "--causal", "max", "--jobs", "2"]) == 0
+    assert calls[-1][2:4] == ({"causal": "max"}, 2)
+    assert cli.main(["exp", "run", "fidelity"]) == 0
+    assert calls[-1][3] is None, "exp run: one boot per host core, as every experiment"
+
+
+def test_a_bench_run_from_before_its_experiment_is_refused_unless_redrawable(
+    tmp_path: Path,
+) -> None:
+    """`exp report latency` on a run `bench latency` made before issue 48
+    says so; fidelity's and restart's such runs are redrawn (their kept
+    reports)."""
+    for name in ("latency", "fidelity", "restart"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(f'{{"benchmark": "{name}"}}\n')
+    with pytest.raises(TandemError, match="from before it was an experiment"):
+        read_summary(tmp_path / "latency", "latency")
+    assert read_summary(tmp_path / "fidelity", "fidelity") == {"benchmark": "fidelity"}
+    assert read_summary(tmp_path / "restart", "restart") == {"benchmark": "restart"}
+    with pytest.raises(TandemError, match="before it was an experiment"):
+        read_summary(tmp_path / "fidelity", "latency")

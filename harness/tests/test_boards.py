@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 
 from tandem import exp, provenance
 from tandem.errors import TandemError
 from tandem.exp import ctxsw, scenario
-from tandem.instruments import bench
 from tandem.platform import dtb, gdb, paths, qemu_command
 from tandem.platform.board import _serials, boards, load_board
 from tandem.platform.boot_inputs import bootargs
@@ -138,22 +136,19 @@ def test_a_runs_board_is_its_boots(tmp_path: Path) -> None:
 def test_bench_switch_boots_the_board_asked_with_its_firmwares_symbols(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    switch = exp.get("switch")
+    s = scenario.load("switch", switch.schema, overrides={"board": "imx8mp-evk"})
+    (unit,) = switch.units(s)
+    assert unit.options.board.name == "imx8mp-evk" and unit.options.linux_idle == "wfi"
+    assert unit.instrument is not None
+    # Without the board's ELFs the boot is refused before QEMU starts.
+    monkeypatch.setattr(paths, "BUILD", tmp_path)
+    with pytest.raises(TandemError, match=r"boards/imx8mp-evk/tandem-monitor\.elf missing"):
+        unit.instrument()
     _fake_builds(tmp_path, monkeypatch)
-    asked: list[BootOptions] = []
-
-    def run_exec(options: BootOptions, script: str, timeout_s: float) -> NoReturn:
-        asked.append(options)
-        raise SystemExit("stop here")
-
-    monkeypatch.setattr(bench, "run_exec", run_exec)
-    with pytest.raises(SystemExit, match="stop here"):
-        bench.switch(
-            BootOptions(board=load_board("imx8mp-evk"), timing=Timing("virtual"), smp=1), 1
-        )
-    (options,) = asked
-    assert options.board.name == "imx8mp-evk" and options.linux_idle == "wfi"
+    args = unit.instrument()
     # QEMU logs the EVK's monitor (its flash) and RTOS (its RAM), not virt's.
-    d = options.extra_qemu_args[options.extra_qemu_args.index("-dfilter") + 1]
+    d = args[args.index("-dfilter") + 1]
     assert d.startswith("0x8000000..") and "0x40100000.." in d, d
 
 

@@ -74,7 +74,7 @@ def test_linuxs_psci_checker_passes_its_hotplug_and_suspend_tests() -> None:
 
 
 def test_bench_latency_counts_switches_and_standby_entries_per_phase() -> None:
-    from tandem.instruments import bench
+    from tandem.exp.latency.parse import phase_counts, read_counts
 
     lines = [
         "@@COUNT start core 0 10 12",
@@ -83,8 +83,8 @@ def test_bench_latency_counts_switches_and_standby_entries_per_phase() -> None:
         "@@COUNT idle core 0 110 112",
         "@@COUNT idle cpu 0 905",
     ]
-    counts = bench._counts(lines)
-    assert bench._deltas(counts, "start", "idle") == {
+    counts = read_counts(lines)
+    assert phase_counts(counts, "start", "idle") == {
         "cores": {"0": {"to_rtos": 100, "to_linux": 100}},
         "cpus": {"0": {"standby_entries": 900}},
     }

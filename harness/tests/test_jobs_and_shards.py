@@ -9,6 +9,7 @@ side: boots side by side measure what boots one after another do."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import tarfile
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tandem import exp, pool
+from tandem import exp, pool, provenance
 from tandem.errors import TandemError
 from tandem.exp import scenario, shards, units
 from tandem.exp.common import Boot, finished_runs
@@ -143,6 +144,55 @@ def test_a_kept_run_is_remade_from_its_raw_data(
     out = exp.run(name, summary["quick"], overrides, out_root=tmp_path / "r", jobs=2)
     remade = json.loads((out / "summary.json").read_text())
     assert contains(measurements(summary), measurements(remade)) == []
+
+
+# What a fidelity row holds that the host measured, not the guest: a
+# replay has none (units.boot's stand-in reads no clocks).
+FIDELITY_HOST_TIMES = ("boot_s", "hackbench_s", "boot_user_s", "hackbench_user_s")
+
+
+def test_fidelitys_kept_run_is_remade_from_its_raw_data_with_the_same_scripts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept run of `bench fidelity --memmodel a53 --quanta 1000`:
+    `exp run fidelity` with its options boots the same labels with the same
+    scripts, byte for byte, and its consoles give the same rows and the
+    same checks (a), (b) and (d); (e) is the host's, which a replay lacks.
+    (The run this test first replayed, 20261129-133226, was made by the
+    bench before it was an experiment: `git show daac05c:results/fidelity`.)"""
+    kept = RESULTS / "fidelity" / "20261129-224747"
+    summary = json.loads((kept / "summary.json").read_text())
+    command = "./tandem exp run fidelity --set 'quanta=[1000]' --set memmodel=a53"
+    assert summary["command"] == command
+    monkeypatch.setattr(units, "boot", replay(kept, tmp_path / "logs"))
+    # The model's profile is read by a built tool, which a host test lacks;
+    # what made the run is not what this test compares.
+    fidelity = importlib.import_module("tandem.exp.fidelity")
+    monkeypatch.setattr(fidelity, "memmodel_provenance", lambda spec: {"profile": spec})
+    monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"boots": len(boots)})
+    overrides: dict[str, object] = {"memmodel": "a53", "quanta": [1000]}
+    out = exp.run("fidelity", False, overrides, out_root=tmp_path / "r", jobs=2)
+    remade = json.loads((out / "summary.json").read_text())
+
+    def guest(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [{k: v for k, v in r.items() if k not in FIDELITY_HOST_TIMES} for r in rows]
+
+    assert guest(remade["rows"]) == guest(summary["rows"])
+    same = ("config", "smp", "rounds", "overlap_iterations", "causal", "memmodel", "deterministic")
+    assert {k: remade[k] for k in same} == {k: summary[k] for k in same}
+    assert [c for c in remade["checks"] if not c[0].startswith("(e)")] == [
+        c for c in summary["checks"] if not c[0].startswith("(e)")
+    ]
+
+    def scripts(run: Path) -> dict[str, bytes]:
+        with tarfile.open(run / "raw.tar.xz") as tar:
+            return {
+                m.name: f.read()
+                for m in tar.getmembers()
+                if m.name.endswith(".sh") and (f := tar.extractfile(m)) is not None
+            }
+
+    assert len(scripts(kept)) == 7 and scripts(out) == scripts(kept)
 
 
 LHP_QUICK: dict[str, object] = {"patch_runs": 15}  # the kept run's boots ran 15

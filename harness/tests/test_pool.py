@@ -93,3 +93,13 @@ def test_host_timing_runs_one_boot_at_a_time() -> None:
     with pytest.raises(TandemError, match="at least 1"):
         pool.choose_jobs(0, [percore], "x")
     assert pool.clock(59) == "0:59" and pool.clock(3725) == "1:02:05"
+
+
+def test_boots_that_time_the_host_run_one_at_a_time_in_any_timing() -> None:
+    """`bench boot` measures the host's wall time: boots side by side
+    would lengthen each other even where guest time is instructions."""
+    percore = [Timing("percore")] * 4
+    assert pool.choose_jobs(None, percore, "boot's", wall_clock=True) == 1
+    assert pool.choose_jobs(1, percore, "boot's", wall_clock=True) == 1
+    with pytest.raises(TandemError, match="--jobs 3: boot's boots measure the host's wall time"):
+        pool.choose_jobs(3, percore, "boot's", wall_clock=True)

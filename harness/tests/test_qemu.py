@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tandem import exp
 from tandem.errors import TandemError
-from tandem.instruments import bench
 from tandem.platform import rtos_status
 from tandem.platform.abi import constants
 from tandem.platform.board import load_board
@@ -324,13 +324,8 @@ tandem-top -n 1
 def test_bench_latency_single_core_is_the_bare_path(tmp_path: Path) -> None:
     """One core, virtual timing: Linux idle or busy, the RTOS's timer
     interrupt reaches its handler in the same few hundred instructions."""
-    out = bench.latency(
-        BootOptions(timing=Timing("virtual"), smp=1),
-        idle_s=1,
-        loops=60,
-        min_samples=500,
-        out_root=tmp_path,
-    )
+    settings = {"smp": 1, "idle_seconds": 1, "hackbench_loops": 60, "min_samples": 500}
+    out = exp.run("latency", False, {"timing": "virtual", **settings}, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["benchmark"] == "latency" and summary["timing"] == "virtual"
     idle, loaded = summary["phases"]
@@ -348,7 +343,7 @@ def test_bench_switch_counts_both_directions_within_110_instructions(tmp_path: P
     # Issue 50's bound, each way: the YIELD fast path, EL1 registers moved
     # in pairs, the RTOS's settings saved off the switch's path
     # (docs/monitor.md, "What a switch costs").
-    out = bench.switch(BootOptions(timing=Timing("virtual"), smp=1), seconds=1, out_root=tmp_path)
+    out = exp.run("switch", False, {"timing": "virtual", "smp": 1}, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
     for direction in ("linux_to_rtos", "rtos_to_linux"):
         d = summary[direction]

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from tandem import exp
 from tandem.errors import TandemError
-from tandem.instruments import restart as restart_bench
+from tandem.exp.restart.spec import METHODS
 from tandem.platform import abi_generated as abi
 from tandem.platform import flash, rtos_status
 from tandem.platform.board import load_board
@@ -40,74 +41,6 @@ def assert_rtos_ran_on(secure_log: str) -> None:
 
 
 # --- on the host -------------------------------------------------------------
-
-
-def test_restart_bench_splits_each_restart_into_stop_and_boot(tmp_path: Path) -> None:
-    clock = restart_bench.Clock()
-    console = [
-        (0.0, "@@GEN 1 0.05@@"),
-        (1.0, "@@REQUEST 1@@"),
-        (1.2, "[    0.4] reboot: Restarting system"),
-        (2.0, "[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x410fd034]"),
-        (3.5, "@@GEN 2 0.06@@"),
-        (4.0, "@@REQUEST 2@@"),
-        (4.9, "[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x410fd034]"),
-        (5.9, "@@GEN 3 0.04@@"),
-    ]
-    seen = [clock.line(text, t) for t, text in console]
-    assert [g for g in seen if g is not None] == [1, 2, 3]
-    rows = restart_bench.restarts(clock, 2, [20.0, 21.0])
-    assert rows[0] == {
-        "generation": 2,
-        "method": "reboot -f",
-        "host_s": 2.5,
-        "host_stop_s": 1.0,
-        "host_boot_s": 1.5,
-        "monitor_ms": 20.0,
-        "linux_uptime_s": 0.06,
-    }
-    assert rows[1]["method"] == "echo b > /proc/sysrq-trigger" and rows[1]["host_s"] == 1.9
-    stats = restart_bench.phase_stats(rows)
-    assert stats["host_s"] == {"median": 2.2, "max": 2.5}
-    summary: dict[str, object] = {
-        "count": 2,
-        "timing": "percore",
-        "timing_described": "per-core timing, Q = 1 us",
-        "config": "tandem",
-        "smp": 4,
-        "load": "hackbench",
-        "target_host_s": 1.5,
-        "restart_median_s": 2.2,
-        "restart_max_s": 2.5,
-        "phases": stats,
-        "rtos_missed_total": 0,
-        "rtos_jobs": {"0": 6000},
-        "rtos_seconds": 6,
-        "rtos_jobs_expected_per_core": 6000,
-        "restarts": rows,
-    }
-    text = restart_bench.report(summary)
-    assert "**2 of 2**" in text and "**not met**" in text and "| `reboot -f` | 1 | 2.5 |" in text
-    restart_bench.plot(rows, tmp_path / "restart.png")
-    assert (tmp_path / "restart.png").stat().st_size > 0
-    # A restart whose new Linux printed no boot line cannot be split.
-    with pytest.raises(TandemError, match="no boot line seen for Linux 4"):
-        restart_bench.restarts(clock, 3, [])
-
-
-def test_monitor_gaps_pair_requests_and_restarts_in_time_order() -> None:
-    # The monitor writes its lines out later, each core's ring in turn: the
-    # boot core's restart can come before another core's request.
-    log = "\n".join(
-        [
-            "[     3.000000] monitor/0: Linux restarts (generation 2); the RTOS ran on (core 0)",
-            "[     2.990000] monitor/2: Linux asked to restart (core 2): stopping it on cores 0xf",
-            "[     5.000000] rtos/0: 5 s | core0: 5000 jobs, 0 missed",
-            "[     6.020000] monitor/1: Linux asked to restart (core 1): stopping it on cores 0xf",
-            "[     6.050000] monitor/0: Linux restarts (generation 3); the RTOS ran on (core 0)",
-        ]
-    )
-    assert [round(g, 3) for g in restart_bench.monitor_gaps_ms(log)] == [10.0, 30.0]
 
 
 def test_flash_holds_the_firmware_config_and_linux_images(tmp_path: Path) -> None:
@@ -315,9 +248,10 @@ def test_poweroff_can_end_the_machine() -> None:
 
 @pytest.mark.qemu
 def test_restart_bench_reports_every_restart(tmp_path: Path) -> None:
-    out = restart_bench.restart(percore(), 2, load_s=0.05, out_root=tmp_path)
+    """`bench restart` is `exp run restart` (issue 48): two restarts."""
+    out = exp.run("restart", True, {"count": 2, "load_ms": 50}, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
-    assert [r["method"] for r in summary["restarts"]] == list(restart_bench.METHODS[:2])
+    assert [r["method"] for r in summary["restarts"]] == list(METHODS[:2])
     assert summary["rtos_missed_total"] == 0
     for r in summary["restarts"]:
         assert 0 < r["host_stop_s"] < r["host_s"] and r["host_boot_s"] > 0
@@ -328,5 +262,5 @@ def test_restart_bench_reports_every_restart(tmp_path: Path) -> None:
         "causal": "off",
         "memmodel": "none",
     }
-    for name in ("report.md", "restarts.csv", "restart.png", "secure.log"):
+    for name in ("report.md", "restarts.csv", "restart.png", "raw.tar.xz"):
         assert (out / name).stat().st_size > 0, name

@@ -24,17 +24,22 @@ from tandem import pool, provenance
 from tandem.claims import Claim, ClaimTests
 from tandem.errors import TandemError
 from tandem.exp import (
+    boot,
     capacity,
     ctxsw,
     domains,
+    fidelity,
+    latency,
     lhp,
     linux_rt,
     memory,
+    restart,
     rpc,
     rpmsg,
     rtos_app,
     scenario,
     shards,
+    switch,
     units,
 )
 from tandem.exp.common import Boot, num, read_summary
@@ -70,7 +75,21 @@ class Experiment:
 # claim (`tandem bench NAME` runs them: cli.py).
 REGISTRY = {
     m.NAME: Experiment(m.NAME, m.SCHEMA, m.units, m.summarize, m.plot, m.report, m.claims)
-    for m in (lhp, capacity, linux_rt, rpc, domains, ctxsw, memory, rpmsg)
+    for m in (
+        lhp,
+        capacity,
+        linux_rt,
+        rpc,
+        domains,
+        ctxsw,
+        memory,
+        rpmsg,
+        fidelity,
+        boot,
+        latency,
+        switch,
+        restart,
+    )
 }
 
 
@@ -168,7 +187,8 @@ def run(
     results/NAME/<id> (and linked as `latest`) when summary, plots and report
     are all written: an interrupted run leaves raw data, never a summary.
     `jobs` boots run side by side (None: one per host core, or one in host
-    timing: pool.choose_jobs); the summary is the same whatever `jobs`.
+    timing or when boots measure the host's wall time: pool.choose_jobs);
+    the summary is the same whatever `jobs`.
     With `shard`, only that shard's boots run, and the directory stays
     partial with the shard's plan (shards.Plan) until `merge`."""
     exp = get(name, directory)
@@ -178,7 +198,12 @@ def run(
     mine = boots if shard is None else shard.select(boots)
     # Every boot's timing, not only this shard's: whether the run may have
     # boots side by side does not depend on how it is split.
-    jobs = pool.choose_jobs(jobs, [b.options.timing for b in boots], f"{name}'s")
+    jobs = pool.choose_jobs(
+        jobs,
+        [b.options.timing for b in boots],
+        f"{name}'s",
+        wall_clock=any(b.wall_clock for b in boots),
+    )
     jobs = min(jobs, max(1, len(mine)))
     partial = PartialRun(out_root / name, tag="" if shard is None else shard.tag)
     what = name if shard is None else f"{name} shard {shard.index}/{shard.count}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -98,6 +99,22 @@ class Boot:
     # log), reduced after the boot, on the host that booted, to what the
     # summary needs (JSON, in the unit's record: Measured.reduced).
     reduce: Callable[[Path], object] | None = None
+    # The boot's figure is the host's wall time (`bench boot`): the run
+    # boots one at a time whatever its timing (pool.choose_jobs).
+    wall_clock: bool = False
+    # A mark (instruments/hostmarks.py): at each line `MARK NAME` the
+    # commands print, the host's wall clock and QEMU's user CPU time are
+    # read, and kept in the unit's record with the boot's host seconds to
+    # the first command (Measured.host_marks): a cost measured on the host.
+    host_marks: str | None = None
+    # Console lines to time on the host (instruments/hostmarks.HostLines):
+    # the host's wall clock at every line of the commands' output (the
+    # kernel's lines of a restart included) matching it, kept with the line
+    # in the unit's record (Measured.host_lines): `restart`'s phases.
+    host_lines: re.Pattern[str] | None = None
+    # The commands panic Linux on purpose (the monitor restarts it and they
+    # run again): a panic does not end the boot, nor the reading of its log.
+    panics: bool = False
 
 
 def phase_latencies(
@@ -160,12 +177,27 @@ def write_summary(out: Path, summary: dict[str, object], columns: Sequence[str])
     tmp.replace(out / "summary.csv")
 
 
+# Benches whose runs from before they were experiments (issue 48; their
+# summaries name a "benchmark", not an "experiment") the experiment's report
+# redraws: fidelity's and restart's kept runs. The others' old runs have no
+# report.md.
+REDRAWN_FROM_BENCH = frozenset({"fidelity", "restart"})
+
+
 def read_summary(run_dir: Path, experiment: str) -> dict[str, object]:
     """A run's summary.json, checked to be of `experiment`."""
     path = run_dir / "summary.json"
     if not path.is_file():
         raise TandemError(f"{run_dir}: no summary.json (an interrupted or failed run?)")
     data = json.loads(path.read_text())
+    if isinstance(data, dict) and "experiment" not in data and data.get("benchmark"):
+        # A bench's run from before it was an experiment (issue 48).
+        if data["benchmark"] == experiment and experiment in REDRAWN_FROM_BENCH:
+            return data
+        raise TandemError(
+            f"{path}: a run of `tandem bench {data['benchmark']}` from before it was an "
+            f"experiment; its summary has no report of experiment '{experiment}' to redraw"
+        )
     if not isinstance(data, dict) or data.get("experiment") != experiment:
         raise TandemError(f"{path}: not a summary of experiment '{experiment}'")
     return data

@@ -15,8 +15,11 @@ What a unit leaves in raw/:
   an instrument wrote into the boot's log directory (Boot.keep);
 - LABEL.unit.json, written last: the unit is complete. It holds what the
   host did (its name, load average before the boot, how many boots ran
-  side by side, wall seconds) and what Boot.reduce made of a file too
-  large to keep.
+  side by side, wall seconds, and the wall time to Linux's first command
+  and from the commands' end to QEMU's exit; with Boot.host_marks the
+  host's clocks at the lines the commands marked, with Boot.host_lines its
+  wall clock at the lines timed, each with its line), QEMU's exit status, and
+  what Boot.reduce made of a file too large to keep.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 from tandem import pool
 from tandem.errors import TandemError
 from tandem.exp.common import Boot
+from tandem.instruments.hostmarks import HostLines, HostMarks, Reading, lines_of_json
 from tandem.instruments.measure import PHASE
 from tandem.platform.boot import ExecResult, run_exec
 from tandem.platform.commands_output import read_console_log
@@ -45,18 +49,43 @@ RECORD = "unit.json"
 def boot(unit: Boot, ctx: pool.Context) -> ExecResult:
     """Boots `unit` and runs its script (the seam tests replace to replay
     a kept run's boots)."""
+    marks = None if unit.host_marks is None else HostMarks(unit.host_marks)
+    timed = None if unit.host_lines is None else HostLines(unit.host_lines)
 
     def echo(line: str) -> None:
+        # The line's time first: the notes below cost the host time.
+        if timed is not None and timed.see(line):
+            ctx.note(line.strip())
         m = PHASE.match(line.strip())
         if m:
             ctx.note(f"measuring {m.group(1)}")
+        elif marks is not None and (name := marks.see(line)) is not None:
+            ctx.note(name)
+
+    def spawned(pid: int) -> None:
+        for watcher in (marks, timed):
+            if watcher is not None:
+                watcher.spawned(pid)
 
     options = unit.options
     if unit.instrument is not None:
         options = dataclasses.replace(
             options, extra_qemu_args=options.extra_qemu_args + unit.instrument()
         )
-    return run_exec(options, unit.script, timeout_s=unit.timeout_s, echo=echo, cancel=ctx.cancel)
+    result = run_exec(
+        options,
+        unit.script,
+        timeout_s=unit.timeout_s,
+        echo=echo,
+        panics=unit.panics,
+        cancel=ctx.cancel,
+        spawned=spawned,
+    )
+    if marks is not None:
+        result = dataclasses.replace(result, host_marks=marks.to_json())
+    if timed is not None:
+        result = dataclasses.replace(result, host_lines=timed.to_json())
+    return result
 
 
 def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
@@ -70,7 +99,8 @@ def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
     shutil.copy(result.console_log, raw / f"{label}.console.log")
     # The summary reads the output back from the log: it must be what the
     # boot printed (a reader that disagreed would change a run silently).
-    if read_console_log((raw / f"{label}.console.log").read_bytes()).lines != result.lines:
+    kept = read_console_log((raw / f"{label}.console.log").read_bytes(), unit.panics)
+    if kept.lines != result.lines:
         raise TandemError(
             f"{label}: its console log ({result.console_log}) does not give back what its "
             "commands printed (commands_output.read_console_log and run_exec disagree)"
@@ -101,17 +131,30 @@ def measure(unit: Boot, raw: Path, ctx: pool.Context) -> None:
             f"{result.status}:\n{tail}"
         )
     reduced = unit.reduce(log_dir) if unit.reduce else None
+    # Facts about the host, not measurements of the guest: a boot's guest
+    # time in per-core and virtual timing does not depend on them.
+    host: dict[str, object] = {
+        "name": platform.node(),
+        "loadavg_before": round(load_before, 2),
+        # Boots this one ran beside (--jobs): the load it saw is theirs too.
+        "parallel_boots": ctx.jobs,
+        "seconds": round(time.monotonic() - started, 1),
+        # The host's wall time from QEMU's start to the first command
+        # running in Linux, and from the commands' end to QEMU's exit
+        # (run_exec's clock): what `boot` measures.
+        "boot_s": result.boot_s,
+        "poweroff_s": result.poweroff_s,
+    }
+    if unit.host_marks is not None:
+        # What the boot cost the host (a cost measured in host time).
+        host["marks"] = result.host_marks
+    if unit.host_lines is not None:
+        # When the host saw the lines timed (a time measured on the host).
+        host["lines"] = result.host_lines
     record = {
         "label": label,
-        # Facts about the host, not measurements: a boot's guest time in
-        # per-core and virtual timing does not depend on them.
-        "host": {
-            "name": platform.node(),
-            "loadavg_before": round(load_before, 2),
-            # Boots this one ran beside (--jobs): the load it saw is theirs too.
-            "parallel_boots": ctx.jobs,
-            "seconds": round(time.monotonic() - started, 1),
-        },
+        "host": host,
+        "qemu_status": result.qemu_status,
         "reduced": reduced,
     }
     write_atomic(raw / f"{label}.{RECORD}", json.dumps(record, indent=1) + "\n")
@@ -152,9 +195,9 @@ class Measured:
             raise TandemError(f"{self.run_dir}: no raw/{label}.{name} (was the unit measured?)")
         return data
 
-    def lines(self, label: str) -> list[str]:
-        """The lines the unit's commands printed."""
-        return read_console_log(self.data(label, "console.log")).lines
+    def lines(self, label: str, panics: bool = False) -> list[str]:
+        """The lines the unit's commands printed (`panics`: Boot.panics)."""
+        return read_console_log(self.data(label, "console.log"), panics).lines
 
     def where(self, label: str) -> str:
         """The unit, for an error message about its output."""
@@ -182,6 +225,32 @@ class Measured:
         """What the host did while the unit booted (its record's `host`)."""
         host = self.record(label).get("host")
         return host if isinstance(host, dict) else {}
+
+    def boot_s(self, label: str) -> float | None:
+        """Host seconds from QEMU's start to the unit's first command (None
+        in a record made before every record kept it)."""
+        value = self.host(label).get("boot_s")
+        return float(value) if isinstance(value, int | float) else None
+
+    def host_marks(self, label: str) -> dict[str, Reading]:
+        """The host's clocks at the lines the unit's commands marked
+        (Boot.host_marks), by mark; none for another unit."""
+        marks = self.host(label).get("marks")
+        if not isinstance(marks, dict):
+            return {}
+        return {
+            name: reading
+            for name, value in marks.items()
+            if (reading := Reading.of_json(value)) is not None
+        }
+
+    def host_lines(self, label: str) -> list[tuple[float, str]]:
+        """The host's wall clock at the lines timed (Boot.host_lines), with
+        each line, in order; an error for a unit whose record has none."""
+        lines = lines_of_json(self.host(label).get("lines"))
+        if lines is None:
+            raise TandemError(f"{self.where(label)}: its record has no times of its lines")
+        return lines
 
     def reduced(self, label: str) -> object:
         """What Boot.reduce made of the unit's large file."""

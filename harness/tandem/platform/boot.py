@@ -128,6 +128,13 @@ class ExecResult:
     lines: list[str] = field(default_factory=list)
     # With partitions: the other partitions' commands (partition_scripts).
     partitions: dict[str, PartitionResult] = field(default_factory=dict)
+    # The host's clocks at lines the commands marked, as JSON, by mark: not
+    # run_exec's (it leaves this empty) but its caller's, which watched the
+    # lines (exp/units.py for a unit with Boot.host_marks).
+    host_marks: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    # The host's wall clock at given console lines, with each line, as JSON
+    # (exp/units.py for a unit with Boot.host_lines; run_exec leaves it empty).
+    host_lines: list[dict[str, float | str]] = field(default_factory=list)
 
 
 @dataclass

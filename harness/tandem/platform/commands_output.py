@@ -111,10 +111,11 @@ class CommandsOutput:
         return []
 
 
-def read_console_log(data: bytes) -> CommandsOutput:
+def read_console_log(data: bytes, panics: bool = False) -> CommandsOutput:
     """What the commands printed, from a console log `run_exec` wrote (every
-    line it read, and none after it stopped reading)."""
-    out = CommandsOutput()
+    line it read, and none after it stopped reading); `panics` as
+    run_exec's (the commands panicked Linux on purpose)."""
+    out = CommandsOutput(panics=panics)
     # Split at newlines only: a line may hold a carriage return or other
     # characters that str.splitlines would split at.
     lines = data.decode(CONSOLE_ENCODING, errors="replace").split("\n")

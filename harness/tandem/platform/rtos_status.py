@@ -27,9 +27,15 @@ class RtosStatus:
 
 
 def parse(secure_log: str) -> list[RtosStatus]:
-    """Every status line of a secure console log, in order."""
+    """Every complete status line of a secure console log, in order."""
     out = []
-    for line in secure_log.splitlines():
+    lines = secure_log.splitlines()
+    if lines and not secure_log.endswith("\n"):
+        # Callers read the log while QEMU writes it, a byte at a time as the
+        # RTOS prints: a last line without its newline may be cut short
+        # (a status with some of its cores).
+        lines.pop()
+    for line in lines:
         m = _STATUS.search(line)
         if m:
             cores = {int(c): (int(j), int(x)) for c, j, x in _CORE.findall(m.group(2))}
