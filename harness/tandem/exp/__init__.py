@@ -32,6 +32,7 @@ from tandem.exp import (
     latency,
     lhp,
     linux_rt,
+    linux_rt_trace,
     memory,
     restart,
     rpc,
@@ -40,6 +41,7 @@ from tandem.exp import (
     scenario,
     shards,
     switch,
+    trace,
     units,
 )
 from tandem.exp.common import Boot, num, read_summary
@@ -89,6 +91,8 @@ REGISTRY = {
         latency,
         switch,
         restart,
+        trace,
+        linux_rt_trace,
     )
 }
 

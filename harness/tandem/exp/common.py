@@ -198,6 +198,12 @@ def read_summary(run_dir: Path, experiment: str) -> dict[str, object]:
             f"{path}: a run of `tandem bench {data['benchmark']}` from before it was an "
             f"experiment; its summary has no report of experiment '{experiment}' to redraw"
         )
+    if isinstance(data, dict) and "experiment" not in data and data.get("command") == "trace":
+        # `tandem trace`'s runs from before it was an experiment (issue 48).
+        raise TandemError(
+            f"{path}: a run of `tandem trace` from before it was an experiment; it has no "
+            f"report of experiment '{experiment}' to redraw (its timeline.png is as it was drawn)"
+        )
     if not isinstance(data, dict) or data.get("experiment") != experiment:
         raise TandemError(f"{path}: not a summary of experiment '{experiment}'")
     return data
