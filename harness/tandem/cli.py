@@ -234,8 +234,9 @@ def _jobs_option(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="boots run side by side (default: one per host core; host timing: 1, and more "
-        "is refused: its figures are the host's real time). Per-core and virtual timing "
-        "give the same numbers whatever N",
+        "is refused: its figures are the host's real time; 1 where figures are the host's "
+        "wall time in any timing: boot and restart refuse more, fidelity's cost (e) is then "
+        "not judged). Per-core and virtual timing give the same numbers whatever N",
     )
 
 
@@ -490,11 +491,6 @@ KERNEL_TRACE_ALIAS: tuple[str, tuple[BenchFlag, ...]] = (
     ),
 )
 
-# A bench whose boots run one at a time unless --jobs says otherwise (the
-# others: one per host core, as `exp run`): fidelity's cost (e) in host wall
-# time, which boots side by side share, is judged only one at a time.
-BENCH_JOBS = {"fidelity": 1}
-
 
 def _bench_alias(
     bsub: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -504,18 +500,14 @@ def _bench_alias(
     experiment: str | None = None,
 ) -> None:
     """`name` as an alias of `exp run EXPERIMENT` (default: of the same name)."""
-    jobs = BENCH_JOBS.get(name)
     experiment = experiment or name
     b = bsub.add_parser(
         name,
         help=about,
         description=f"`tandem exp run {experiment}`: experiments/{experiment}.toml, each "
-        f"option below setting one of its keys; writes results/{experiment}/<run-id>/."
-        + ("" if jobs is None else f" Its boots run {jobs} at a time unless --jobs says."),
+        f"option below setting one of its keys; writes results/{experiment}/<run-id>/.",
     )
     _exp_run_options(b)
-    if jobs is not None:
-        b.set_defaults(jobs=jobs)
     for f in flags:
         if f.switch:
             b.add_argument(

@@ -51,6 +51,9 @@ from tandem.platform import boot_inputs, boot_options
 from tandem.platform.paths import EXPERIMENTS, RESULTS
 from tandem.results import PARTIAL, RAW, PartialRun, write_atomic
 
+# The strictest of a run's boots rules the run (pool.choose_jobs).
+HOST_TIME_ORDER = (pool.HostTime.NONE, pool.HostTime.SOME, pool.HostTime.ALL)
+
 
 def no_claims(root: Path) -> list[Claim]:
     """An experiment that tests no paper's claim (an RTOS application's)."""
@@ -206,7 +209,7 @@ def run(
         jobs,
         [b.options.timing for b in boots],
         f"{name}'s",
-        wall_clock=any(b.wall_clock for b in boots),
+        host_time=max((b.host_time for b in boots), key=HOST_TIME_ORDER.index),
     )
     jobs = min(jobs, max(1, len(mine)))
     partial = PartialRun(out_root / name, tag="" if shard is None else shard.tag)

@@ -23,7 +23,7 @@ import dataclasses
 from pathlib import Path
 
 from tandem.claims import Claim
-from tandem.exp.common import Boot, boot_options
+from tandem.exp.common import Boot, boot_options, summary_head
 from tandem.exp.linux_rt_trace.plot import plot
 from tandem.exp.linux_rt_trace.report import report
 from tandem.exp.linux_rt_trace.script import script
@@ -86,14 +86,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
                 "windows": [dataclasses.asdict(w) for w in sections],
             }
         )
-    return {
-        "experiment": NAME,
-        "quick": s.quick,
-        "scenario": s.values,
-        "board": options.board.name,
-        "timing": options.timing.mode,
-        "timing_described": options.timing.words(),
-        "quantum_ns": options.timing.quantum,
+    return summary_head(s, options) | {
         "samples": s.integer("samples"),
         "io_load": s.flag("io_load"),
         "window_us": WINDOW_US,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options
+from tandem.exp.common import Boot, boot_options, summary_head
 from tandem.exp.scenario import Scenario
 from tandem.exp.trace.plot import plot
 from tandem.exp.trace.report import report
@@ -96,14 +96,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     win = window(trace, window_ms(s.integer("window_us")))
     spans = intervals(trace, win)
     linux = linux_sched(lines, trace, win) if s.flag("linux_sched") else None
-    summary: dict[str, object] = {
-        "experiment": NAME,
-        "quick": s.quick,
-        "scenario": s.values,
-        "board": options.board.name,
-        "timing": options.timing.mode,
-        "timing_described": options.timing.words(),
-        "quantum_ns": options.timing.quantum,
+    summary: dict[str, object] = summary_head(s, options) | {
         "config": options.config.name,
         "smp": options.smp,
         "load": s.text("load"),
