@@ -74,9 +74,9 @@ NO_PROVENANCE = {
     "results/switch/20261127-142018": _BENCH.format("switch"),
     "results/switch/20261129-030212": _BENCH.format("switch"),
     "results/switch/20261129-033028": _BENCH.format("switch"),
-    "results/trace/20261127-083325": "`tandem trace`, which writes no provenance",
-    "results/trace/20261127-083341": "`tandem trace`, which writes no provenance",
-    "results/trace/20261127-083548": "`tandem trace`, which writes no provenance",
+    "results/trace/20261127-083325": "`tandem trace` before it was an experiment (issue 48): it wrote no provenance",
+    "results/trace/20261127-083341": "`tandem trace` before it was an experiment (issue 48): it wrote no provenance",
+    "results/trace/20261127-083548": "`tandem trace` before it was an experiment (issue 48): it wrote no provenance",
     "results/threadtest/20261127-152300": "threadtest run by hand through `tandem exec`, no "
     "summary: its README.md gives the tree, timing and configuration it ran with",
 }

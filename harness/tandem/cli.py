@@ -14,7 +14,6 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from tandem.errors import TandemError
-from tandem.instruments import trace
 from tandem.platform import apps, capacity, cpio, gdb
 from tandem.platform.board import DEFAULT_BOARD, boards, load_board
 from tandem.platform.boot import run_exec, run_interactive
@@ -235,8 +234,9 @@ def _jobs_option(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="boots run side by side (default: one per host core; host timing: 1, and more "
-        "is refused: its figures are the host's real time). Per-core and virtual timing "
-        "give the same numbers whatever N",
+        "is refused: its figures are the host's real time; 1 where figures are the host's "
+        "wall time in any timing: boot and restart refuse more, fidelity's cost (e) is then "
+        "not judged). Per-core and virtual timing give the same numbers whatever N",
     )
 
 
@@ -313,6 +313,8 @@ class BenchFlag:
     help: str
     # The value's name in --help, where it is not the key's (a unit converted).
     metavar: str | None = None
+    # A switch without a value, setting the key to true.
+    switch: bool = False
 
 
 def _milliseconds(seconds: str) -> int:
@@ -320,6 +322,30 @@ def _milliseconds(seconds: str) -> int:
         return int(seconds) * 1000
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{seconds}': expected whole seconds") from None
+
+
+def _window_us(ms: str) -> int:
+    try:
+        us = round(float(ms) * 1000)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{ms}': expected milliseconds, e.g. 2.5") from None
+    if us <= 0:
+        raise argparse.ArgumentTypeError(f"'{ms}': the window must be positive")
+    return us
+
+
+def _workload_key(text: str) -> list[int]:
+    w = _workload(text)
+    return [w.core, w.period_us, w.work_us]
+
+
+def _core_counts(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}': expected core counts separated by commas, e.g. 1,2,4,8"
+        ) from None
 
 
 def _names(text: str) -> list[str]:
@@ -420,10 +446,50 @@ BENCH_ALIASES: dict[str, tuple[str, tuple[BenchFlag, ...]]] = {
     ),
 }
 
-# A bench whose boots run one at a time unless --jobs says otherwise (the
-# others: one per host core, as `exp run`): fidelity's cost (e) in host wall
-# time, which boots side by side share, is judged only one at a time.
-BENCH_JOBS = {"fidelity": 1}
+# `tandem trace` is `tandem exp run trace`, as a bench is.
+TRACE_ALIAS: tuple[str, tuple[BenchFlag, ...]] = (
+    "which world ran on each core over a window (PNG timeline and Perfetto trace); "
+    "per-core timing by default: in virtual timing QEMU's round robin holds a core's vCPU "
+    "for whole turns, which the timeline would show as the RTOS or Linux running",
+    (
+        BenchFlag(
+            "--window-ms",
+            "window_us",
+            _window_us,
+            "the last this many ms before the dump",
+            metavar="MS",
+        ),
+        BenchFlag("--load", "load", str, "what Linux runs meanwhile: none or hackbench"),
+        BenchFlag(
+            "--linux-sched",
+            "linux_sched",
+            bool,
+            "also Linux's own sched_switch events (its tracer), on the counter's clock: "
+            "Linux's tasks on each core's track, in the PNG and the Perfetto trace",
+            switch=True,
+        ),
+        BenchFlag(
+            "--workload",
+            "workload",
+            _workload_key,
+            "the RTOS runs one periodic busy task instead of its demo",
+            metavar="CORE:PERIOD_US:WORK_US",
+        ),
+        *_BOOT_FLAGS,
+        BenchFlag("--linux-idle", "linux_idle", str, "how Linux idles: psci or wfi"),
+    ),
+)
+
+# `tandem exp kernel-trace` is `tandem exp run linux-rt-trace`.
+KERNEL_TRACE_ALIAS: tuple[str, tuple[BenchFlag, ...]] = (
+    "linux-rt's load on the latency-tracing kernel (make trace-kernel): the longest "
+    "interrupt- or preemption-off sections; results in results/linux-rt-trace/<run-id>/",
+    (
+        BenchFlag("--cores", "cores", _core_counts, "core counts, e.g. 1,2,4,8"),
+        BenchFlag("--samples", "samples", int, "cyclictest loops"),
+        BenchFlag("--io", "io_load", bool, "with linux-rt's disk I/O load", switch=True),
+    ),
+)
 
 
 def _bench_alias(
@@ -431,19 +497,28 @@ def _bench_alias(
     name: str,
     about: str,
     flags: tuple[BenchFlag, ...],
+    experiment: str | None = None,
 ) -> None:
-    jobs = BENCH_JOBS.get(name)
+    """`name` as an alias of `exp run EXPERIMENT` (default: of the same name)."""
+    experiment = experiment or name
     b = bsub.add_parser(
         name,
         help=about,
-        description=f"`tandem exp run {name}`: experiments/{name}.toml, each option below "
-        f"setting one of its keys; writes results/{name}/<run-id>/."
-        + ("" if jobs is None else f" Its boots run {jobs} at a time unless --jobs says."),
+        description=f"`tandem exp run {experiment}`: experiments/{experiment}.toml, each "
+        f"option below setting one of its keys; writes results/{experiment}/<run-id>/.",
     )
     _exp_run_options(b)
-    if jobs is not None:
-        b.set_defaults(jobs=jobs)
     for f in flags:
+        if f.switch:
+            b.add_argument(
+                f.flag,
+                dest=f"bench_{f.key}",
+                action="store_const",
+                const=True,
+                default=None,
+                help=f"{f.help} (--set {f.key}=true; default: the scenario file's)",
+            )
+            continue
         b.add_argument(
             f.flag,
             dest=f"bench_{f.key}",
@@ -492,15 +567,7 @@ def parser() -> argparse.ArgumentParser:
     bsub = b.add_subparsers(dest="bench", required=True, metavar="BENCH")
     for name, (about, flags) in BENCH_ALIASES.items():
         _bench_alias(bsub, name, about, flags)
-    tr = sub.add_parser(
-        "trace",
-        help="which world ran on each core over a window (PNG timeline)",
-        description="From the monitor's trace rings; per-core timing by default: in virtual "
-        "timing QEMU's round robin holds a core's vCPU for whole turns, which the timeline "
-        "would show as the RTOS or Linux running.",
-    )
-    _boot_options(tr, timing=PERCORE)
-    trace.add_arguments(tr)
+    _bench_alias(sub, "trace", *TRACE_ALIAS)
 
     pf = sub.add_parser(
         "perfetto",
@@ -589,15 +656,7 @@ def parser() -> argparse.ArgumentParser:
         "(harness/tandem/exp/NAME/claims.py) and writes results/CLAIMS.md and the README's "
         "table.",
     )
-    etr = esub.add_parser(
-        "kernel-trace",
-        help="linux-rt's load on the latency-tracing kernel (make trace-kernel): the longest "
-        "interrupt- or preemption-off sections; results in results/linux-rt-trace/<run-id>/",
-    )
-    etr.add_argument("--cores", default="1,2,4,8", help="core counts (default 1,2,4,8)")
-    etr.add_argument("--samples", type=int, default=4096, help="cyclictest loops (default 4096)")
-    etr.add_argument("--io", action="store_true", help="with linux-rt's disk I/O load")
-    _jobs_option(etr)
+    _bench_alias(esub, "kernel-trace", *KERNEL_TRACE_ALIAS, experiment="linux-rt-trace")
     erep = esub.add_parser("report", help="redraw a run's plots and report, print the report")
     erep.add_argument("name", help="experiment")
     erep.add_argument("--run", help="run id (default: the latest)")
@@ -623,13 +682,7 @@ def _exp(args: argparse.Namespace) -> int:
         print(f"(claims: {out}; README table updated)", file=sys.stderr)
         return 0
     if args.exp == "kernel-trace":
-        from tandem.exp.linux_rt import trace as kernel_trace
-
-        cores = [int(c) for c in args.cores.split(",")]
-        run_dir = kernel_trace.run(cores, args.samples, args.io, jobs=args.jobs)
-        print((run_dir / "report.md").read_text(), end="")
-        print(f"results: {run_dir}")
-        return 0
+        return _exp_run(args, "linux-rt-trace", _alias_keys(args, KERNEL_TRACE_ALIAS[1]))
     if args.exp == "merge":
         out = exp.merge(args.name, args.dirs)
         print((out / "report.md").read_text(), end="")
@@ -641,6 +694,15 @@ def _exp(args: argparse.Namespace) -> int:
         print(f"(report: {run_dir / 'report.md'})", file=sys.stderr)
         return 0
     return _exp_run(args, args.name)
+
+
+def _alias_keys(args: argparse.Namespace, flags: tuple[BenchFlag, ...]) -> dict[str, object]:
+    """The scenario keys an alias's flags set (those given)."""
+    return {
+        f.key: getattr(args, f"bench_{f.key}")
+        for f in flags
+        if getattr(args, f"bench_{f.key}") is not None
+    }
 
 
 def _exp_run(args: argparse.Namespace, name: str, extra: dict[str, object] | None = None) -> int:
@@ -715,16 +777,10 @@ def main(argv: list[str] | None = None) -> int:
                     file=sys.stderr,
                 )
             return result.status
-        if args.command == "bench" and args.bench in BENCH_ALIASES:
-            _, flags = BENCH_ALIASES[args.bench]
-            extra = {
-                f.key: getattr(args, f"bench_{f.key}")
-                for f in flags
-                if getattr(args, f"bench_{f.key}") is not None
-            }
-            return _exp_run(args, args.bench, extra)
+        if args.command == "bench":
+            return _exp_run(args, args.bench, _alias_keys(args, BENCH_ALIASES[args.bench][1]))
         if args.command == "trace":
-            return trace.main(args, _options(args))
+            return _exp_run(args, "trace", _alias_keys(args, TRACE_ALIAS[1]))
         if args.command == "exp":
             return _exp(args)
         if args.command == "check-setup":

@@ -23,12 +23,28 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from enum import Enum
 from typing import Generic, TextIO, TypeVar
 
 from tandem.errors import TandemError
 from tandem.platform.timing import Timing
 
 T = TypeVar("T")
+
+
+class HostTime(Enum):
+    """How much of a boot's figures are the host's wall time, which boots
+    side by side would lengthen (they share the host's cores, caches and
+    memory) whatever their timing mode."""
+
+    # None: guest time (or the host's real time in host timing, which
+    # choose_jobs knows from the timing).
+    NONE = "none"
+    # Some: one boot at a time unless --jobs says otherwise; side by side,
+    # those figures are recorded but not judged (`fidelity`'s cost (e)).
+    SOME = "some"
+    # All: one boot at a time, and more is refused (`boot`, `restart`).
+    ALL = "all"
 
 
 def host_cores() -> int:
@@ -40,18 +56,22 @@ def host_cores() -> int:
 
 
 def choose_jobs(
-    requested: int | None, timings: Sequence[Timing], what: str, wall_clock: bool = False
+    requested: int | None,
+    timings: Sequence[Timing],
+    what: str,
+    host_time: HostTime = HostTime.NONE,
 ) -> int:
     """How many of `what`'s boots (one timing each) to run at once:
     `requested`, or one per host core, if every boot's timing counts guest
     time in instructions; one in host timing, where a boot's figures are
     the host's real time, and one when the figures are the host's wall time
-    whatever the timing (`wall_clock`: `bench boot`, whose boots side by
-    side would share the host's cores). More than one asked for where one
-    is the rule is an error saying so. Never more than there are boots."""
+    whatever the timing (`host_time` ALL: `boot`, whose boots side by side
+    would share the host's cores; SOME: one unless `requested` says). More
+    than one asked for where one is the rule is an error saying so. Never
+    more than there are boots."""
     if requested is not None and requested < 1:
         raise TandemError(f"--jobs must be at least 1, got {requested}")
-    if wall_clock:
+    if host_time is HostTime.ALL:
         if requested is not None and requested > 1:
             raise TandemError(
                 f"--jobs {requested}: {what} boots measure the host's wall time, which "
@@ -69,7 +89,9 @@ def choose_jobs(
                 "count guest time in instructions)"
             )
         return 1
-    return max(1, min(host_cores() if requested is None else requested, len(timings)))
+    if requested is None:
+        requested = 1 if host_time is HostTime.SOME else host_cores()
+    return max(1, min(requested, len(timings)))
 
 
 @dataclass(frozen=True)

@@ -1137,7 +1137,8 @@ def test_rtos_app_scenario_runs(tmp_path: Path) -> None:
 
 
 def test_linux_rt_kernel_trace_parses_windows() -> None:
-    from tandem.exp.linux_rt import trace
+    from tandem.exp.linux_rt_trace import sections as trace
+    from tandem.exp.linux_rt_trace.report import Boot, markdown
 
     lines = [
         "@@WINDOW 3.41 612000 222 0@@",
@@ -1163,7 +1164,7 @@ def test_linux_rt_kernel_trace_parses_windows() -> None:
     assert sections[1].latency_us == 12 and not sections[1].stack
     with pytest.raises(TandemError, match="no tracer windows"):
         trace.parse(lines[-4:], "t")
-    text = trace.report([trace.Boot(1, ct, sections)], "x", 1000, 4096, False)
+    text = markdown([Boot(1, ct, sections)], "x", "per-core timing", 4096, False, "cmd")
     path = "`free_pcppages_bulk < free_unref_page_commit < free_unref_page_list`"
     assert f"| {path} | 1 | 1 | 222 | 222 |" in text
     assert "Longest on cyclictest's CPU: 222 µs on CPU 0 (cyclictest on CPU 0)" in text
@@ -1250,7 +1251,7 @@ def test_cyclictest_is_read_from_its_json() -> None:
 
 
 def test_kernel_trace_reads_cyclictest_from_its_json_too() -> None:
-    from tandem.exp.linux_rt import trace
+    from tandem.exp.linux_rt_trace import sections as trace
 
     lines = ["@@WINDOW 3.61 700000 12 1@@", "@@CYCLICTEST-JSON@@", CYCLICTEST_JSON]
     _, ct = trace.parse(lines, "t")

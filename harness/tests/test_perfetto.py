@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from tandem import exp
 from tandem.errors import TandemError
-from tandem.instruments import linuxsched, perfetto, trace
-from tandem.platform.boot_options import BootOptions
-from tandem.platform.timing import Timing
+from tandem.exp.trace import rings as trace
+from tandem.exp.trace.spec import TRACE_FILE
+from tandem.instruments import linuxsched, perfetto
 
 HZ = 1_000_000  # one tick per µs
 
@@ -170,7 +171,7 @@ def test_query_without_trace_processor_says_why(
 def test_trace_processor_reads_the_slices(tmp_path: Path) -> None:
     t, win = _window()
     tasks = [linuxsched.TaskSpan(0, 11000, 12000, "hackbench", 7)]
-    path = tmp_path / trace.TRACE_FILE
+    path = tmp_path / TRACE_FILE
     path.write_bytes(perfetto.build(trace.perfetto_slices(t, win, tasks), win.cores))
     rows = perfetto.query(path, perfetto.WORLDS_QUERY)
     got = [(r["track"], r["depth"], r["name"], r["slices"]) for r in rows]
@@ -181,8 +182,7 @@ def test_trace_processor_reads_the_slices(tmp_path: Path) -> None:
 
 @pytest.mark.qemu
 def test_a_traced_boot_has_four_core_tracks_with_linuxs_tasks_on_them(tmp_path: Path) -> None:
-    options = BootOptions(timing=Timing("percore"))
-    out = trace.run(options, 5.0, "hackbench", tmp_path, sched=True)
+    out = exp.run("trace", False, {"window_us": 5000, "linux_sched": True}, out_root=tmp_path)
     summary = json.loads((out / "summary.json").read_text())
     sched = summary["linux_sched"]
     assert sched["sched_switches"] > 0 and sched["lost_events"] == 0, sched
@@ -192,7 +192,7 @@ def test_a_traced_boot_has_four_core_tracks_with_linuxs_tasks_on_them(tmp_path: 
     marker = sched["marker"]
     assert marker is not None
     assert 0 <= marker["tracer_stamp_ticks"] - marker["counter"] < 62_500 // 10, marker
-    found = perfetto.slices((out / trace.TRACE_FILE).read_bytes())
+    found = perfetto.slices((out / TRACE_FILE).read_bytes())
     tracks = sorted({s.track for s in found})
     assert tracks == ["core 0", "core 1", "core 2", "core 3"]
     worlds = [s for s in found if s.depth == 0]
@@ -211,5 +211,5 @@ def test_a_traced_boot_has_four_core_tracks_with_linuxs_tasks_on_them(tmp_path: 
         ), s
     assert (out / "tasks.csv").read_text().startswith("core,start_us,end_us,comm,pid\n")
     if shutil.which("trace_processor_shell") or os.environ.get(perfetto.TRACE_PROCESSOR):
-        rows = perfetto.query(out / trace.TRACE_FILE, perfetto.WORLDS_QUERY)
+        rows = perfetto.query(out / TRACE_FILE, perfetto.WORLDS_QUERY)
         assert {r["track"] for r in rows} == set(tracks)

@@ -97,9 +97,16 @@ def test_host_timing_runs_one_boot_at_a_time() -> None:
 
 def test_boots_that_time_the_host_run_one_at_a_time_in_any_timing() -> None:
     """`bench boot` measures the host's wall time: boots side by side
-    would lengthen each other even where guest time is instructions."""
+    would lengthen each other even where guest time is instructions.
+    `fidelity`'s cost is some of its figures: one at a time by default,
+    side by side when asked (then its cost is not judged)."""
     percore = [Timing("percore")] * 4
-    assert pool.choose_jobs(None, percore, "boot's", wall_clock=True) == 1
-    assert pool.choose_jobs(1, percore, "boot's", wall_clock=True) == 1
+    every = pool.HostTime.ALL
+    assert pool.choose_jobs(None, percore, "boot's", host_time=every) == 1
+    assert pool.choose_jobs(1, percore, "boot's", host_time=every) == 1
     with pytest.raises(TandemError, match="--jobs 3: boot's boots measure the host's wall time"):
-        pool.choose_jobs(3, percore, "boot's", wall_clock=True)
+        pool.choose_jobs(3, percore, "boot's", host_time=every)
+    some = pool.HostTime.SOME
+    assert pool.choose_jobs(None, percore, "fidelity's", host_time=some) == 1
+    assert pool.choose_jobs(3, percore, "fidelity's", host_time=some) == 3
+    assert pool.choose_jobs(9, percore, "fidelity's", host_time=some) == 4

@@ -1,18 +1,24 @@
-"""`tandem trace`: parsing tandem-trace's dump and building the timeline on
+"""Experiment `trace` (`tandem trace`): parsing tandem-trace's dump and building the timeline on
 the host, and one real boot (marker `qemu`)."""
 
 from __future__ import annotations
 
+import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tandem import exp, provenance
 from tandem.errors import TandemError
-from tandem.instruments import trace
+from tandem.exp import units
+from tandem.exp.trace import rings as trace
+from tandem.exp.trace.plot import timeline
+from tandem.exp.units import Measured
+from tandem.platform.boot import ExecResult
 from tandem.platform.boot_options import BootOptions
-from tandem.platform.configs import load_config
-from tandem.platform.timing import Timing
+from tandem.platform.commands_output import BEGIN, CommandsOutput
 
 HZ = 1_000_000  # one tick per µs keeps the expected numbers readable
 
@@ -151,8 +157,85 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     t = trace.parse(GOOD.splitlines())
     win = trace.window(t, 10.0)
     out = tmp_path / "timeline.png"
-    trace.plot(trace.intervals(t, win), win, "test", out)
+    timeline(trace.intervals(t, win), win.cores, win.length_us, "test", out)
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _fake_run_exec(tmp_path: Path, dump: str) -> Callable[..., ExecResult]:
+    """A stand-in for QEMU behind units.boot: a console whose commands
+    printed `dump` (with the kernel's lines around it), as run_exec reads it."""
+
+    def run_exec(
+        options: BootOptions,
+        script: str,
+        timeout_s: float,
+        echo: Callable[[str], None],
+        panics: bool,
+        cancel: object,
+        spawned: Callable[[int], None],
+    ) -> ExecResult:
+        assert "usleep 310000" in script and "hackbench" in script and not panics
+        spawned(4321)
+        console = [
+            "[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x410fd034]",
+            BEGIN,
+            *dump.splitlines(),
+            "@@TANDEM-EXEC-END status=0@@",
+        ]
+        reader = CommandsOutput(stop_at_end=True)
+        for line in console:
+            for out in reader.feed(line):
+                echo(out)
+        log, secure = tmp_path / "console.log", tmp_path / "secure.log"
+        log.write_text("".join(f"{line}\n" for line in console))
+        secure.write_text("")
+        assert reader.status is not None
+        return ExecResult(reader.status, "", log, secure, 0, 4.0, 0.5, 0, reader.lines)
+
+    return run_exec
+
+
+def test_a_run_is_summarized_from_the_dump_kept_in_raw_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(units, "run_exec", _fake_run_exec(tmp_path, GOOD))
+    monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"commit": "c"})
+    out = exp.run("trace", False, {}, out_root=tmp_path / "r")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["window_ticks"] == [10_000, 20_000] and summary["cores_traced"] == [0, 1]
+    assert summary["share"]["0"] == {"rtos": 0.05, "linux": 0.95, "idle": 0.0}
+    assert summary["share"]["1"] == {"rtos": 0.0, "linux": 0.0, "idle": 1.0}
+    assert summary["switches_written"] == {"0": 4, "1": 2} and summary["linux_sched"] is None
+    assert (summary["timing"], summary["window_ms"], summary["read_us"]) == ("percore", 10.0, None)
+    with (out / "trace.csv").open() as f:
+        rows = [(r["core"], r["start_us"], r["end_us"], r["world"]) for r in csv.DictReader(f)]
+    assert rows[:3] == [
+        ("0", "0.000", "2000.000", "linux"),
+        ("0", "2000.000", "2500.000", "rtos"),
+        ("0", "2500.000", "10000.000", "linux"),
+    ]
+    text = (out / "report.md").read_text()
+    assert "Reproduce: `./tandem exp run trace`." in text
+    assert "| 0 | 5.0 % | 95.0 % | 0.0 % | 4 |" in text
+    assert (out / "timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "trace.perfetto-trace").stat().st_size > 0
+    # The raw archive keeps the dump: the summary is made again from it, the same.
+    again = exp.get("trace").summarize(
+        exp.scenario.load("trace", exp.get("trace").schema), tmp_path, Measured(out)
+    )
+    assert again["share"] == summary["share"]
+    # And `exp report` redraws the run from its files.
+    _, redrawn = exp.report("trace", out.name, out_root=tmp_path / "r")
+    assert redrawn == text
+
+
+def test_a_console_without_the_dump_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(units, "run_exec", _fake_run_exec(tmp_path, "hackbench: not found"))
+    monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"commit": "c"})
+    with pytest.raises(TandemError, match="tandem-trace printed nothing"):
+        exp.run("trace", False, {}, out_root=tmp_path / "r")
 
 
 @pytest.mark.qemu
@@ -177,8 +260,7 @@ def test_heteroos_trace_shows_core_3_never_in_linux(tmp_path: Path) -> None:
     end: within 3 ms (the longest gap between two of core 3's releases in
     10 boots' rings, 1.7 ms, plus margin), not the 10 ms the failure showed.
     """
-    options = BootOptions(config=load_config("heteroos"), timing=Timing("percore"))
-    out = trace.run(options, 10.0, "hackbench", tmp_path)
+    out = exp.run("trace", False, {"config": "heteroos"}, out_root=tmp_path)
     assert out.parent == tmp_path / "trace"
     summary = json.loads((out / "summary.json").read_text())
     share = summary["share"]
@@ -193,3 +275,5 @@ def test_heteroos_trace_shows_core_3_never_in_linux(tmp_path: Path) -> None:
     assert 10_000.0 - float(rtos[-1][2]) < 3_000.0, (rtos[-1], summary["read_us"])
     assert (out / "timeline.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "trace" / "latest").resolve() == out.resolve()
+    assert summary["provenance"]["timing"]["modes"] == ["percore"]
+    assert (out / "report.md").read_text().startswith("# Which world ran on each core")

@@ -32,6 +32,7 @@ from tandem.exp import (
     latency,
     lhp,
     linux_rt,
+    linux_rt_trace,
     memory,
     restart,
     rpc,
@@ -40,6 +41,7 @@ from tandem.exp import (
     scenario,
     shards,
     switch,
+    trace,
     units,
 )
 from tandem.exp.common import Boot, num, read_summary
@@ -48,6 +50,9 @@ from tandem.exp.units import Measured
 from tandem.platform import boot_inputs, boot_options
 from tandem.platform.paths import EXPERIMENTS, RESULTS
 from tandem.results import PARTIAL, RAW, PartialRun, write_atomic
+
+# The strictest of a run's boots rules the run (pool.choose_jobs).
+HOST_TIME_ORDER = (pool.HostTime.NONE, pool.HostTime.SOME, pool.HostTime.ALL)
 
 
 def no_claims(root: Path) -> list[Claim]:
@@ -89,6 +94,8 @@ REGISTRY = {
         latency,
         switch,
         restart,
+        trace,
+        linux_rt_trace,
     )
 }
 
@@ -202,7 +209,7 @@ def run(
         jobs,
         [b.options.timing for b in boots],
         f"{name}'s",
-        wall_clock=any(b.wall_clock for b in boots),
+        host_time=max((b.host_time for b in boots), key=HOST_TIME_ORDER.index),
     )
     jobs = min(jobs, max(1, len(mine)))
     partial = PartialRun(out_root / name, tag="" if shard is None else shard.tag)

@@ -21,6 +21,7 @@ from tandem.instruments.measure import Latency
 from tandem.platform.boot_options import DEFAULT_CONFIG, BootOptions
 from tandem.platform.configs import load_config
 from tandem.platform.timing import PERCORE, Timing
+from tandem.pool import HostTime
 from tandem.results import PARTIAL, write_atomic
 
 
@@ -45,6 +46,24 @@ def boot_options(
         ),
         **options,
     )
+
+
+def summary_head(s: Scenario, options: BootOptions, benchmark: bool = False) -> dict[str, object]:
+    """What a summary of boots in one timing mode begins with: the
+    experiment (and with `benchmark`, the bench of the same name it was
+    before issue 48, for readers of those runs), the scenario, the board
+    and the timing, named and in words."""
+    head: dict[str, object] = {"experiment": s.name}
+    if benchmark:
+        head["benchmark"] = s.name
+    return head | {
+        "quick": s.quick,
+        "scenario": s.values,
+        "board": options.board.name,
+        "timing": options.timing.mode,
+        "timing_described": options.timing.words(),
+        "quantum_ns": options.timing.quantum,
+    }
 
 
 def rep_phase_us(rep: int) -> int:
@@ -99,9 +118,10 @@ class Boot:
     # log), reduced after the boot, on the host that booted, to what the
     # summary needs (JSON, in the unit's record: Measured.reduced).
     reduce: Callable[[Path], object] | None = None
-    # The boot's figure is the host's wall time (`bench boot`): the run
-    # boots one at a time whatever its timing (pool.choose_jobs).
-    wall_clock: bool = False
+    # How much of the boot's figures are the host's wall time (pool.HostTime):
+    # ALL (`boot`, `restart`): the run boots one at a time whatever its
+    # timing; SOME (`fidelity`'s cost): one at a time unless --jobs says.
+    host_time: HostTime = HostTime.NONE
     # A mark (instruments/hostmarks.py): at each line `MARK NAME` the
     # commands print, the host's wall clock and QEMU's user CPU time are
     # read, and kept in the unit's record with the boot's host seconds to
@@ -197,6 +217,12 @@ def read_summary(run_dir: Path, experiment: str) -> dict[str, object]:
         raise TandemError(
             f"{path}: a run of `tandem bench {data['benchmark']}` from before it was an "
             f"experiment; its summary has no report of experiment '{experiment}' to redraw"
+        )
+    if isinstance(data, dict) and "experiment" not in data and data.get("command") == "trace":
+        # `tandem trace`'s runs from before it was an experiment (issue 48).
+        raise TandemError(
+            f"{path}: a run of `tandem trace` from before it was an experiment; it has no "
+            f"report of experiment '{experiment}' to redraw (its timeline.png is as it was drawn)"
         )
     if not isinstance(data, dict) or data.get("experiment") != experiment:
         raise TandemError(f"{path}: not a summary of experiment '{experiment}'")

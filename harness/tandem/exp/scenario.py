@@ -190,6 +190,11 @@ class Scenario:
         assert isinstance(v, str)
         return v
 
+    def flag(self, key: str) -> bool:
+        v = self.values[key]
+        assert isinstance(v, bool)
+        return v
+
     def integers(self, key: str) -> list[int]:
         v = self.values[key]
         assert isinstance(v, list) and all(isinstance(x, int) for x in v)

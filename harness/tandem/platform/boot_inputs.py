@@ -373,7 +373,10 @@ def prepare(options: BootOptions, exec_script: str | None = None) -> Prepared:
     plan = layout(options, exec_script)
     kernel_path = options.kernel or KERNEL
     if not kernel_path.is_file():
-        raise TandemError(f"no Linux image {kernel_path}")
+        raise TandemError(
+            f"no Linux image {kernel_path}: build it first (`make`; build/linux-trace's: "
+            "`make trace-kernel`)"
+        )
     run_dir, in_use = logdir.new_log_dir()
     try:
         return _prepare_in(options, exec_script, board, plan, kernel_path, run_dir, in_use)

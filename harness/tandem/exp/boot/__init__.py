@@ -28,9 +28,10 @@ from tandem.exp.boot.parse import BootSample, sample, times
 from tandem.exp.boot.report import report
 from tandem.exp.boot.script import SCRIPT
 from tandem.exp.boot.spec import CLOCK, NAME, SCHEMA, TIMEOUT_S, label
-from tandem.exp.common import Boot, boot_options, write_summary
+from tandem.exp.common import Boot, boot_options, summary_head, write_summary
 from tandem.exp.scenario import Scenario
 from tandem.exp.units import Measured
+from tandem.pool import HostTime
 
 # The Experiment interface (tandem.exp.REGISTRY).
 __all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
@@ -64,7 +65,7 @@ def units(s: Scenario) -> list[Boot]:
             SCRIPT,
             timeout_s=TIMEOUT_S,
             about=f"boot {run} of {reps}, timed",
-            wall_clock=True,
+            host_time=HostTime.ALL,
         )
         for run in range(1, reps + 1)
     ]
@@ -77,15 +78,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         for run, b in enumerate(boots, start=1)
     ]
     options = boots[0].options
-    summary: dict[str, object] = {
-        "experiment": NAME,
-        "benchmark": NAME,
-        "quick": s.quick,
-        "scenario": s.values,
-        "board": options.board.name,
-        "timing": options.timing.mode,
-        "timing_described": options.timing.words(),
-        "quantum_ns": options.timing.quantum,
+    summary: dict[str, object] = summary_head(s, options, benchmark=True) | {
         "clock": CLOCK,
         "smp": options.smp,
         "config": options.config.name,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options
+from tandem.exp.common import Boot, boot_options, summary_head
 from tandem.exp.latency.parse import (
     check_samples,
     histogram_rows,
@@ -89,15 +89,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     if isinstance(tick_ns, bool) or not isinstance(tick_ns, int | float):
         raise TandemError(f"{where}: the idle phase's report has no tick_ns")
     options = boot.options
-    summary: dict[str, object] = {
-        "experiment": NAME,
-        "benchmark": NAME,
-        "quick": s.quick,
-        "scenario": s.values,
-        "board": options.board.name,
-        "timing": options.timing.mode,
-        "timing_described": options.timing.words(),
-        "quantum_ns": options.timing.quantum,
+    summary: dict[str, object] = summary_head(s, options, benchmark=True) | {
         "measured": MEASURED,
         "resolution_ns": tick_ns,
         "histogram_limit_us": round(float(tick_ns) * HISTOGRAM_BUCKETS / 1000, 1),

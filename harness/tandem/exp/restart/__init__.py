@@ -9,7 +9,7 @@ are the host's wall time: the harness reads its clock at the lines of the
 console that begin and end them (Boot.host_lines, as the bench read it
 live), and keeps each time with its line in the unit's record, so the
 summary is made, and remade, from raw data like every experiment's. The
-boot asks to run alone (Boot.wall_clock): boots beside it would lengthen
+boot asks to run alone (Boot.host_time): boots beside it would lengthen
 its phases.
 
 Results: results/restart/<run-id>/ (summary.json, restarts.csv, report.md,
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options
+from tandem.exp.common import Boot, boot_options, summary_head
 from tandem.exp.restart.parse import clock, monitor_gaps_ms, phase_stats, restarts
 from tandem.exp.restart.plot import plot
 from tandem.exp.restart.report import report
@@ -45,6 +45,7 @@ from tandem.exp.restart.spec import (
 from tandem.exp.scenario import Scenario
 from tandem.exp.units import Measured
 from tandem.platform import rtos_status
+from tandem.pool import HostTime
 
 # The Experiment interface (tandem.exp.REGISTRY).
 __all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
@@ -77,7 +78,7 @@ def units(s: Scenario) -> list[Boot]:
             timeout_s=timeout_s(count),
             about=f"{count} restarts of Linux in one boot",
             keep_secure_log=True,
-            wall_clock=True,
+            host_time=HostTime.ALL,
             host_lines=TIMED,
             panics=True,
         )
@@ -96,15 +97,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     seconds, cores = status.seconds, status.cores
     host = [float(str(r["host_s"])) for r in rows]
     options = boot.options
-    summary: dict[str, object] = {
-        "experiment": NAME,
-        "benchmark": NAME,
-        "quick": s.quick,
-        "scenario": s.values,
-        "board": options.board.name,
-        "timing": options.timing.mode,
-        "timing_described": options.timing.words(),
-        "quantum_ns": options.timing.quantum,
+    summary: dict[str, object] = summary_head(s, options, benchmark=True) | {
         "smp": options.smp,
         "config": options.config.name,
         "linux_idle": options.linux_idle,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options, write_summary
+from tandem.exp.common import Boot, boot_options, summary_head, write_summary
 from tandem.exp.rpmsg.parse import parse, rows
 from tandem.exp.rpmsg.plot import plot
 from tandem.exp.rpmsg.report import report
@@ -61,14 +61,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     secure = measured.text(LABEL, "secure.log")
     status = rtos_status.last(secure)
     server = [line for line in secure.splitlines() if "rpmsg: serving" in line]
-    timing = boot.options.timing
-    summary: dict[str, object] = {
-        "experiment": NAME,
-        "quick": s.quick,
-        "scenario": s.values,
-        "timing": timing.mode,
-        "timing_described": timing.words(),
-        "quantum_ns": timing.quantum,
+    summary: dict[str, object] = summary_head(s, boot.options) | {
         "smp": boot.options.smp,
         "config": boot.options.config.name,
         "calls": s.integer("calls"),

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options
+from tandem.exp.common import Boot, boot_options, summary_head
 from tandem.exp.scenario import Scenario
 from tandem.exp.switch.parse import count_switches, directions, elves
 from tandem.exp.switch.report import report
@@ -98,16 +98,8 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     (boot,) = units(s)
     counted = directions(measured.reduced(LABEL), measured.where(LABEL))
     options = boot.options
-    return {
-        "experiment": NAME,
-        "benchmark": NAME,
-        "quick": s.quick,
-        "scenario": s.values,
-        "board": options.board.name,
+    return summary_head(s, options, benchmark=True) | {
         "linux_idle": options.linux_idle,
-        "timing": options.timing.mode,
-        "timing_described": options.timing.words(),
-        "quantum_ns": options.timing.quantum,
         "unit": UNIT,
         "measured": DIRECTIONS,
         "smp": options.smp,
