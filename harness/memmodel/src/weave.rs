@@ -85,6 +85,10 @@ struct Queue {
     /// that a core that writes lines back faster than the bus carries them
     /// would queue them without bound and never wait.
     eviction_started: u64,
+    /// A slot was granted, while the core was taken as halted, that it
+    /// would otherwise have held back: its next request may have happened
+    /// before slots already granted.
+    skipped: bool,
 }
 
 impl Queue {
@@ -169,6 +173,29 @@ impl Weave {
             queue.charged
         };
         let total_before = queue.owed_total;
+        // A core taken as halted held no grant back: one that wakes behind
+        // the bus's timeline (a whole slot or more before `free_at`, with
+        // nothing of its own waiting, and slots granted past it while it
+        // was halted) finds slots granted to cores ahead after its request
+        // happened. In time order its request came
+        // first: it takes the slot boundary at or after its time, and the
+        // bus's timeline grows by that slot, so that the slots still to be
+        // granted start one service later and the bus carries no more.
+        let happened = arrival + (queue.priced - charged_before.min(queue.priced));
+        let skipped = std::mem::take(&mut queue.skipped);
+        if skipped && queue.pending.is_empty() && happened + service < free_at {
+            let boundary = happened + (free_at - happened) % service;
+            let pending = Pending {
+                arrival,
+                kind,
+                line,
+                charged_before,
+            };
+            self.grant(core, pending, happened, boundary);
+            self.free_at += service;
+            self.release();
+            return self.queues[core].owed_total - total_before;
+        }
         if kind.stalls() {
             // Once this read is priced, `priced` is its start less its
             // arrival plus `charged_before` (its time is moved by the
@@ -262,6 +289,14 @@ impl Weave {
                 return;
             }
             self.blocked_on = None;
+            // The cores that would have held this slot back but for being
+            // taken as halted: it may start after a request they present
+            // when they wake (`request`).
+            for q in &mut self.queues {
+                if q.pending.is_empty() && q.clock + q.owed() <= boundary {
+                    q.skipped = true;
+                }
+            }
             // Round robin: the first core after the last one granted whose
             // head has arrived.
             let cores = self.queues.len();
@@ -275,26 +310,32 @@ impl Weave {
                 })
                 .expect("the earliest head has arrived by the boundary");
             let pending = self.queues[core].pending.pop_front().expect("a head");
-            self.bus.book(core, time, boundary, pending.kind);
+            self.grant(core, pending, time, boundary);
             self.free_at = boundary + service;
-            self.last_granted = core;
-            #[cfg(test)]
-            self.granted.push((core, time, boundary));
-            let wait = boundary - time;
-            match pending.kind {
-                Transfer::Demand | Transfer::Walk => self.queues[core].price(wait),
-                Transfer::WriteBack => {
-                    // The core waited for the buffer entry the write-back
-                    // takes: until the write-back that held it started.
-                    let queue = &mut self.queues[core];
-                    queue.price(queue.eviction_started.saturating_sub(time));
-                    queue.eviction_started = boundary;
-                }
-                Transfer::Prefetch if wait > 0 => {
-                    self.delayed_prefetches.push((core, pending.line, wait));
-                }
-                _ => {}
+        }
+    }
+
+    /// Gives `core`'s request, happened at `time` in time order, the slot
+    /// starting at `boundary`, and prices its wait.
+    fn grant(&mut self, core: usize, pending: Pending, time: u64, boundary: u64) {
+        self.bus.book(core, time, boundary, pending.kind);
+        self.last_granted = core;
+        #[cfg(test)]
+        self.granted.push((core, time, boundary));
+        let wait = boundary - time;
+        match pending.kind {
+            Transfer::Demand | Transfer::Walk => self.queues[core].price(wait),
+            Transfer::WriteBack => {
+                // The core waited for the buffer entry the write-back
+                // takes: until the write-back that held it started.
+                let queue = &mut self.queues[core];
+                queue.price(queue.eviction_started.saturating_sub(time));
+                queue.eviction_started = boundary;
             }
+            Transfer::Prefetch if wait > 0 => {
+                self.delayed_prefetches.push((core, pending.line, wait));
+            }
+            _ => {}
         }
     }
 
@@ -431,5 +472,32 @@ mod tests {
         // next slot, at 30; the core stalled from 2 to 10.
         assert_eq!(core0, [10, 30]);
         assert_eq!(weave.take_debt(0), 8);
+    }
+
+    #[test]
+    fn a_core_that_wakes_behind_the_bus_takes_the_slot_its_time_gives_it() {
+        // Core 1 streams a request every 10 ns up to 2 990 while core 0,
+        // more than the skew behind, is taken as halted and holds nothing.
+        let mut weave = Weave::new(2, SERVICE, 1_000);
+        weave.reached(0, 100);
+        for i in 0..300 {
+            weave.reached(1, i * SERVICE);
+            weave.request(1, i * SERVICE, Transfer::Prefetch, 0);
+        }
+        weave.reached(1, 3_000);
+        assert_eq!(weave.free_at, 3_000);
+        // Core 0 wakes at 2 105 and reads: in time order the slot under
+        // way ends at 2 110, not after core 1's slots to 3 000.
+        weave.reached(0, 2_105);
+        weave.request(0, 2_105, Transfer::Demand, 0);
+        weave.reached(0, 5_000);
+        weave.reached(1, 5_000);
+        assert_eq!(weave.take_debt(0), 5);
+        // The bus's timeline grew by that slot: the next grant starts later.
+        assert_eq!(weave.free_at, 3_000 + SERVICE);
+        weave.request(1, 3_000, Transfer::Prefetch, 0);
+        weave.reached(1, 6_000);
+        weave.reached(0, 6_000);
+        assert_eq!(weave.granted.last(), Some(&(1, 3_000, 3_010)));
     }
 }
