@@ -5,17 +5,16 @@ summarized from its raw data and redrawn by `exp report` (issue 48)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fake_qemu import Check, fake_run_exec
 
 from tandem import exp, provenance
 from tandem.exp import units
 from tandem.exp.linux_rt_trace.spec import TRACE_KERNEL
-from tandem.platform.boot import ExecResult
 from tandem.platform.boot_options import BootOptions
-from tandem.platform.commands_output import BEGIN, CommandsOutput
+from tandem.platform.commands_output import BEGIN
 
 # What one boot's script printed: two windows, then cyclictest's result.
 WINDOWS = [
@@ -35,41 +34,23 @@ WINDOWS = [
 ]
 
 
-def _fake_run_exec(tmp_path: Path, smps: list[int]) -> Callable[..., ExecResult]:
-    """A stand-in for QEMU behind units.boot, noting each boot's cores."""
+def _checked(smps: list[int]) -> Check:
+    """Checks each boot is on the tracing kernel, noting its cores."""
 
-    def run_exec(
-        options: BootOptions,
-        script: str,
-        timeout_s: float,
-        echo: Callable[[str], None],
-        panics: bool,
-        cancel: object,
-        spawned: Callable[[int], None],
-    ) -> ExecResult:
+    def check(options: BootOptions, script: str, timeout_s: float, panics: bool) -> None:
         assert options.kernel == TRACE_KERNEL and options.config.name == "linux-only"
         assert "preemptirqsoff" in script and options.timing.mode == "percore"
         smps.append(options.smp)
-        spawned(4321)
-        console = [BEGIN, *WINDOWS, "@@TANDEM-EXEC-END status=0@@"]
-        reader = CommandsOutput(stop_at_end=True)
-        for line in console:
-            for out in reader.feed(line):
-                echo(out)
-        log, secure = tmp_path / f"console{options.smp}.log", tmp_path / "secure.log"
-        log.write_text("".join(f"{line}\n" for line in console))
-        secure.write_text("")
-        assert reader.status is not None
-        return ExecResult(reader.status, "", log, secure, 0, 4.0, 0.5, 0, reader.lines)
 
-    return run_exec
+    return check
 
 
 def test_a_run_is_summarized_per_core_count_and_redrawn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     smps: list[int] = []
-    monkeypatch.setattr(units, "run_exec", _fake_run_exec(tmp_path, smps))
+    console = [(0.0, line) for line in [BEGIN, *WINDOWS, "@@TANDEM-EXEC-END status=0@@"]]
+    monkeypatch.setattr(units, "run_exec", fake_run_exec(tmp_path, console, _checked(smps)))
     monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"commit": "c"})
     out = exp.run("linux-rt-trace", False, {"cores": [1, 4]}, out_root=tmp_path / "r", jobs=1)
     assert smps == [1, 4]

@@ -8,11 +8,11 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from fake_qemu import fake_run_exec
 
 from tandem import exp, provenance
 from tandem.errors import TandemError
@@ -21,9 +21,8 @@ from tandem.exp.restart import parse
 from tandem.exp.restart.spec import LABEL, METHODS, TIMED
 from tandem.exp.units import Measured
 from tandem.instruments import hostmarks
-from tandem.platform.boot import ExecResult
 from tandem.platform.boot_options import BootOptions
-from tandem.platform.commands_output import BEGIN, CommandsOutput
+from tandem.platform.commands_output import BEGIN
 
 BOOTING = "[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x410fd034]"
 
@@ -124,36 +123,9 @@ SECURE = """\
 """
 
 
-def _fake_run_exec(tmp_path: Path, now: list[float]) -> Callable[..., ExecResult]:
-    """A stand-in for QEMU behind units.boot: feeds CONSOLE to the reader
-    and the echo as run_exec does, the host's clock at each line's time."""
-
-    def run_exec(
-        options: BootOptions,
-        script: str,
-        timeout_s: float,
-        echo: Callable[[str], None],
-        panics: bool,
-        cancel: object,
-        spawned: Callable[[int], None],
-    ) -> ExecResult:
-        assert "@@REQUEST $g@@" in script and "sleep 0.3" in script and panics
-        assert timeout_s == 120 + 60 * 3
-        now[0] = 1000.0
-        spawned(4321)
-        reader = CommandsOutput(panics=panics, stop_at_end=True)
-        for t, line in CONSOLE:
-            now[0] = 1000.0 + t
-            for out in reader.feed(line):
-                echo(out)
-        log, secure = tmp_path / "console.log", tmp_path / "secure.log"
-        log.write_text("".join(f"{line}\n" for _, line in CONSOLE))
-        secure.write_text(SECURE)
-        assert reader.status is not None
-        return ExecResult(reader.status, "", log, secure, 0, 4.0, 0.5, reader.reboots,
-                          reader.lines)  # fmt: skip
-
-    return run_exec
+def _check(options: BootOptions, script: str, timeout_s: float, panics: bool) -> None:
+    assert "@@REQUEST $g@@" in script and "sleep 0.3" in script and panics
+    assert timeout_s == 120 + 60 * 3
 
 
 def test_a_run_is_summarized_from_the_hosts_times_kept_in_raw_data(
@@ -161,7 +133,7 @@ def test_a_run_is_summarized_from_the_hosts_times_kept_in_raw_data(
 ) -> None:
     now = [0.0]
     monkeypatch.setattr(hostmarks, "time", SimpleNamespace(monotonic=lambda: now[0]))
-    monkeypatch.setattr(units, "run_exec", _fake_run_exec(tmp_path, now))
+    monkeypatch.setattr(units, "run_exec", fake_run_exec(tmp_path, CONSOLE, _check, SECURE, now))
     monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"commit": "c"})
     out = exp.run("restart", True, {}, out_root=tmp_path / "r")
     summary = json.loads((out / "summary.json").read_text())

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fake_qemu import fake_run_exec
 
 from tandem import exp, provenance
 from tandem.errors import TandemError
@@ -16,10 +16,10 @@ from tandem.exp import units
 from tandem.exp.trace import rings as trace
 from tandem.exp.trace.plot import timeline
 from tandem.exp.units import Measured
-from tandem.platform.boot import ExecResult
 from tandem.platform.boot_options import BootOptions
-from tandem.platform.commands_output import BEGIN, CommandsOutput
+from tandem.platform.commands_output import BEGIN
 
+BOOTING = "[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x410fd034]"
 HZ = 1_000_000  # one tick per µs keeps the expected numbers readable
 
 GOOD = """\
@@ -161,44 +161,20 @@ def test_plot_writes_a_png(tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _fake_run_exec(tmp_path: Path, dump: str) -> Callable[..., ExecResult]:
-    """A stand-in for QEMU behind units.boot: a console whose commands
-    printed `dump` (with the kernel's lines around it), as run_exec reads it."""
+def _check(options: BootOptions, script: str, timeout_s: float, panics: bool) -> None:
+    assert "usleep 310000" in script and "hackbench" in script and not panics
 
-    def run_exec(
-        options: BootOptions,
-        script: str,
-        timeout_s: float,
-        echo: Callable[[str], None],
-        panics: bool,
-        cancel: object,
-        spawned: Callable[[int], None],
-    ) -> ExecResult:
-        assert "usleep 310000" in script and "hackbench" in script and not panics
-        spawned(4321)
-        console = [
-            "[    0.000000] Booting Linux on physical CPU 0x0000000000 [0x410fd034]",
-            BEGIN,
-            *dump.splitlines(),
-            "@@TANDEM-EXEC-END status=0@@",
-        ]
-        reader = CommandsOutput(stop_at_end=True)
-        for line in console:
-            for out in reader.feed(line):
-                echo(out)
-        log, secure = tmp_path / "console.log", tmp_path / "secure.log"
-        log.write_text("".join(f"{line}\n" for line in console))
-        secure.write_text("")
-        assert reader.status is not None
-        return ExecResult(reader.status, "", log, secure, 0, 4.0, 0.5, 0, reader.lines)
 
-    return run_exec
+def _console(dump: str) -> list[tuple[float, str]]:
+    """A boot whose commands printed `dump`, the kernel's lines around it."""
+    lines = [BOOTING, BEGIN, *dump.splitlines(), "@@TANDEM-EXEC-END status=0@@"]
+    return [(0.0, line) for line in lines]
 
 
 def test_a_run_is_summarized_from_the_dump_kept_in_raw_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(units, "run_exec", _fake_run_exec(tmp_path, GOOD))
+    monkeypatch.setattr(units, "run_exec", fake_run_exec(tmp_path, _console(GOOD), _check))
     monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"commit": "c"})
     out = exp.run("trace", False, {}, out_root=tmp_path / "r")
     summary = json.loads((out / "summary.json").read_text())
@@ -232,7 +208,9 @@ def test_a_run_is_summarized_from_the_dump_kept_in_raw_data(
 def test_a_console_without_the_dump_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(units, "run_exec", _fake_run_exec(tmp_path, "hackbench: not found"))
+    monkeypatch.setattr(
+        units, "run_exec", fake_run_exec(tmp_path, _console("hackbench: not found"), _check)
+    )
     monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"commit": "c"})
     with pytest.raises(TandemError, match="tandem-trace printed nothing"):
         exp.run("trace", False, {}, out_root=tmp_path / "r")
