@@ -34,17 +34,20 @@ DETERMINISTIC_MODES = (VIRTUAL, PERCORE)
 # Per-core timing's default quantum (docs/harness.md, results/fidelity/).
 DEFAULT_QUANTUM_NS = 1000
 MAX_QUANTUM_NS = 1_000_000
-# Per-core timing's generic counter (QEMU patch 0007, docs/harness.md):
-# `off` lets a core that is behind read an earlier time than another core
-# read before it (the counter goes backwards between cores); `max` gives it
-# that later time instead (its counter stands still until its clock catches
-# up); `stall` moves its clock on to that time, charged as a stall.
-# `off` stays the default: a causal counter shows the cores' skew (up to Q)
-# in what one core times on its own clock, such as its timer's latency
-# (docs/harness.md); measurements that order events across cores ask for it.
+# Per-core timing's generic counter (QEMU patches 0007 and 0010,
+# docs/harness.md): `off` lets a core that is behind read an earlier time
+# than another core read before it (the counter goes backwards between
+# cores); `max` gives it that later time instead (its counter stands still
+# until its clock catches up); `stall` moves its clock on to that time,
+# charged as a stall. Both take the latest time any core read, so what one
+# core times on its own clock carries the cores' skew. `lamport` raises a
+# core's counter only to the time of a core whose release it acquired
+# (locks, atomics, store-release and load-acquire): it moves only when the
+# core consumes data from a core ahead of it.
 CAUSAL_OFF = "off"
 CAUSAL_MAX = "max"
-CAUSAL_MODES = (CAUSAL_OFF, CAUSAL_MAX, "stall")
+CAUSAL_LAMPORT = "lamport"
+CAUSAL_MODES = (CAUSAL_OFF, CAUSAL_MAX, "stall", CAUSAL_LAMPORT)
 DEFAULT_CAUSAL = CAUSAL_OFF
 
 # What QEMU does and does not model in each mode, for every report.
@@ -288,6 +291,12 @@ CAUSAL_CAVEATS = {
     "stall": (
         "The generic counter is causal (`stall`): a core behind that reads the counter "
         "is moved on to the latest time another core read, the jump charged as a stall."
+    ),
+    "lamport": (
+        "The generic counter is causal (`lamport`): a core that acquires what a core "
+        "ahead of it released (a lock, an atomic, a store-release) reads no earlier time "
+        "than that core had when it released it; its counter moves only then, by at most "
+        "that lead (about Q). Data passed by plain loads and stores alone is not ordered."
     ),
 }
 assert PERCORE_NO_MEMORY in CAVEATS[PERCORE]
