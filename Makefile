@@ -270,7 +270,7 @@ $(BUILD)/tools/%: linux/tools/%.c $(ABI_HEADER) $(wildcard linux/driver/*_uapi.h
 
 # Linux's own kselftest of CLOCK_MONOTONIC across CPUs (threads taking a
 # mutex and reading the clock into one list), from Debian's kernel source:
-# the QEMU test of causal per-core clocks (qemu/patches/0007).
+# the QEMU test of causal per-core clocks (qemu/patches/0007, 0010).
 SELFTESTS   := $(KSRC)/tools/testing/selftests
 $(BUILD)/tools/threadtest: $(BUILD)/.ksrc-stamp
 	@mkdir -p $(@D)
