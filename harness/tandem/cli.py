@@ -83,9 +83,11 @@ def _boot_options(
         "--causal",
         default=DEFAULT_CAUSAL,
         choices=CAUSAL_MODES,
-        help="percore timing: no core reads an earlier counter value than another read before "
-        "it; max: it reads that value; stall: its clock moves on to it; off: the counter may "
-        f"go backwards between cores (default {DEFAULT_CAUSAL}; docs/harness.md)",
+        help="percore timing's counter: lamport: a core reads no earlier time than a core "
+        "whose release it acquired (a lock, an atomic); max: no core reads an earlier time "
+        "than any read before, it reads that value; stall: its clock moves on to it; off: "
+        f"the counter may go backwards between cores (default {DEFAULT_CAUSAL}; "
+        "docs/harness.md)",
     )
     parser.add_argument(
         "--smp",

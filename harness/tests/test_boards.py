@@ -185,13 +185,13 @@ def test_provenance_reads_the_timing_and_configurations_from_the_boots() -> None
     assert provenance.timing_of([host, percore]) == {
         "modes": ["host", "percore"],
         "quantum_ns": 1000,
-        "causal": "off",
+        "causal": "lamport",
         "memmodel": "none",
     }
     assert provenance.timing_of([percore, modelled]) == {
         "modes": ["percore"],
         "quantum_ns": [1000, 5000],
-        "causal": "off",
+        "causal": "lamport",
         "memmodel": ["a53", "none"],
     }
     words = modes_words({"provenance": {"timing": provenance.timing_of([host, percore])}})

@@ -36,6 +36,11 @@ HOST_FACTS = ("provenance", "host_seconds", "host_loadavg_before", "parallel_boo
 # world-switch round trip is the latest `bench switch` run's (issue 50
 # shortened the switch after the kept rpc run, from 278 to 203 ns).
 REFERENCES = ("switch_round_trip_ns", "switch_run")
+# A run's `command` is how to make it again with the harness's defaults of
+# the day; these keys' defaults changed after runs were kept: per-core
+# timing's counter rule (off, then lamport since issue 47).
+INVOCATION = ("command",)
+CHANGED_DEFAULTS = ("causal",)
 
 
 def measurements(value: object) -> object:
@@ -44,7 +49,7 @@ def measurements(value: object) -> object:
         return {
             k: measurements(v)
             for k, v in value.items()
-            if k not in HOST_FACTS and k not in REFERENCES
+            if k not in HOST_FACTS and k not in REFERENCES and k not in INVOCATION
         }
     if isinstance(value, list):
         return [measurements(v) for v in value]
@@ -144,6 +149,12 @@ def test_a_kept_run_is_remade_from_its_raw_data(
     out = exp.run(name, summary["quick"], overrides, out_root=tmp_path / "r", jobs=2)
     remade = json.loads((out / "summary.json").read_text())
     assert contains(measurements(summary), measurements(remade)) == []
+    # The command reproduces the run with today's defaults: a default
+    # changed since (the counter's rule, 30 Nov) adds its `--set`, nothing else.
+    kept_command, remade_command = summary.get("command"), remade.get("command")
+    assert kept_command is None or remade_command.startswith(str(kept_command)), remade_command
+    added = remade_command[len(str(kept_command)) :].split() if kept_command else []
+    assert all(w == "--set" or w.split("=")[0] in CHANGED_DEFAULTS for w in added), added
 
 
 # What a fidelity row holds that the host measured, not the guest: a
@@ -170,7 +181,8 @@ def test_fidelitys_kept_run_is_remade_from_its_raw_data_with_the_same_scripts(
     fidelity = importlib.import_module("tandem.exp.fidelity")
     monkeypatch.setattr(fidelity, "memmodel_provenance", lambda spec: {"profile": spec})
     monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"boots": len(boots)})
-    overrides: dict[str, object] = {"memmodel": "a53", "quanta": [1000]}
+    # The kept run's counter was free, the default then (lamport since).
+    overrides: dict[str, object] = {"memmodel": "a53", "quanta": [1000], "causal": "off"}
     out = exp.run("fidelity", False, overrides, out_root=tmp_path / "r", jobs=2)
     remade = json.loads((out / "summary.json").read_text())
 

@@ -31,11 +31,13 @@ def _options(argv: list[str], name: str) -> list[str]:
 def test_a_memory_model_loads_its_plugin_in_per_core_timing_only(tmp_path: Path) -> None:
     timing = Timing("percore", 500, "arm11-003")
     argv = timing.qemu_args(tmp_path)
-    assert _options(argv, "-icount") == ["shift=0,sleep=off,quantum=500"]
+    assert _options(argv, "-icount") == ["shift=0,sleep=off,quantum=500,causal=lamport"]
     assert _options(argv, "-plugin") == [
         f"{memmodel.PLUGIN},profile=arm11-003,quantum_ns=500,out={tmp_path / 'memmodel.json'}"
     ]
-    assert timing.words() == "percore timing (Q = 500 ns, memory model arm11-003)"
+    assert timing.words() == (
+        "percore timing (Q = 500 ns, causal counter: lamport, memory model arm11-003)"
+    )
     assert "profile `arm11-003`" in timing.caveats()
     assert "QEMU models no caches" not in timing.caveats()
     with pytest.raises(TandemError, match="needs per-core timing"):

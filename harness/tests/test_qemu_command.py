@@ -13,7 +13,14 @@ from tandem.errors import TandemError
 from tandem.platform import qemu_command
 from tandem.platform.board import load_board
 from tandem.platform.paths import ROOT
-from tandem.platform.timing import CAUSAL_MAX, CAUSAL_OFF, DEFAULT_CAUSAL, Timing, modes_words
+from tandem.platform.timing import (
+    CAUSAL_LAMPORT,
+    CAUSAL_MAX,
+    CAUSAL_OFF,
+    DEFAULT_CAUSAL,
+    Timing,
+    modes_words,
+)
 
 BOARD = load_board()
 
@@ -84,14 +91,20 @@ def test_unknown_timing_is_refused() -> None:
 
 def test_timing_gives_qemu_its_clock_options_and_says_itself_in_words() -> None:
     assert _options(_boot("virtual"), "-icount") == ["shift=0,sleep=off"]
-    percore = Timing("percore", 250)
-    assert DEFAULT_CAUSAL == CAUSAL_OFF, "the causal counter is asked for, not the default"
-    assert percore.qemu_args() == [
+    # Per-core timing's counter is causal by default (lamport), and says so.
+    assert DEFAULT_CAUSAL == CAUSAL_LAMPORT
+    default = Timing("percore", 250)
+    assert default.qemu_args() == [
         "-accel",
         "tcg,thread=single",
         "-icount",
-        "shift=0,sleep=off,quantum=250",
+        "shift=0,sleep=off,quantum=250,causal=lamport",
     ]
+    assert default.words() == "percore timing (Q = 250 ns, causal counter: lamport)"
+    assert "`lamport`" in default.caveats()
+    # The free counter is asked for and then named by what it lacks: nothing.
+    percore = Timing("percore", 250, causal=CAUSAL_OFF)
+    assert _options(percore.qemu_args(), "-icount") == ["shift=0,sleep=off,quantum=250"]
     assert percore.words() == "percore timing (Q = 250 ns)"
     causal = Timing("percore", 250, causal=CAUSAL_MAX)
     assert _options(causal.qemu_args(), "-icount") == ["shift=0,sleep=off,quantum=250,causal=max"]

@@ -81,7 +81,8 @@ OPTIONAL: dict[str, tuple[Key, Value]] = {
     "causal": (
         Key(
             str,
-            "per-core timing's counter: max or stall (causal between cores), or off",
+            "per-core timing's counter: lamport (raised by what a core acquires), max or "
+            "stall (the latest any core read), or off (free)",
             choices=CAUSAL_MODES,
         ),
         DEFAULT_CAUSAL,

@@ -20,7 +20,7 @@ e. cost: host wall time and QEMU's user CPU time (read from /proc while it
    With a model, its cost is the median ratio of the CPU times of three
    alternated pairs of boots with and without it.
 
-Per-core cells use the scenario's counter rule (`causal`, free by default)
+Per-core cells use the scenario's counter rule (`causal`, `lamport` by default)
 and memory model (`memmodel`); with a rule, the first quantum is also
 booted with the counter free (`causal=off`, what the rule costs) and, with
 a model, without the model (what the model costs, side by side in one run).
