@@ -259,7 +259,7 @@ def test_restart_bench_reports_every_restart(tmp_path: Path) -> None:
     assert summary["provenance"]["timing"] == {
         "modes": ["percore"],
         "quantum_ns": 1000,
-        "causal": "off",
+        "causal": "lamport",
         "memmodel": "none",
     }
     for name in ("report.md", "restarts.csv", "restart.png", "raw.tar.xz"):
