@@ -43,9 +43,8 @@ MAX_QUANTUM_NS = 1_000_000
 # core times on its own clock carries the cores' skew. `lamport` raises a
 # core's counter only to the time of a core whose release it acquired
 # (locks, atomics, store-release and load-acquire): it moves only when the
-# core consumes data from a core ahead of it. It is the default: Linux's
-# own timers/threadtest passes under it (docs/harness.md), and a core's
-# timings move only where it takes data from a core ahead of it.
+# core consumes data from a core ahead of it. It is the default since
+# Linux's own timers/threadtest passes under it (docs/harness.md).
 CAUSAL_OFF = "off"
 CAUSAL_MAX = "max"
 CAUSAL_LAMPORT = "lamport"
