@@ -104,8 +104,20 @@ pub struct WindowCounters {
     pub lane_busy_ns: u64,
     /// ∫ min(lane's remaining time at the bus, service time) dt, in ns·ns:
     /// divided by the window's length, the wait another core's request
-    /// arriving at a random moment owes this lane on average.
+    /// arriving at a random moment owes this lane on average under the
+    /// lanes' own rule (a turn per lane at the bus, `BusLanes::reserve`).
     pub lane_turn_area_ns2: u64,
+    /// ∫ what the lane's request at the head of the bus's queue still
+    /// holds dt, in ns·ns: a whole slot while it waits there (from when it
+    /// arrived, or when the core's slot before it ended), what is left of
+    /// its slot while it is served. Divided by the window's length, the
+    /// wait another core's request arriving at a random moment owes this
+    /// lane on average under the weave's single-slot schedule, first come
+    /// first served among the lanes' heads (`Weave`). It differs from the
+    /// turn area only while a served request has another of its lane
+    /// behind it: that one joins the queue after the newcomer. Counted
+    /// for requests granted after the mark.
+    pub head_turn_area_ns2: u64,
     /// Time the lane had more than a service time of work left (a backlog
     /// behind the request at the head), in ns.
     pub lane_backlog_ns: u64,
@@ -164,6 +176,16 @@ struct Lane {
     window: WindowCounters,
     /// Twice `window.lane_turn_area_ns2` (exact in integers).
     turn_area_twice: u64,
+    /// Twice `window.head_turn_area_ns2`.
+    head_turn_twice: u64,
+}
+
+/// Twice the head-turn area from `clip` on of a request at the head of the
+/// bus's queue from `queued`, served from `start` for `service`.
+fn head_turn_twice(queued: u64, start: u64, service: u64, clip: u64) -> u64 {
+    let waiting = start.saturating_sub(queued.max(clip));
+    let served = (start + service).saturating_sub(start.max(clip));
+    2 * waiting * service + served * served
 }
 
 /// What a period adds to the window's counters from `clip` on: busy time,
@@ -208,6 +230,7 @@ impl Lane {
             clock: 0,
             window: WindowCounters::default(),
             turn_area_twice: 0,
+            head_turn_twice: 0,
         }
     }
 
@@ -430,11 +453,16 @@ impl BusLanes {
     /// starts at `start`, as an arbiter outside the lanes decided (the
     /// weave's single-slot schedule): its lane and window count it as
     /// [`Self::reserve`]'s would. `start` must not be before `arrival`,
-    /// nor before the end of `core`'s earlier requests.
-    pub fn book(&mut self, core: usize, arrival: u64, start: u64, kind: Transfer) {
+    /// nor before the end of `core`'s earlier requests; the request was at
+    /// the head of the bus's queue from `queued` (at or after `arrival`).
+    pub fn book(&mut self, core: usize, arrival: u64, queued: u64, start: u64, kind: Transfer) {
         self.reached(core, arrival);
         debug_assert!(start >= self.competes_from(core, arrival));
+        debug_assert!((arrival..=start).contains(&queued));
         self.record(core, arrival, start, start, kind, [0; MAX_CORES], 0);
+        let service = self.service_ns;
+        let lane = &mut self.lanes[core];
+        lane.head_turn_twice += head_turn_twice(queued, start, service, lane.window.from_ns);
     }
 
     /// Books a priced request into its lane, its window and the counters.
@@ -539,6 +567,7 @@ impl BusLanes {
             ..WindowCounters::default()
         };
         lane.turn_area_twice = 0;
+        lane.head_turn_twice = 0;
         // What the lane already holds past the mark counts.
         let (busy, area, backlog) = lane.measure_from(0, self.service_ns);
         lane.window.lane_busy_ns = busy;
@@ -551,6 +580,7 @@ impl BusLanes {
         let lane = &self.lanes[core];
         WindowCounters {
             lane_turn_area_ns2: lane.turn_area_twice / 2,
+            head_turn_area_ns2: lane.head_turn_twice / 2,
             ..lane.window
         }
     }

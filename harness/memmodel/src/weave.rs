@@ -89,6 +89,10 @@ struct Queue {
     /// would otherwise have held back: its next request may have happened
     /// before slots already granted.
     skipped: bool,
+    /// When the core's last slot ended: its next request joins the bus's
+    /// queue then at the earliest (it cannot be at the head of its lane
+    /// while the one before it is on the bus).
+    last_slot_end: u64,
 }
 
 impl Queue {
@@ -108,6 +112,12 @@ impl Queue {
         self.pending
             .front()
             .map(|p| p.arrival + (self.priced - p.charged_before.min(self.priced)))
+    }
+
+    /// When its oldest pending request joined the bus's queue: when it
+    /// happened, or when the core's slot before it ended.
+    fn queued_since(&self) -> Option<u64> {
+        self.head_time().map(|t| t.max(self.last_slot_end))
     }
 }
 
@@ -297,17 +307,19 @@ impl Weave {
                     q.skipped = true;
                 }
             }
-            // Round robin: the first core after the last one granted whose
-            // head has arrived.
+            // First come, first served among the cores' oldest requests
+            // that have arrived: the one queued longest, ties round robin
+            // from the core after the one granted last.
             let cores = self.queues.len();
             let (core, time) = (1..=cores)
                 .map(|step| (self.last_granted + step) % cores)
-                .find_map(|index| {
-                    self.queues[index]
-                        .head_time()
-                        .filter(|&t| t <= boundary)
-                        .map(|t| (index, t))
+                .filter_map(|index| {
+                    let queue = &self.queues[index];
+                    let time = queue.head_time().filter(|&t| t <= boundary)?;
+                    Some((queue.queued_since()?, index, time))
                 })
+                .min_by_key(|&(since, _, _)| since)
+                .map(|(_, index, time)| (index, time))
                 .expect("the earliest head has arrived by the boundary");
             let pending = self.queues[core].pending.pop_front().expect("a head");
             self.grant(core, pending, time, boundary);
@@ -318,8 +330,10 @@ impl Weave {
     /// Gives `core`'s request, happened at `time` in time order, the slot
     /// starting at `boundary`, and prices its wait.
     fn grant(&mut self, core: usize, pending: Pending, time: u64, boundary: u64) {
-        self.bus.book(core, time, boundary, pending.kind);
+        let queued = time.max(self.queues[core].last_slot_end).min(boundary);
+        self.bus.book(core, time, queued, boundary, pending.kind);
         self.last_granted = core;
+        self.queues[core].last_slot_end = boundary + self.bus.service_ns();
         #[cfg(test)]
         self.granted.push((core, time, boundary));
         let wait = boundary - time;

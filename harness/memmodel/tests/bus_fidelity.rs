@@ -50,6 +50,14 @@ impl Outcome {
             .map(|c| c.lane_turn_area_ns2 as f64 / WINDOW_NS as f64)
             .sum()
     }
+
+    /// The other cores' window-average head-turn areas, summed, in ns.
+    fn others_head_turn_area(&self) -> f64 {
+        self.counters[1..]
+            .iter()
+            .map(|c| c.head_turn_area_ns2 as f64 / WINDOW_NS as f64)
+            .sum()
+    }
 }
 
 /// Takes each core's counters the first time its clock passes the window's
@@ -199,6 +207,39 @@ fn the_probe_waits_the_other_lanes_turn_area() {
                     "{profile} {stream:?} k={streamers}: probe wait {wait:.2} ns per read, \
                      others' turn area {area:.2} ns; priced behind (count: priced -> settled \
                      ns) {behind:?}"
+                );
+                if (wait - area).abs() > 0.1 * area + 0.5 {
+                    failures.push(format!(
+                        "{profile} {stream:?} k={streamers}: {wait:.2} vs {area:.2}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// The occupancy check against the bus's own rule, first come first served
+/// among the lanes' heads: what a request at the head of the queue holds
+/// (a slot while it waits, the rest of its slot while served). The issue's
+/// turn area (above) also counts a whole slot for a request served with
+/// another of its lane behind it, which no single server gives a newcomer
+/// (that one goes after it). Thresholds as the issue's, written before
+/// this reading's first run.
+#[test]
+fn the_probe_waits_the_other_lanes_head_turns() {
+    let runs = probe_runs();
+    let mut failures = Vec::new();
+    for profile in PROFILES {
+        for stream in [Stream::Loads, Stream::Stores] {
+            for streamers in 1..=3 {
+                let outcome = runs.get(profile, stream, streamers, QUANTUM_NS);
+                let wait = outcome.probe_wait_per_read();
+                let area = outcome.others_head_turn_area();
+                println!(
+                    "{profile} {stream:?} k={streamers}: probe wait {wait:.2} ns per read, \
+                     others' head-turn area {area:.2} ns (turn area {:.2})",
+                    outcome.others_turn_area()
                 );
                 if (wait - area).abs() > 0.1 * area + 0.5 {
                     failures.push(format!(

@@ -124,13 +124,14 @@ pub fn core_stats_json(s: &CoreStats) -> String {
 /// One window a guest marked (`HINT #112` .. `#113`) on `core`, its
 /// `index`-th, ending at `to_ns` of the core's time, as a JSON object.
 pub fn window_json(core: usize, index: u64, to_ns: u64, c: &WindowCounters) -> String {
-    let fields: [(&str, u64); 14] = [
+    let fields: [(&str, u64); 15] = [
         ("core", core as u64),
         ("index", index),
         ("from_ns", c.from_ns),
         ("to_ns", to_ns),
         ("lane_busy_ns", c.lane_busy_ns),
         ("lane_turn_area_ns2", c.lane_turn_area_ns2),
+        ("head_turn_area_ns2", c.head_turn_area_ns2),
         ("lane_backlog_ns", c.lane_backlog_ns),
         ("fills", c.fills),
         ("write_backs", c.write_backs),
