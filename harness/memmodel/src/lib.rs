@@ -33,9 +33,11 @@
 //!   the profile's DRAM latency. Each core's requests queue in a lane of
 //!   their own, in that core's time order whatever order the cores' calls
 //!   arrive in (their clocks are up to a quantum apart), and each slot goes
-//!   round robin to the next core whose oldest request has arrived by its
-//!   start: a chasing core waits for one slot of each core ahead of it in
-//!   the rotation, never for a streaming core's whole backlog, and the
+//!   to the core whose oldest request, arrived by its start, has waited at
+//!   the head of the bus's queue longest (since it arrived, or since that
+//!   core's slot before ended): a chasing core waits for the slot under
+//!   way and one slot of each core queued before it, never for a streaming
+//!   core's whole backlog, and the
 //!   slots of all cores together never carry more than the bus does. A
 //!   slot is granted once every running core has passed its start (or has
 //!   a request of its own waiting), so the grants are those of a quantum
