@@ -186,6 +186,11 @@ pub struct MicroTlb {
     /// a hit then changes nothing, and an entry's stamp is its insertion's.
     fifo: bool,
     next: usize,
+    /// Entries filled since the TLB was last empty: an entry is emptied
+    /// only by `clear` and an insertion takes the first empty one, so the
+    /// empty entries are exactly those from here on (an insertion finds
+    /// one without a scan).
+    filled: usize,
 }
 
 impl MicroTlb {
@@ -200,6 +205,7 @@ impl MicroTlb {
             maybe_duplicates: false,
             fifo: false,
             next: 0,
+            filled: 0,
         }
     }
 
@@ -283,16 +289,21 @@ impl MicroTlb {
 
     /// Adds a translation over an empty or the least recently used entry.
     pub fn insert(&mut self, va: u64, space: Space, mapping: Mapping) {
+        // A mapping of shift 0 would read as an empty entry.
+        debug_assert!(mapping.shift != 0);
         self.uses += 1;
-        let index = if self.fifo {
-            match self.entries.iter().position(|e| e.shift == 0) {
-                Some(empty) => empty,
-                None => {
-                    let oldest = self.next;
-                    self.next = (oldest + 1) % self.entries.len();
-                    oldest
-                }
-            }
+        let index = if self.filled < self.entries.len() {
+            // The first empty entry (see `filled`).
+            self.filled += 1;
+            self.filled - 1
+        } else if self.fifo {
+            let oldest = self.next;
+            self.next = if oldest + 1 == self.entries.len() {
+                0
+            } else {
+                oldest + 1
+            };
+            oldest
         } else {
             lru_or_empty(&self.entries)
         };
@@ -315,6 +326,7 @@ impl MicroTlb {
         self.entries.fill(EMPTY);
         self.maybe_duplicates = false;
         self.next = 0;
+        self.filled = 0;
     }
 
     /// Entries in use.

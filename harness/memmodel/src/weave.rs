@@ -44,7 +44,9 @@
 //! [`BusLanes`] keeps each lane's busy periods and window counters for the
 //! requests as granted here (`BusLanes::book`).
 
-use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::bus::{BusLanes, BusStats, Transfer, WindowCounters};
 
@@ -60,10 +62,65 @@ struct Pending {
     charged_before: u64,
 }
 
+/// A hasher for line numbers: one multiplication by an odd constant,
+/// which maps distinct lines (modulo any power of two) to distinct low
+/// bits and spreads them into the high ones the table also uses.
+#[derive(Default)]
+struct LineHasher(u64);
+
+impl Hasher for LineHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, line: u64) {
+        self.0 = line.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The lines of a queue's pending prefetches, each with how many are
+/// pending: `Weave::may_delay`, asked after most accesses the filter does
+/// not answer, scanned the whole queue (tens of requests under load) for
+/// one, a sixth of the model's host instructions in a boot's replay.
+#[derive(Debug, Clone, Default)]
+struct PendingPrefetches(HashMap<u64, u32, BuildHasherDefault<LineHasher>>);
+
+impl PendingPrefetches {
+    fn add(&mut self, pending: &Pending) {
+        if pending.kind == Transfer::Prefetch {
+            *self.0.entry(pending.line).or_insert(0) += 1;
+        }
+    }
+
+    fn remove(&mut self, pending: &Pending) {
+        if pending.kind == Transfer::Prefetch
+            && let Entry::Occupied(mut entry) = self.0.entry(pending.line)
+        {
+            *entry.get_mut() -= 1;
+            if *entry.get() == 0 {
+                entry.remove();
+            }
+        }
+    }
+
+    /// Whether a prefetch of `line` is pending.
+    fn holds(&self, line: u64) -> bool {
+        self.0.contains_key(&line)
+    }
+}
+
 /// One core's side of the weave.
 #[derive(Debug, Clone, Default)]
 struct Queue {
     pending: VecDeque<Pending>,
+    /// The prefetches among `pending` (kept with every push and pop).
+    pending_prefetches: PendingPrefetches,
     /// The core's clock is known to have reached this.
     clock: u64,
     /// Waits priced for the core's requests that stall it, in total.
@@ -223,12 +280,14 @@ impl Weave {
                 .owed_total
                 .max((start_at_least + charged_before).saturating_sub(arrival));
         }
-        queue.pending.push_back(Pending {
+        let pending = Pending {
             arrival,
             kind,
             line,
             charged_before,
-        });
+        };
+        queue.pending_prefetches.add(&pending);
+        queue.pending.push_back(pending);
         self.release();
         let queue = &self.queues[core];
         queue.owed_total - total_before
@@ -253,10 +312,14 @@ impl Weave {
     }
 
     /// Takes the waits priced for `core` and not yet charged to it.
+    #[inline]
     pub fn take_debt(&mut self, core: usize) -> u64 {
         let queue = &mut self.queues[core];
         let owed = queue.owed();
-        queue.charged += owed;
+        // Every call ends here and almost always owes nothing: no write then.
+        if owed != 0 {
+            queue.charged += owed;
+        }
         owed
     }
 
@@ -325,7 +388,9 @@ impl Weave {
                 .min_by_key(|&(since, _, _)| since)
                 .map(|(_, index, time)| (index, time))
                 .expect("the earliest head has arrived by the boundary");
-            let pending = self.queues[core].pending.pop_front().expect("a head");
+            let queue = &mut self.queues[core];
+            let pending = queue.pending.pop_front().expect("a head");
+            queue.pending_prefetches.remove(&pending);
             self.grant(core, pending, time, boundary);
             self.free_at = boundary + service;
         }
@@ -360,10 +425,7 @@ impl Weave {
     /// Whether a prefetch of `line` by `core` may still be delayed: it
     /// waits to be priced, or was priced with a wait not yet taken.
     pub fn may_delay(&self, core: usize, line: u64) -> bool {
-        self.queues[core]
-            .pending
-            .iter()
-            .any(|p| p.kind == Transfer::Prefetch && p.line == line)
+        self.queues[core].pending_prefetches.holds(line)
             || self
                 .delayed_prefetches
                 .iter()
