@@ -558,10 +558,9 @@ mod tests {
         assert_eq!(weave.take_debt(0), 8);
     }
 
-    #[test]
-    fn a_core_that_wakes_behind_the_bus_takes_the_slot_its_time_gives_it() {
-        // Core 1 streams a request every 10 ns up to 2 990 while core 0,
-        // more than the skew behind, is taken as halted and holds nothing.
+    /// Core 1 streams a request every 10 ns up to 2 990 while core 0, more
+    /// than the skew behind at 100, is taken as halted and holds nothing.
+    fn halted_behind_a_stream() -> Weave {
         let mut weave = Weave::new(2, SERVICE, 1_000);
         weave.reached(0, 100);
         for i in 0..300 {
@@ -569,6 +568,12 @@ mod tests {
             weave.request(1, i * SERVICE, Transfer::Prefetch, 0);
         }
         weave.reached(1, 3_000);
+        weave
+    }
+
+    #[test]
+    fn a_core_that_wakes_behind_the_bus_takes_the_slot_its_time_gives_it() {
+        let mut weave = halted_behind_a_stream();
         assert_eq!(weave.free_at, 3_000);
         // Core 0 wakes at 2 105 and reads: in time order the slot under
         // way ends at 2 110, not after core 1's slots to 3 000.
@@ -591,13 +596,7 @@ mod tests {
         // As above, but core 0 reads on at 2 300 and 2 600, still behind the
         // slots granted while it was halted: in time order each waits at
         // most the slot under way, not for core 1's slots to 3 000.
-        let mut weave = Weave::new(2, SERVICE, 1_000);
-        weave.reached(0, 100);
-        for i in 0..300 {
-            weave.reached(1, i * SERVICE);
-            weave.request(1, i * SERVICE, Transfer::Prefetch, 0);
-        }
-        weave.reached(1, 3_000);
+        let mut weave = halted_behind_a_stream();
         for time in [2_105, 2_300, 2_600] {
             weave.reached(0, time);
             weave.request(0, time, Transfer::Demand, 0);
