@@ -182,6 +182,9 @@ pub struct CoreStats {
     /// The part charged later: waits priced once every running core had
     /// passed the slot's start.
     pub bus_deferred_wait_ns: u64,
+    /// Waits priced for this core's requests before it halted that its
+    /// halt absorbed, not charged (see `Weave::resume`).
+    pub bus_wait_absorbed_by_halts_ns: u64,
     /// Misses served from another core's L1.
     pub coherence_transfers: u64,
     /// Stores that invalidated other cores' copies.
@@ -1606,6 +1609,7 @@ impl MemoryModel {
     /// weave prices a read once the cores behind catch up) and returns the
     /// call's whole stall.
     fn finish_call(&mut self, core: usize, now: u64, stall: u64) -> u64 {
+        self.resume(core, now);
         let owed = self.bus.take_debt(core);
         let stall = stall + owed;
         let c = &mut self.cores[core];
@@ -1645,8 +1649,19 @@ impl MemoryModel {
         }
     }
 
+    /// Forgives what `core` owed when it halted, up to the halt's length
+    /// (`Weave::resume`), and counts it.
+    #[inline]
+    fn resume(&mut self, core: usize, now: u64) {
+        let forgiven = self.bus.resume(core, now);
+        if forgiven != 0 {
+            self.cores[core].stats.bus_wait_absorbed_by_halts_ns += forgiven;
+        }
+    }
+
     /// A line read from DRAM: its wait for the bus plus the access.
     fn memory_read(&mut self, core: usize, now: u64, line: u64) -> u64 {
+        self.resume(core, now);
         let kind = self.read_kind;
         let at_once = self.bus.request(core, now, kind, line);
         // A read the core waits for pays what the core owes: this read's

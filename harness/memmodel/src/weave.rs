@@ -48,7 +48,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::bus::{BusLanes, BusStats, Transfer, WindowCounters};
+use crate::bus::{BusLanes, BusStats, MAX_CORES, Transfer, WindowCounters};
 
 /// A request waiting for its turn in time order.
 #[derive(Debug, Clone, Copy)]
@@ -147,9 +147,10 @@ struct Queue {
     /// would queue them without bound and never wait.
     eviction_started: u64,
     /// A slot was granted, while the core was taken as halted, that it
-    /// would otherwise have held back: its next request may have happened
-    /// before slots already granted.
-    skipped: bool,
+    /// would otherwise have held back: its requests may have happened
+    /// before slots already granted, until one finds the bus's timeline
+    /// less than a slot ahead (or one of its own waiting).
+    behind: bool,
     /// When the core's last slot ended: its next request joins the bus's
     /// queue then at the earliest (it cannot be at the head of its lane
     /// while the one before it is on the bus).
@@ -182,6 +183,27 @@ impl Queue {
     }
 }
 
+/// The slots the weave keeps, the last granted: 4 096 of `a53`'s 10 ns
+/// span 41 µs, more than a woken core can be behind the bus's timeline
+/// (the skew bound, 4 µs, and the backlogs granted past it).
+const RECENT_SLOTS: usize = 4_096;
+
+/// A gap between a core's calls longer than this means it was halted: a
+/// running core calls the model at least once per translation block, a
+/// few hundred instructions at most.
+pub const IDLE_GAP_NS: u64 = 1_000;
+
+/// A slot granted: to which core and request, when that queued, when it
+/// starts.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    core: usize,
+    kind: Transfer,
+    line: u64,
+    queued: u64,
+    start: u64,
+}
+
 /// The lanes fed in time order from per-core queues.
 #[derive(Debug, Clone)]
 pub struct Weave {
@@ -197,6 +219,9 @@ pub struct Weave {
     delayed_prefetches: Vec<(usize, u64, u64)>,
     /// When the slot granted last ends (the bus is free from then on).
     free_at: u64,
+    /// The slots granted last, `RECENT_SLOTS` of them, in the order
+    /// granted: where a core woken behind the timeline finds its turn.
+    recent: VecDeque<Slot>,
     /// The core granted last: ties go round robin from the core after it.
     last_granted: usize,
     /// Every grant, `(core, time in time order, start)`, for the tests.
@@ -215,6 +240,7 @@ impl Weave {
             blocked_on: None,
             delayed_prefetches: Vec::new(),
             free_at: 0,
+            recent: VecDeque::with_capacity(RECENT_SLOTS),
             last_granted: cores.max(1) - 1,
             #[cfg(test)]
             granted: Vec::new(),
@@ -246,24 +272,27 @@ impl Weave {
         let total_before = queue.owed_total;
         // A core taken as halted held no grant back: one that wakes behind
         // the bus's timeline (a whole slot or more before `free_at`, with
-        // nothing of its own waiting, and slots granted past it while it
-        // was halted) finds slots granted to cores ahead after its request
-        // happened. In time order its request came
-        // first: it takes the slot boundary at or after its time, and the
-        // bus's timeline grows by that slot, so that the slots still to be
-        // granted start one service later and the bus carries no more.
+        // nothing of its own waiting) finds slots granted after its request
+        // happened, and so do its later requests until it catches the
+        // timeline up. In time order such a request queued before the
+        // slots that had not started by its time: it is granted, at once,
+        // the slot first come first served gives it among the slots
+        // granted (`Self::slot_in_time_order`), and where that slot
+        // overlaps one granted, the bus's timeline grows by a slot, so
+        // that the slots still to be granted start one service later and
+        // the bus carries no more.
         let happened = arrival + (queue.priced - charged_before.min(queue.priced));
-        let skipped = std::mem::take(&mut queue.skipped);
-        if skipped && queue.pending.is_empty() && happened + service < free_at {
-            let boundary = happened + (free_at - happened) % service;
+        queue.behind &= queue.pending.is_empty() && happened + service < free_at;
+        if queue.behind {
+            let start = self.slot_in_time_order(core, happened);
             let pending = Pending {
                 arrival,
                 kind,
                 line,
                 charged_before,
             };
-            self.grant(core, pending, happened, boundary);
-            self.free_at += service;
+            self.grant(core, pending, happened, start);
+            self.displace(core, start);
             self.release();
             return self.queues[core].owed_total - total_before;
         }
@@ -309,6 +338,27 @@ impl Weave {
         {
             self.release();
         }
+    }
+
+    /// `core` makes a call at `now`: if it made none for longer than
+    /// `IDLE_GAP_NS` since its clock was last known, it was halted (a
+    /// running core calls at least once per block), and what it owed then
+    /// delayed its halt, not its wake: an interrupt at a time of its own
+    /// (a timer's deadline, a sender's clock) wakes it then, or, if the
+    /// debt reaches past that, the core never halted and goes on when the
+    /// debt is paid. So the debt is forgiven up to the gap's length, and
+    /// returned. Without that, the waits priced after a core halted for
+    /// its last reads were charged to its first access after it woke, in
+    /// an interrupt's latency.
+    #[inline]
+    pub fn resume(&mut self, core: usize, now: u64) -> u64 {
+        let queue = &mut self.queues[core];
+        if now <= queue.clock + IDLE_GAP_NS || queue.owed() == 0 {
+            return 0;
+        }
+        let forgiven = queue.owed().min(now - queue.clock);
+        queue.charged += forgiven;
+        forgiven
     }
 
     /// Takes the waits priced for `core` and not yet charged to it.
@@ -371,7 +421,7 @@ impl Weave {
             // when they wake (`request`).
             for q in &mut self.queues {
                 if q.pending.is_empty() && q.clock + q.owed() <= boundary {
-                    q.skipped = true;
+                    q.behind = true;
                 }
             }
             // First come, first served among the cores' oldest requests
@@ -402,6 +452,16 @@ impl Weave {
         let queued = time.max(self.queues[core].last_slot_end).min(boundary);
         self.bus.book(core, time, queued, boundary, pending.kind);
         self.last_granted = core;
+        if self.recent.len() == RECENT_SLOTS {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(Slot {
+            core,
+            kind: pending.kind,
+            line: pending.line,
+            queued,
+            start: boundary,
+        });
         self.queues[core].last_slot_end = boundary + self.bus.service_ns();
         #[cfg(test)]
         self.granted.push((core, time, boundary));
@@ -419,6 +479,83 @@ impl Weave {
                 self.delayed_prefetches.push((core, pending.line, wait));
             }
             _ => {}
+        }
+    }
+
+    /// The slot a request of `core` that happened at `time`, behind the
+    /// slots granted, takes in time order: it joins the bus's queue at `time` (or when the core's own
+    /// slot before it ends), and waits for the rest of the slot under way
+    /// then and one slot of each other core whose head request had queued
+    /// by then and not started (first come, first served among the heads:
+    /// a core's next request queues when its slot ends, behind this one).
+    fn slot_in_time_order(&self, core: usize, time: u64) -> u64 {
+        let service = self.bus.service_ns();
+        let queued = time.max(self.queues[core].last_slot_end);
+        let mut in_service_until = queued;
+        // Each other core's earliest slot starting after `queued` (its head
+        // request then), and when that request queued.
+        let mut heads: [Option<(u64, u64)>; MAX_CORES] = [None; MAX_CORES];
+        for slot in self.recent.iter().filter(|slot| slot.core != core) {
+            if slot.start <= queued {
+                if queued < slot.start + service {
+                    in_service_until = in_service_until.max(slot.start + service);
+                }
+            } else if heads[slot.core].is_none_or(|(start, _)| slot.start < start) {
+                heads[slot.core] = Some((slot.start, slot.queued));
+            }
+        }
+        let ahead = heads
+            .iter()
+            .flatten()
+            .filter(|&&(_, head_queued)| head_queued <= queued)
+            .count() as u64;
+        in_service_until + ahead * service
+    }
+
+    /// A slot starting at `start` was given to `core` behind the slots
+    /// granted: in time order the other cores' slots from `start` on move
+    /// a slot later, each as far as the one before it pushes it, until an
+    /// idle gap takes the push up. Each core so moved owes its first moved
+    /// slot's delay (its reads come that much later, and so does all it
+    /// does after; a prefetch's line arrives that much later; a write-back
+    /// stalls no one); if the push reaches the last slot granted, the bus
+    /// is free that much later.
+    fn displace(&mut self, core: usize, start: u64) {
+        let service = self.bus.service_ns();
+        let mut moved: Vec<usize> = (0..self.recent.len())
+            .filter(|&i| self.recent[i].core != core && self.recent[i].start >= start)
+            .collect();
+        moved.sort_unstable_by_key(|&i| self.recent[i].start);
+        let mut end = start + service;
+        // Each core's first moved slot's delay: the core, charged it, does
+        // all it does after that much later, so its later requests queued
+        // that much later too.
+        let mut delayed: [Option<u64>; MAX_CORES] = [None; MAX_CORES];
+        let mut reached_the_last = true;
+        for i in moved {
+            let slot = self.recent[i];
+            if slot.start >= end {
+                reached_the_last = false;
+                break;
+            }
+            let delay = end - slot.start;
+            self.recent[i].start = end;
+            end += service;
+            let queue = &mut self.queues[slot.core];
+            queue.last_slot_end = queue.last_slot_end.max(end);
+            if let Some(first_delay) = delayed[slot.core] {
+                self.recent[i].queued = (slot.queued + first_delay).min(end - service);
+                continue;
+            }
+            delayed[slot.core] = Some(delay);
+            match slot.kind {
+                Transfer::Demand | Transfer::Walk => queue.price(delay),
+                Transfer::Prefetch => self.delayed_prefetches.push((slot.core, slot.line, delay)),
+                Transfer::WriteBack => {}
+            }
+        }
+        if reached_the_last {
+            self.free_at = self.free_at.max(end);
         }
     }
 
@@ -591,18 +728,19 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "a known defect, not fixed: a woken core's second read behind the slots granted while it was halted waits for them (710 ns here); harness/memmodel/DESIGN.md, Status"]
     fn a_woken_core_behind_the_bus_never_waits_for_slots_granted_after_its_time() {
         // As above, but core 0 reads on at 2 300 and 2 600, still behind the
         // slots granted while it was halted: in time order each waits at
-        // most the slot under way, not for core 1's slots to 3 000.
+        // most the slot under way and one slot of core 1's (its stream had
+        // no slack, so each read ahead of it left it a request queued
+        // first), not for core 1's slots to 3 000.
         let mut weave = halted_behind_a_stream();
         for time in [2_105, 2_300, 2_600] {
             weave.reached(0, time);
             weave.request(0, time, Transfer::Demand, 0);
             weave.reached(1, 5_000);
             let debt = weave.take_debt(0);
-            assert!(debt < SERVICE, "a read at {time} owed {debt}");
+            assert!(debt <= 2 * SERVICE, "a read at {time} owed {debt}");
         }
     }
 }

@@ -75,7 +75,7 @@ pub fn profile_json(profile: &tandem_memmodel::Profile) -> String {
 
 /// One core's counters as a JSON object.
 pub fn core_stats_json(s: &CoreStats) -> String {
-    let fields: [(&str, u64); 34] = [
+    let fields: [(&str, u64); 35] = [
         ("loads", s.loads),
         ("stores", s.stores),
         ("blocks", s.blocks),
@@ -91,6 +91,10 @@ pub fn core_stats_json(s: &CoreStats) -> String {
         ("bus_wait_ns", s.bus_wait_ns),
         ("bus_booked_wait_ns", s.bus_booked_wait_ns),
         ("bus_deferred_wait_ns", s.bus_deferred_wait_ns),
+        (
+            "bus_wait_absorbed_by_halts_ns",
+            s.bus_wait_absorbed_by_halts_ns,
+        ),
         ("coherence_transfers", s.coherence_transfers),
         ("coherence_upgrades", s.coherence_upgrades),
         ("micro_tlb_misses", s.micro_tlb_misses),
