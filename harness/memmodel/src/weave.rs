@@ -37,6 +37,14 @@
 //! same call at the same time paid (the write-back of the line its fill
 //! evicted, the prefetches the access sent).
 //!
+//! A core taken as halted holds no grant back, so slots are granted past
+//! its time; when it wakes behind them, each of its requests (until it
+//! catches the timeline up) is given at once the slot first come first
+//! served gives it among the slots granted, and the slots it displaces
+//! move (`Weave::displace`). A gap between a core's calls longer than
+//! `IDLE_GAP_NS` is a halt, which absorbs what the core owed
+//! (`Weave::resume`).
+//!
 //! A write-back stalls nobody while the core's eviction buffer has room;
 //! one that finds it full stalls its core until the write-back holding it
 //! has started, a wait owed like a read's.
