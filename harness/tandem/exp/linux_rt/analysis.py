@@ -57,6 +57,8 @@ class Measured:
     series: list[int]
     memory: list[tuple[float, int, int, int]]
     counters: dict[str, object] = field(default_factory=dict)
+    # The boot's Linux seed (BootOptions.linux_seed).
+    seed: int = 0
 
     @property
     def load_start_s(self) -> float:
@@ -117,8 +119,10 @@ def _spread(values: Sequence[float]) -> dict[str, float]:
 
 
 def _rep_columns(ms: list[Measured]) -> dict[str, object]:
-    """Per-repetition worst cases and percentiles, their median and range,
-    the tail's coincidence with freeing, and the counters."""
+    """Per-boot worst cases and percentiles (with each boot's Linux seed,
+    `run_seeds`), their median and range, the tail's coincidence with
+    freeing, and the counters. The boots in repetition order, the seeds of
+    one repetition in the order they ran (a stable sort)."""
     ms = sorted(ms, key=lambda m: m.rep)
     maxes = [m.latency.max_us for m in ms]
     p99 = [m.latency.percentile(99) for m in ms]
@@ -128,6 +132,7 @@ def _rep_columns(ms: list[Measured]) -> dict[str, object]:
     return {
         "reps": len(ms),
         "rep_max_us": [round(x, 3) for x in maxes],
+        "run_seeds": [m.seed for m in ms],
         "rep_p99_us": [round(x, 3) for x in p99],
         "rep_p999_us": [round(x, 3) for x in p999],
         "max_median_us": mx["median"],
