@@ -220,6 +220,9 @@ def test_run_seeds_line_up_with_each_per_boot_list(
     base = json.loads((once / "summary.json").read_text())
     assert got["seeds"] == [3, 5] and got["scenario"]["seeds"] == [3, 5]
     assert base["seeds"] == [0]
+    # The report says which seeds; a run of seed 0 alone reads as before.
+    assert "for each of Linux's seeds 3, 5" in (out / "report.md").read_text()
+    assert "Linux's seeds" not in (once / "report.md").read_text()
     checked = 0
     for part, key in PER_BOOT[name]:
         rows, base_rows = got.get(part) or [], base.get(part) or []

@@ -135,6 +135,16 @@ def run_seeds(values_per_run: Sequence[int], boots: Sequence[Run]) -> list[int]:
     return [b.seed for n, b in zip(values_per_run, boots, strict=True) for _ in range(n)]
 
 
+def seeds_words(summary: Mapping[str, object]) -> str:
+    """For a report, after its repetitions: the Linux seeds each was
+    booted with, where the run had other seeds than 0 alone (nothing for
+    runs from before the key `seeds`)."""
+    chosen = summary.get("seeds")
+    if not isinstance(chosen, list) or chosen == [0]:
+        return ""
+    return f" for each of Linux's seeds {', '.join(str(x) for x in chosen)}"
+
+
 def one_seed(s: Scenario, why: str) -> int:
     """The Linux seed of an experiment that boots its cells once, not once
     per seed (`why`, in words): its scenario may name one seed only."""

@@ -13,6 +13,7 @@ from tandem.exp.common import (
     paired_gains,
     paired_words,
     read_summary,
+    seeds_words,
     summary_list,
 )
 from tandem.exp.lhp.script import LOCKSTATE
@@ -277,8 +278,8 @@ def report(run_dir: Path, command: str) -> str:
         f"cores, E2 in **{timing} timing** on {summary['smp']} cores; "
         f"RTOS handler on core {summary['rtos_core']}, "
         f"E1 {summary.get('sweep_reps', summary['reps'])} and E2 {summary['reps']} "
-        f"repetition(s){', quick settings' if summary['quick'] else ''}. "
-        f"Reproduce: `{command}`.",
+        f"repetition(s){seeds_words(summary)}"
+        f"{', quick settings' if summary['quick'] else ''}. Reproduce: `{command}`.",
     ]
     parts = summary.get("parts", list(PARTS))
     assert isinstance(parts, list)
