@@ -240,6 +240,10 @@ def test_run_seeds_line_up_with_each_per_boot_list(
             checked += 1
     assert checked, name
     if name == "lhp":
+        assert (
+            "alone on the boot's Linux seed in this run (seed 3: "
+            in (out / "report.md").read_text()
+        )
         # One threshold of "long" per seed, each Linux alone's longest.
         assert got["thresholds"] == [
             {"seed": seed, "us": base["long_spin_threshold_us"]} for seed in (3, 5)
