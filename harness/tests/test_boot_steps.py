@@ -36,15 +36,16 @@ SNAPSHOT = Path(__file__).parent / "data" / "prepare_snapshot.json"
 needs_dtc = pytest.mark.skipif(shutil.which("dtc") is None, reason="dtc not installed")
 
 
-def fake_qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
+def fake_qemu_dts(board: Board, smp: int, el2: bool = False, seed: int = 0) -> str:
     """The parts of QEMU's virt tree that Tandem's additions refer to, with
     `smp` cores in a cpu-map (as QEMU dumps it, patch 0005's third UART
-    included)."""
+    included); no seeds for Linux's seed 0, its seeds for another
+    (dtb.add_seeds, as the EVK's tree from the kernel source)."""
     cpus = "".join(
         f'\t\tc{n}: cpu@{n} {{ device_type = "cpu"; reg = <{n}>; }};\n' for n in range(smp)
     )
     cores = " ".join(f"core{n} {{ cpu = <&c{n}>; }};" for n in range(smp))
-    return (
+    tree = (
         "/dts-v1/;\n/ {\n\t#address-cells = <2>;\n\t#size-cells = <2>;\n"
         "\tpl011@90c0000 {\n\t\treg = <0x00 0x90c0000 0x00 0x1000>;\n\t};\n"
         "\tpl011@9040000 {\n\t\treg = <0x00 0x9040000 0x00 0x1000>;\n\t};\n"
@@ -58,6 +59,7 @@ def fake_qemu_dts(board: Board, smp: int, el2: bool = False) -> str:
         '\t\tserial0 = "/pl011@9000000";\n\t};\n'
         f"\tchosen {{ }};\n\tel2 {{ on = <{int(el2)}>; }};\n}};\n"
     )
+    return dtb.add_seeds(tree, seed)
 
 
 @pytest.fixture

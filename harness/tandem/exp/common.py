@@ -60,6 +60,8 @@ def summary_head(s: Scenario, options: BootOptions, benchmark: bool = False) -> 
         "quick": s.quick,
         "scenario": s.values,
         "board": options.board.name,
+        # Linux's seeds, in the order each cell's boots ran them.
+        "seeds": seeds(s),
         "timing": options.timing.mode,
         "timing_described": options.timing.words(),
         "quantum_ns": options.timing.quantum,
@@ -73,6 +75,86 @@ def rep_phase_us(rep: int) -> int:
     ticks (0, 1.37, 2.74 ... ms, modulo 10 ms): paired cells (the same rep
     in two modes) share a phase, and a rerun gives the same runs."""
     return ((rep - 1) * 1370) % 10_000
+
+
+@dataclass(frozen=True)
+class Run:
+    """One of a cell's boots: Linux's seed (BootOptions.linux_seed) and the
+    repetition (1, 2, ...: its start phase, rep_phase_us). Two cells' boots
+    of the same run are a pair (tandem/stats.py)."""
+
+    seed: int
+    rep: int
+
+
+def seeds(s: Scenario) -> list[int]:
+    """The scenario's Linux seeds (the key `seeds` every scenario has), in
+    its order."""
+    return s.integers("seeds")
+
+
+def runs(s: Scenario, reps: int) -> list[Run]:
+    """A cell's boots: `reps` repetitions of each of the scenario's seeds,
+    seed by seed in the scenario's order."""
+    return [Run(seed, rep) for seed in seeds(s) for rep in range(1, reps + 1)]
+
+
+def seeded(s: Scenario) -> bool:
+    """Whether the scenario asks for Linux seeds other than 0 alone: then
+    the boots' labels (their names under raw/) name their seed."""
+    return seeds(s) != [0]
+
+
+def run_tag(s: Scenario, run: Run, word: str = "rep") -> str:
+    """The run in a boot's label: `rep2` (`word` and the repetition), as
+    before issue 49, when the scenario has Linux's seed 0 alone; else
+    `seed5-rep2`, so that raw/ tells the seeds' boots apart."""
+    tag = f"{word}{run.rep}"
+    return f"seed{run.seed}-{tag}" if seeded(s) else tag
+
+
+def seed_suffix(s: Scenario, seed: int) -> str:
+    """A label's end for a boot made once per seed (no repetitions):
+    nothing with Linux's seed 0 alone, else `-seedN`."""
+    return f"-seed{seed}" if seeded(s) else ""
+
+
+def run_words(s: Scenario, run: Run, reps: int) -> str:
+    """A run for a boot's progress line: `rep 2/3`, with its seed where
+    the scenario has several."""
+    words = f"rep {run.rep}/{reps}"
+    return f"seed {run.seed}, {words}" if seeded(s) else words
+
+
+def run_seeds(values_per_run: Sequence[int], boots: Sequence[Run]) -> list[int]:
+    """`run_seeds` beside a per-boot list that holds `values_per_run[i]`
+    values of boot `boots[i]` (one each for a list with a value per boot):
+    each value's boot's seed, in the list's order (tandem/stats.by_seed)."""
+    if len(values_per_run) != len(boots):
+        raise TandemError(f"{len(values_per_run)} counts of values for {len(boots)} boots")
+    return [b.seed for n, b in zip(values_per_run, boots, strict=True) for _ in range(n)]
+
+
+def seeds_words(summary: Mapping[str, object]) -> str:
+    """For a report, after its repetitions: the Linux seeds each was
+    booted with, where the run had other seeds than 0 alone (nothing for
+    runs from before the key `seeds`)."""
+    chosen = summary.get("seeds")
+    if not isinstance(chosen, list) or chosen == [0]:
+        return ""
+    return f" for each of Linux's seeds {', '.join(str(x) for x in chosen)}"
+
+
+def one_seed(s: Scenario, why: str) -> int:
+    """The Linux seed of an experiment that boots its cells once, not once
+    per seed (`why`, in words): its scenario may name one seed only."""
+    chosen = seeds(s)
+    if len(chosen) != 1:
+        raise TandemError(
+            f"{s.name}: seeds = {chosen} is not allowed; {why}, so it takes one Linux seed "
+            "(run it once per seed instead)"
+        )
+    return chosen[0]
 
 
 class Progress:
@@ -155,9 +237,16 @@ def phase_latencies(
     return out
 
 
-def latency_columns(cell: Latency, reps: Sequence[Latency]) -> dict[str, object]:
+def latency_columns(
+    cell: Latency, reps: Sequence[Latency], seeds: Sequence[int] | None = None
+) -> dict[str, object]:
     """A summary row's measurement columns: the repetitions merged into
-    `cell`, and each repetition's worst case."""
+    `cell`, and each repetition's (each boot's) worst case and average, with
+    each boot's Linux seed (`seeds`, as many; all 0 when not given)."""
+    if seeds is None:
+        seeds = [0] * len(reps)
+    if len(seeds) != len(reps):
+        raise TandemError(f"{len(seeds)} seeds for {len(reps)} boots")
     return {
         "samples": cell.samples,
         "min_us": round(cell.min_us, 3),
@@ -166,6 +255,8 @@ def latency_columns(cell: Latency, reps: Sequence[Latency]) -> dict[str, object]
         "max_us": round(cell.max_us, 3),
         "beyond_histogram": cell.overflow,
         "rep_max_us": [round(x.max_us, 3) for x in reps],
+        "rep_avg_us": [round(x.avg_us, 3) for x in reps],
+        "run_seeds": list(seeds),
     }
 
 

@@ -8,11 +8,21 @@ application")."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options, read_summary, summary_list
+from tandem.exp.common import (
+    Boot,
+    boot_options,
+    read_summary,
+    run_tag,
+    run_words,
+    runs,
+    seeds,
+    summary_list,
+)
 from tandem.exp.scenario import Key, Scenario
 from tandem.exp.units import Measured
 from tandem.platform import apps
@@ -60,18 +70,19 @@ def app_lines(secure_log: str, names: list[str]) -> list[str]:
 
 
 def units(s: Scenario) -> list[Boot]:
-    """The same boot `reps` times, its secure console kept."""
+    """The same boot `reps` times per Linux seed, its secure console kept."""
     boot = options(s)
+    reps = s.integer("reps")
     return [
         Boot(
-            f"rep{rep}",
-            boot,
+            run_tag(s, run),
+            dataclasses.replace(boot, linux_seed=run.seed),
             s.text("linux") + "\n",
             timeout_s=1800,
-            about=f"rep {rep}",
+            about=run_words(s, run, reps),
             keep_secure_log=True,
         )
-        for rep in range(1, s.integer("reps") + 1)
+        for run in runs(s, reps)
     ]
 
 
@@ -80,21 +91,23 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     showed an expected pattern."""
     names = [r.app for r in options(s).apps]
     rows: list[dict[str, object]] = []
-    for rep in range(1, s.integer("reps") + 1):
-        label = f"rep{rep}"
+    for run in runs(s, s.integer("reps")):
+        label = run_tag(s, run)
         secure = measured.text(label, "secure.log")
         missing = [p for p in s.texts("expect") if not re.search(p, secure, re.M)]
         if missing:
             raise TandemError(
-                f"{s.name} rep {rep}: the secure console ({out / RAW / label}.secure.log) "
+                f"{s.name} {run_words(s, run, s.integer('reps'))}: the secure console "
+                f"({out / RAW / label}.secure.log) "
                 f"never showed {', '.join(repr(p) for p in missing)}"
             )
-        rows.append({"rep": rep, "lines": app_lines(secure, names)})
+        rows.append({"seed": run.seed, "rep": run.rep, "lines": app_lines(secure, names)})
     return {
         "experiment": s.name,
         "runner": RUNNER,
         "timing": s.text("timing"),
         "smp": s.integer("smp"),
+        "seeds": seeds(s),
         "rtos": s.texts("rtos"),
         "expect": s.texts("expect"),
         "quick": s.quick,
@@ -121,8 +134,10 @@ def report(run_dir: Path, command: str) -> str:
         + ", ".join(f"`{r}`" for r in _texts(summary.get("rtos"))),
         "",
     ]
+    several = _texts(summary.get("seeds")) not in ([], ["0"])
     for row in summary_list(summary):
-        lines += [f"## Repetition {row['rep']}", "", "```text"]
+        seed = f"Linux seed {row.get('seed', 0)}, r" if several else "R"
+        lines += [f"## {seed}epetition {row['rep']}", "", "```text"]
         lines += _texts(row.get("lines")) or ["(no lines)"]
         lines += ["```", ""]
     expect = _texts(summary.get("expect"))

@@ -6,6 +6,7 @@ the person editing the file is the one who has to fix it."""
 
 from __future__ import annotations
 
+import copy
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,6 +42,8 @@ class Key:
             return f"{what} from {', '.join(repr(c) for c in self.choices)}"
         if self.minimum is not None and self.maximum is not None:
             return f"{what} in {self.minimum}..{self.maximum}"
+        if self.minimum is not None:
+            return f"{what}, each {self.minimum} or more"
         return what
 
 
@@ -86,6 +89,16 @@ OPTIONAL: dict[str, tuple[Key, Value]] = {
             choices=CAUSAL_MODES,
         ),
         DEFAULT_CAUSAL,
+    ),
+    "seeds": (
+        Key(
+            list,
+            "Linux's seeds (the device tree's rng-seed and kaslr-seed): every cell's boots "
+            "run once per seed and repetition, seed by seed in this order (docs/harness.md)",
+            item=int,
+            minimum=0,
+        ),
+        [0],
     ),
 }
 
@@ -240,7 +253,8 @@ def load(
         raise TandemError(f"{path}: {QUICK_TABLE} must be a table of overrides")
     values = _check_table(str(path), data, full, "", required=True, optional=frozenset(OPTIONAL))
     for k, (_, default) in OPTIONAL.items():
-        values.setdefault(k, default)
+        # A copy: a run's values are its own, not the shared default.
+        values.setdefault(k, copy.copy(default))
     if values["experiment"] != name:
         raise TandemError(
             f"{path}: experiment = {values['experiment']!r} must be the file's name, {name!r}"

@@ -204,6 +204,7 @@ def device_trees(
             run_dir / "tandem.dtb",
             capacities,
             linux_idle=options.linux_idle,
+            seed=options.linux_seed,
         )
         return [
             (
@@ -226,6 +227,7 @@ def device_trees(
             capacities,
             partition=p,
             linux_idle=options.linux_idle,
+            seed=options.linux_seed,
         )
         images.append(
             (

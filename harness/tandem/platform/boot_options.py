@@ -41,6 +41,11 @@ class BootOptions:
     # phase against the RTOS's releases and Linux's ticks, so repetitions
     # differ in the deterministic timing modes (exp/common.rep_phase_us).
     phase_us: int = 0
+    # Linux's seed: the device tree's rng-seed and kaslr-seed words
+    # (dtb.pin_seeds), so boots differ in Linux's randomness only as asked
+    # (issue 49; the scenario key `seeds`). 0: the words every run before
+    # issue 49 booted with.
+    linux_seed: int = 0
     extra_bootargs: str = ""
     # Instruments on QEMU's command line (qemu_command.exec_log_args or
     # plugin_args); "{run_dir}" in them stands for the boot's log directory.
@@ -116,6 +121,8 @@ def check(options: BootOptions) -> None:
         raise TandemError(f"--smp must be 1..{board.max_cores}, got {options.smp}")
     if not 0 <= options.phase_us <= 10_000_000:
         raise TandemError(f"phase must be 0..10 s, got {options.phase_us} µs")
+    if options.linux_seed < 0:
+        raise TandemError(f"Linux's seed must be 0 or more, got {options.linux_seed}")
     capacity.check(options.capacity)
     if options.linux_idle not in dtb.LINUX_IDLE:
         raise TandemError(

@@ -118,13 +118,36 @@ def pin_seeds(dts: str, seed: int = 0) -> str:
     return _SEEDS.sub(pinned, dts)
 
 
+# The seeds a tree without any gets for a Linux seed other than 0, as many
+# cells as QEMU writes (32 bytes of rng-seed, a 64-bit kaslr-seed), pinned
+# by `pin_seeds` like QEMU's.
+_ADDED_SEEDS = (
+    "/ {\n\tchosen {\n"
+    f"\t\trng-seed = <{' '.join(['0'] * 8)}>;\n"
+    "\t\tkaslr-seed = <0 0>;\n\t};\n};\n"
+)
+
+
+def add_seeds(dts: str, seed: int) -> str:
+    """A tree without seeds (the kernel source's, `kernel_dts`) given Linux
+    seed `seed`: seed 0 leaves it as it is (no seeds, as every run on it
+    before issue 49 booted), another seed adds /chosen's rng-seed and
+    kaslr-seed with that seed's words (`pin_seeds`)."""
+    seed_words(seed)  # refuses a negative seed
+    if _SEEDS.search(dts):
+        raise TandemError("the tree already has seeds: pin them (pin_seeds) instead")
+    if seed == 0:
+        return dts
+    return pin_seeds(dts + _ADDED_SEEDS, seed)
+
+
 def qemu_dts(board: Board, smp: int, el2: bool = False, seed: int = 0) -> str:
     """QEMU's own device tree for this machine, as DTS (cached under
     build/dtb), with Linux's seeds pinned to seed `seed` (`pin_seeds`); or
-    the board's from Debian's kernel source where it names one (which has
-    no seeds)."""
+    the board's from Debian's kernel source where it names one, which has
+    no seeds: seed 0 leaves it so, another adds them (`add_seeds`)."""
     if board.linux_dtb is not None:
-        return kernel_dts(board, smp)
+        return add_seeds(kernel_dts(board, smp), seed)
     args = qemu_command.dump_dtb_argv(board, smp, Path("-"), Path("-"), el2)
     version = qemu_command.run(qemu_command.version_argv(), "QEMU").stdout
     key = hashlib.sha256(repr(args).encode() + version).hexdigest()[:16]
@@ -414,16 +437,18 @@ def build_dtb(
     capacities: dict[int, int] | None = None,
     partition: Partition | None = None,
     linux_idle: str = "psci",
+    seed: int = 0,
 ) -> Path:
     """Writes the DTB for one boot (or one partition's Linux) to `out`, and
-    its source beside it. `linux_idle`: one of LINUX_IDLE."""
+    its source beside it. `linux_idle`: one of LINUX_IDLE; `seed`: Linux's
+    seed (`qemu_dts`)."""
     if linux_idle not in LINUX_IDLE:
         raise TandemError(
             f"Linux idle mode must be one of {', '.join(LINUX_IDLE)}, got '{linux_idle}'"
         )
     states = board.idle_states if linux_idle == "psci" else ()
     if partition is None:
-        base = qemu_dts(board, smp)
+        base = qemu_dts(board, smp, seed=seed)
         dts = base + tandem_fragment(
             board,
             smp,
@@ -437,7 +462,7 @@ def build_dtb(
     else:
         if capacities:
             raise TandemError("static capacities are not offered with partitions")
-        base = qemu_dts(board, smp, el2=True)
+        base = qemu_dts(board, smp, el2=True, seed=seed)
         dts = base + partition_fragment(board, base, smp, partition, bootargs, initrd_size, states)
     out.parent.mkdir(parents=True, exist_ok=True)
     source = out.with_suffix(".dts")

@@ -27,8 +27,16 @@ from tandem.claims import Claim
 from tandem.exp.boot.parse import BootSample, sample, times
 from tandem.exp.boot.report import report
 from tandem.exp.boot.script import SCRIPT
-from tandem.exp.boot.spec import CLOCK, NAME, SCHEMA, TIMEOUT_S, label
-from tandem.exp.common import Boot, boot_options, summary_head, write_summary
+from tandem.exp.boot.spec import CLOCK, NAME, SCHEMA, TIMEOUT_S
+from tandem.exp.common import (
+    Boot,
+    boot_options,
+    run_tag,
+    run_words,
+    runs,
+    summary_head,
+    write_summary,
+)
 from tandem.exp.scenario import Scenario
 from tandem.exp.units import Measured
 from tandem.pool import HostTime
@@ -50,24 +58,27 @@ def plot(run_dir: Path, summary: dict[str, object]) -> None:
 
 
 def units(s: Scenario) -> list[Boot]:
-    """`reps` boots of the scenario's configuration, each timed."""
+    """`reps` boots of the scenario's configuration per Linux seed, each
+    timed."""
     reps = s.integer("reps")
     return [
         Boot(
-            label(run),
+            # run1, run2 ... (seed5-run1 ... with other seeds than 0 alone).
+            run_tag(s, run, "run"),
             boot_options(
                 s,
                 s.text("timing"),
                 config=s.text("config"),
                 smp=s.integer("smp"),
                 linux_idle=s.text("linux_idle"),
+                linux_seed=run.seed,
             ),
             SCRIPT,
             timeout_s=TIMEOUT_S,
-            about=f"boot {run} of {reps}, timed",
+            about=f"boot {run_words(s, run, reps)}, timed",
             host_time=HostTime.ALL,
         )
-        for run in range(1, reps + 1)
+        for run in runs(s, reps)
     ]
 
 
@@ -87,6 +98,8 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         **times(samples),
         "hosts": sorted({x.host for x in samples}),
         "rows": [asdict(x) for x in samples],
+        # Each boot's Linux seed, beside the rows (one per boot).
+        "run_seeds": [b.options.linux_seed for b in boots],
     }
     write_summary(out, summary, COLUMNS)
     return summary

@@ -21,8 +21,3 @@ SCHEMA = {
 CLOCK = "host wall time (QEMU start to the first command in Linux)"
 # Host seconds before a boot is given up.
 TIMEOUT_S = 120
-
-
-def label(run: int) -> str:
-    """Boot `run` (1, 2, ...) in raw/."""
-    return f"run{run}"

@@ -25,7 +25,16 @@ from tandem.exp.capacity.plot import plot
 from tandem.exp.capacity.report import report
 from tandem.exp.capacity.script import cells, guest_script, workload
 from tandem.exp.capacity.spec import CHANGING, NAME, SCHEMA
-from tandem.exp.common import Boot, Progress, boot_options, rep_phase_us
+from tandem.exp.common import (
+    Boot,
+    Progress,
+    boot_options,
+    rep_phase_us,
+    run_tag,
+    run_words,
+    runs,
+    seeds,
+)
 from tandem.exp.scenario import Scenario
 from tandem.exp.units import Measured
 from tandem.results import write_atomic
@@ -35,15 +44,16 @@ __all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
 
 
 def units(s: Scenario) -> list[Boot]:
-    """Every cell once per repetition; a repetition's cells back to back,
-    at its phase."""
+    """Every cell once per Linux seed and repetition; the cells of one seed
+    and repetition (the boots a claim pairs) back to back, at its phase."""
     if s.integer("rtos_core") >= s.integer("smp"):
         raise TandemError(
             f"rtos_core {s.integer('rtos_core')} does not exist with smp {s.integer('smp')}"
         )
+    reps = s.integer("reps")
     return [
         Boot(
-            f"{load}-{mode}-rep{rep}",
+            f"{load}-{mode}-{run_tag(s, run)}",
             boot_options(
                 s,
                 config="tandem",
@@ -51,13 +61,15 @@ def units(s: Scenario) -> list[Boot]:
                 smp=s.integer("smp"),
                 workload=workload(s, load),
                 capacity=mode,
-                phase_us=rep_phase_us(rep),
+                phase_us=rep_phase_us(run.rep),
+                linux_seed=run.seed,
             ),
             guest_script(s),
             timeout_s=1800,
-            about=f"RTOS load {load}{'' if load == CHANGING else ' %'}, {mode}, rep {rep}",
+            about=f"RTOS load {load}{'' if load == CHANGING else ' %'}, {mode}, "
+            f"{run_words(s, run, reps)}",
         )
-        for rep in range(1, s.integer("reps") + 1)
+        for run in runs(s, reps)
         for load, mode in cells(s)
     ]
 
@@ -65,16 +77,18 @@ def units(s: Scenario) -> list[Boot]:
 def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     reps = s.integer("reps")
     progress = Progress(NAME)
-    runs: dict[tuple[int | str, str, str], list[float]] = {}
+    times_of: dict[tuple[int | str, str, str], list[float]] = {}
+    seeds_of: dict[tuple[int | str, str, str], list[int]] = {}
     boots: list[dict[str, object]] = []
-    for rep in range(1, reps + 1):
+    for run in runs(s, reps):
         for load, mode in cells(s):
-            label = f"{load}-{mode}-rep{rep}"
+            label = f"{load}-{mode}-{run_tag(s, run)}"
             lines = measured.lines(label)
             host = measured.host(label)
             times = {b: bench_time(lines, b, label) for b in s.texts("benches")}
             for bench, t in times.items():
-                runs.setdefault((load, mode, bench), []).append(t)
+                times_of.setdefault((load, mode, bench), []).append(t)
+                seeds_of.setdefault((load, mode, bench), []).append(run.seed)
             ticks = {b: cpu_ticks(lines, b, label) for b in s.texts("benches")}
             rtos = rtos_counts(lines, s.integer("smp"), label)
             boots.append(
@@ -82,7 +96,8 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
                     "label": label,
                     "rtos_load": load,
                     "mode": mode,
-                    "rep": rep,
+                    "seed": run.seed,
+                    "rep": run.rep,
                     "times_s": times,
                     "cpu_capacity": capacities(lines, label),
                     "cpu_ticks": ticks,
@@ -102,7 +117,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
                 + f"; RTOS deadline misses {sum(r['deadline_misses'] for r in rtos)}"
             )
     rows: list[dict[str, object]] = []
-    for (load, mode, bench), values in runs.items():
+    for (load, mode, bench), values in times_of.items():
         rows.append(
             {
                 "rtos_load": load,
@@ -110,6 +125,8 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
                 "bench": bench,
                 "median_s": round(statistics.median(values), 4),
                 "runs_s": values,
+                # Each boot's Linux seed, beside runs_s.
+                "run_seeds": seeds_of[(load, mode, bench)],
                 "spread_s": round(max(values) - min(values), 4),
             }
         )
@@ -118,6 +135,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         "timing": s.text("timing"),
         "quick": s.quick,
         "reps": reps,
+        "seeds": seeds(s),
         "smp": s.integer("smp"),
         "rtos_core": s.integer("rtos_core"),
         "period_us": s.integer("period_us"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tandem.errors import TandemError
 from tandem.exp.capacity.spec import CHANGING, NAME, PAPER_TREND
-from tandem.exp.common import num, read_summary, summary_list
+from tandem.exp.common import num, read_summary, seeds_words, summary_list
 from tandem.platform import capacity
 from tandem.platform.timing import Timing
 
@@ -346,6 +346,7 @@ def report(run_dir: Path, command: str) -> str:
         f"Run `{run_dir.name.removesuffix('.partial')}` on QEMU (not hardware), "
         f"**{mode_words}**, {summary['smp']} cores, RTOS task on core {core} only "
         f"(period {summary['period_us']} µs), {summary['reps']} paired repetition(s)"
+        f"{seeds_words(summary)}"
         f"{', quick settings' if summary['quick'] else ''}; benchmarks {' and '.join(sizes)}. "
         f"Changing load: {ch['high_pct']} % and {ch['low_pct']} % alternating every "
         f"{ch['every_ms']} ms (static mode sizes core capacity for the higher). "

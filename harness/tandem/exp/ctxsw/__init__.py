@@ -21,7 +21,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, Progress, boot_options, write_summary
+from tandem.exp.common import (
+    Boot,
+    Progress,
+    Run,
+    boot_options,
+    runs,
+    seeded,
+    seeds,
+    write_summary,
+)
 from tandem.exp.ctxsw.claims import claims
 from tandem.exp.ctxsw.parse import hand_off_cycles
 from tandem.exp.ctxsw.plot import plot
@@ -120,25 +129,37 @@ def _path_timing(s: Scenario) -> str | None:
     return next((t for t in s.texts("timings") if Timing(t).deterministic), None)
 
 
+def _label(s: Scenario, timing: str, mode: str, pages: int, run: Run) -> str:
+    """A cell's boot: its repetition counted from 0 (as before issue 49),
+    after its Linux seed where the scenario has other seeds than 0 alone."""
+    seed = f"seed{run.seed}-" if seeded(s) else ""
+    return f"{timing}-{mode}-{pages}p-{seed}{run.rep - 1}"
+
+
 def units(s: Scenario) -> list[Boot]:
-    """A boot per cell (host_reps in host timing), then per mode one that
-    logs the hand-off path's instructions."""
+    """A boot per cell, Linux seed and repetition (host_reps in host
+    timing), the modes of one pages, seed and repetition (the boots a claim
+    pairs) back to back; then per mode one that logs the hand-off path's
+    instructions (with the first seed: the tasks run before Linux)."""
     smp = s.integer("smp")
     out = [
         Boot(
-            f"{timing}-{mode}-{pages}p-{rep}",
+            _label(s, timing, mode, pages, run),
             boot_options(
                 s,
                 timing=timing,
                 smp=smp,
                 ctxsw=Ctxsw(core=smp - 1, mode=mode, pages=pages, switches=s.integer("switches")),
+                linux_seed=run.seed,
             ),
             guest_script(),
             timeout_s=1800,
-            about=f"{timing}-{mode}-{pages}p-{rep}",
+            about=_label(s, timing, mode, pages, run),
         )
-        for timing, mode, pages in _cells(s)
-        for rep in range(_reps(s, timing))
+        for timing in s.texts("timings")
+        for pages in s.integers("pages")
+        for run in runs(s, _reps(s, timing))
+        for mode in s.texts("modes")
     ]
     timing = _path_timing(s)
     if timing is not None:
@@ -151,6 +172,7 @@ def units(s: Scenario) -> list[Boot]:
                         s,
                         timing=timing,
                         smp=1,
+                        linux_seed=seeds(s)[0],
                         ctxsw=Ctxsw(
                             core=0, mode=mode, pages=pages, switches=s.integer("path_switches")
                         ),
@@ -175,8 +197,9 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     for timing, mode, pages in _cells(s):
         reps = _reps(s, timing)
         means, bests = [], []
-        for rep in range(reps):
-            label = f"{timing}-{mode}-{pages}p-{rep}"
+        cell_runs = runs(s, reps)
+        for run in cell_runs:
+            label = _label(s, timing, mode, pages, run)
             where = measured.where(label)
             record = parse_record(measured.lines(label), where)
             if record["mode"] != TLB_MODES.index(mode) or record["pages"] != pages:
@@ -195,7 +218,10 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
                 "best_per_switch_ns": round(min(bests), 2),
                 "min_per_switch_ns": round(min(means), 2),
                 "max_per_switch_ns": round(max(means), 2),
-                "boots": reps,
+                "boots": len(cell_runs),
+                # Each boot's ns per hand-off, with its Linux seed.
+                "runs_ns": [round(m, 2) for m in means],
+                "run_seeds": [run.seed for run in cell_runs],
             }
         )
     paths: list[dict[str, object]] = []
@@ -214,6 +240,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         "timing": s.text("timing"),
         "quick": s.quick,
         "smp": smp,
+        "seeds": seeds(s),
         "scenario": s.values,
         "rows": rows,
         # Counted from QEMU's execution log: one hand-off, svc to svc.

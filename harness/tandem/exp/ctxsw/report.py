@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tandem.exp.common import num, read_summary, summary_list
+from tandem.exp.common import num, read_summary, seeds_words, summary_list
 from tandem.exp.ctxsw.spec import NAME, PAPER
 from tandem.platform.timing import MODES as TIMING_MODES
 from tandem.platform.timing import Timing
@@ -48,7 +48,8 @@ def report(run_dir: Path, command: str) -> str:
         "",
         f"Run `{run_dir.name.removesuffix('.partial')}` on QEMU 10 (TCG, cortex-a53, not "
         f"hardware), {summary['smp']} core(s), the two protected tasks on the last"
-        f"{', quick settings' if summary['quick'] else ''}. Reproduce: `{command}`.",
+        f"{seeds_words(summary)}{', quick settings' if summary['quick'] else ''}. "
+        f"Reproduce: `{command}`.",
         "",
         "Two tasks at S-EL0, each with its own translation tables, hand a value back and "
         "forth with `sys_chg(task, value)`; between hand-offs each writes one word in each "

@@ -29,6 +29,10 @@ from tandem.exp.common import (
     boot_options,
     phase_latencies,
     rep_phase_us,
+    run_tag,
+    run_words,
+    runs,
+    seeds,
     write_histograms,
     write_summary,
 )
@@ -53,27 +57,31 @@ __all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
 
 
 def units(s: Scenario) -> list[Boot]:
-    """Every environment once per repetition, at the repetition's phase."""
+    """Every environment once per Linux seed and repetition, at the
+    repetition's phase: the environments of one seed and repetition (the
+    boots a claim pairs) back to back."""
     reps = s.integer("reps")
     timing = s.text("timing")
     out = []
-    for rep in range(1, reps + 1):
+    for run in runs(s, reps):
         for env in (ENVS[e] for e in s.texts("envs")):
             others = ((env.load_in, load_agent_script(s)),) if env.load_in is not None else ()
             out.append(
                 Boot(
-                    label=f"{env.name}-rep{rep}",
+                    label=f"{env.name}-{run_tag(s, run)}",
                     options=boot_options(
                         s,
                         config=env.config,
                         timing=timing,
                         smp=4,
-                        phase_us=rep_phase_us(rep),
+                        phase_us=rep_phase_us(run.rep),
+                        linux_seed=run.seed,
                         partition=env.measure_in,
                         partition_scripts=others,
                     ),
                     script=guest_script(env, s),
-                    about=f"env {env.name} ({env.about}), rep {rep}/{reps}, {timing} timing",
+                    about=f"env {env.name} ({env.about}), {run_words(s, run, reps)}, "
+                    f"{timing} timing",
                     keep=(MEMMODEL_JSON,) if windowed(env, s) else (),
                 )
             )
@@ -137,12 +145,13 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     """The worst cases per environment, load and loaded cores."""
     progress = Progress(NAME)
     cells: dict[tuple[str, str, int], list[Latency]] = {}
+    cell_seeds: dict[tuple[str, str, int], list[int]] = {}
     cell_keys = phases(s)
     pids = [phase_id(load, k) for load, k in cell_keys]
     windows: list[dict[str, object]] = []
-    for rep in range(1, s.integer("reps") + 1):
+    for run in runs(s, s.integer("reps")):
         for env in (ENVS[e] for e in s.texts("envs")):
-            label = f"{env.name}-rep{rep}"
+            label = f"{env.name}-{run_tag(s, run)}"
             if windowed(env, s):
                 windows += phase_windows(s, measured, env.name, label)
             results = parse_results(measured.lines(label), measured.where(label))
@@ -150,11 +159,12 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
                 cell_keys, phase_latencies(results, label, pids, progress), strict=True
             ):
                 cells.setdefault((env.name, load, k), []).append(lat)
+                cell_seeds.setdefault((env.name, load, k), []).append(run.seed)
     rows: list[dict[str, object]] = []
     hist_rows: list[tuple[list[object], Latency]] = []
     for (env_name, load, k), lats in cells.items():
         cell = merged(lats)
-        rows.append(summary_row(env_name, load, k, cell, lats))
+        rows.append(summary_row(env_name, load, k, cell, lats, cell_seeds[(env_name, load, k)]))
         hist_rows.append(([env_name, load, k], cell))
     write_histograms(out / "histograms.csv", ["env", "load", "loaded_cores"], hist_rows)
     summary: dict[str, object] = {
@@ -162,6 +172,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         "timing": s.text("timing"),
         "quick": s.quick,
         "reps": s.integer("reps"),
+        "seeds": seeds(s),
         "measured_core": MEASURED_CORE,
         "period_us": PERIOD_US,
         "scenario": s.values,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tandem.exp.common import fmt_us, num, read_summary, summary_list
+from tandem.exp.common import fmt_us, num, read_summary, seeds_words, summary_list
 from tandem.exp.domains.rows import find_row
 from tandem.exp.domains.spec import (
     ENVS,
@@ -133,7 +133,8 @@ def report(run_dir: Path, command: str) -> str:
         "",
         f"Run `{run_dir.name.removesuffix('.partial')}`, **{timing} timing** on QEMU "
         "(not hardware), "
-        f"{summary['reps']} repetition(s){', quick settings' if summary['quick'] else ''}. "
+        f"{summary['reps']} repetition(s){seeds_words(summary)}"
+        f"{', quick settings' if summary['quick'] else ''}. "
         f"Reproduce: `{command}`.",
         "",
         f"Measured on core {summary['measured_core']}, timer period {summary['period_us']} µs: "

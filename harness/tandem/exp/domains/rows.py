@@ -10,15 +10,20 @@ from tandem.instruments.measure import Latency
 
 
 def summary_row(
-    env: str, load: str, k: int, lat: Latency, reps: Sequence[Latency]
+    env: str,
+    load: str,
+    k: int,
+    lat: Latency,
+    reps: Sequence[Latency],
+    seeds: Sequence[int] | None = None,
 ) -> dict[str, object]:
-    """One cell's row: its measurements merged over the repetitions, and
-    each repetition's worst case."""
+    """One cell's row: its measurements merged over the boots, and each
+    boot's worst case and average with its Linux seed (`seeds`)."""
     return {
         "env": env,
         "load": load,
         "loaded_cores": k,
-        **latency_columns(lat, reps),
+        **latency_columns(lat, reps, seeds),
         "instrument": lat.instrument,
         "resolution_us": lat.resolution_us,
     }

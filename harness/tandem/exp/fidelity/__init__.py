@@ -43,7 +43,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, run_id
+from tandem.exp.common import Boot, one_seed, run_id, seeds
 from tandem.exp.fidelity.parse import HostCost, Samples, parse, row
 from tandem.exp.fidelity.plot import plot
 from tandem.exp.fidelity.report import report
@@ -92,6 +92,9 @@ def _options(s: Scenario, cell: Cell) -> BootOptions:
         board=s.board,
         timing=cell.timing_of(),
         smp=s.integer("smp"),
+        linux_seed=one_seed(
+            s, "its cells are quanta booted once each, the first again to show determinism"
+        ),
     )
 
 
@@ -157,6 +160,8 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         "experiment": NAME,
         "quick": s.quick,
         "scenario": s.values,
+        # Linux's seed (the scenario's one).
+        "seeds": seeds(s),
         "run": run_id(out),
         "config": s.text("config"),
         "smp": s.integer("smp"),

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options, summary_head
+from tandem.exp.common import Boot, boot_options, one_seed, summary_head
 from tandem.exp.latency.parse import (
     check_samples,
     histogram_rows,
@@ -69,6 +69,7 @@ def units(s: Scenario) -> list[Boot]:
                 config=s.text("config"),
                 smp=s.integer("smp"),
                 linux_idle=s.text("linux_idle"),
+                linux_seed=one_seed(s, "one boot measures both phases"),
             ),
             script(s.integer("idle_seconds"), s.integer("hackbench_loops")),
             timeout_s=TIMEOUT_S,

@@ -33,6 +33,11 @@ from tandem.exp.common import (
     median_change_ci,
     num,
     rep_phase_us,
+    run_tag,
+    run_words,
+    runs,
+    seed_suffix,
+    seeds,
 )
 from tandem.exp.lhp.claims import claims
 from tandem.exp.lhp.parse import (
@@ -70,7 +75,7 @@ from tandem.exp.lhp.spec import NAME, SCHEMA
 from tandem.exp.scenario import Scenario
 from tandem.exp.units import Measured
 from tandem.instruments import pathcount
-from tandem.instruments.measure import from_rtos
+from tandem.instruments.measure import Latency, from_rtos, merged
 from tandem.platform.board import Board
 from tandem.platform.boot_options import BootOptions
 from tandem.platform.configs import Workload
@@ -97,7 +102,7 @@ def _longest(board: Board, lines: list[str], label: str) -> dict[str, object] | 
     return waits[0] if waits else None
 
 
-def _e1_options(s: Scenario, workload: Workload | None) -> BootOptions:
+def _e1_options(s: Scenario, workload: Workload | None, seed: int) -> BootOptions:
     return boot_options(
         s,
         config="linux-only" if workload is None else "tandem",
@@ -105,34 +110,40 @@ def _e1_options(s: Scenario, workload: Workload | None) -> BootOptions:
         smp=s.integer("sweep_smp"),
         extra_bootargs=f"{LOCKSTATE} {SPINSTAT}",
         workload=workload,
+        linux_seed=seed,
     )
 
 
 def e1_units(s: Scenario) -> list[Boot]:
     """E1's boots: Linux alone (the baseline), then each period and policy,
-    `sweep_reps` times each."""
+    `sweep_reps` times each per Linux seed. The policies of one period, seed
+    and repetition (the boots a claim pairs) run back to back; the periods
+    it also pairs (static's shortest and longest) are a period apart in the
+    order, which per-core timing (E1's, a boot repeated exactly whatever
+    else runs) makes no difference to."""
     reps = s.integer("sweep_reps")
     out = [
         Boot(
-            f"e1-alone-rep{rep}",
-            _e1_options(s, None),
-            spin_script(s, rep),
+            f"e1-alone-{run_tag(s, run)}",
+            _e1_options(s, None, run.seed),
+            spin_script(s, run.rep),
             timeout_s=BOOT_TIMEOUT_S,
-            about=f"E1 baseline: Linux alone, rep {rep}/{reps}",
+            about=f"E1 baseline: Linux alone, {run_words(s, run, reps)}",
         )
-        for rep in range(1, reps + 1)
+        for run in runs(s, reps)
     ]
-    for period in s.integers("periods_us"):
-        work = period * s.integer("load_pct") // 100
-        for policy in s.texts("policies"):
-            for rep in range(1, reps + 1):
+    for run in runs(s, reps):
+        for period in s.integers("periods_us"):
+            work = period * s.integer("load_pct") // 100
+            for policy in s.texts("policies"):
                 out.append(
                     Boot(
-                        f"e1-{period}us-{policy}-rep{rep}",
-                        _e1_options(s, periodic_task(s, period, work, policy)),
-                        spin_script(s, rep),
+                        f"e1-{period}us-{policy}-{run_tag(s, run)}",
+                        _e1_options(s, periodic_task(s, period, work, policy), run.seed),
+                        spin_script(s, run.rep),
                         timeout_s=BOOT_TIMEOUT_S,
-                        about=f"E1 period {period} µs, load {work} µs, {policy}, rep {rep}/{reps}",
+                        about=f"E1 period {period} µs, load {work} µs, {policy}, "
+                        f"{run_words(s, run, reps)}",
                     )
                 )
     return out
@@ -140,19 +151,23 @@ def e1_units(s: Scenario) -> list[Boot]:
 
 def e1(
     s: Scenario, measured: Measured, progress: Progress
-) -> tuple[float, list[dict[str, object] | None], list[dict[str, object]]]:
-    """The baseline's longest spin wait (and each repetition's longest, with
-    its lock and stack), and long spin waits per period and policy."""
+) -> tuple[dict[int, float], list[dict[str, object] | None], list[dict[str, object]]]:
+    """The baseline's longest spin wait per Linux seed (the threshold of
+    "long" for that seed's boots), each baseline boot's longest (with its
+    lock and stack), and long spin waits per period and policy."""
     reps = s.integer("sweep_reps")
-    baseline_max = 0.0
+    thresholds = dict.fromkeys(seeds(s), 0.0)
     baseline_longest: list[dict[str, object] | None] = []
-    for rep in range(1, reps + 1):
-        label = f"e1-alone-rep{rep}"
+    for run in runs(s, reps):
+        label = f"e1-alone-{run_tag(s, run)}"
         lines = measured.lines(label)
         hist = spin_histogram(json_after(lines, SPIN_RESULT, label), label)
-        baseline_max = max([baseline_max, *(us for us, n in hist.items() if n)])
+        thresholds[run.seed] = max([thresholds[run.seed], *(us for us, n in hist.items() if n)])
         baseline_longest.append(_longest(s.board, lines, label))
-    progress.note(f"longest spin wait with Linux alone: {fmt_us(baseline_max)} µs")
+    progress.note(
+        "longest spin wait with Linux alone: "
+        + ", ".join(f"{fmt_us(us)} µs (seed {seed})" for seed, us in thresholds.items())
+    )
     rows: list[dict[str, object]] = []
     for period in s.integers("periods_us"):
         work = period * s.integer("load_pct") // 100
@@ -169,12 +184,15 @@ def e1(
             }
             longest = 0.0
             tail = dict.fromkeys(TAIL_US, 0)
-            for rep in range(1, reps + 1):
-                label = f"e1-{period}us-{policy}-rep{rep}"
+            cell_runs = runs(s, reps)
+            for run in cell_runs:
+                label = f"e1-{period}us-{policy}-{run_tag(s, run)}"
                 lines = measured.lines(label)
                 hist = spin_histogram(json_after(lines, SPIN_RESULT, label), label)
-                long_per_rep.append(long_waits(hist, baseline_max))
-                long_us_per_rep.append(round(long_spin_us(hist, baseline_max), 1))
+                # Long: longer than any wait of Linux alone with this seed.
+                threshold = thresholds[run.seed]
+                long_per_rep.append(long_waits(hist, threshold))
+                long_us_per_rep.append(round(long_spin_us(hist, threshold), 1))
                 for key, n in preemptions(lines, PREEMPT_BEFORE, PREEMPT_AFTER, label).items():
                     preempted[key].append(n)
                 longest_per_rep.append(_longest(s.board, lines, label))
@@ -191,6 +209,8 @@ def e1(
                     "policy": policy,
                     "long_spin_waits": total_long,
                     "long_spin_waits_runs": long_per_rep,
+                    # Each boot's Linux seed, beside every per-boot list here.
+                    "run_seeds": [run.seed for run in cell_runs],
                     # Time in those waits per repetition (bucket starts: a lower bound).
                     "long_spin_us_runs": long_us_per_rep,
                     # Per repetition: the task's jobs, and how many preempted
@@ -201,19 +221,20 @@ def e1(
                     "longest_runs": longest_per_rep,
                     "spin_waits": total,
                     "max_spin_us": longest,
-                    "runs": reps,
+                    "runs": len(cell_runs),
                     "waits_over_us": {str(t): n for t, n in tail.items()},
                 }
             )
-    return baseline_max, baseline_longest, rows
+    return thresholds, baseline_longest, rows
 
 
 def e2_units(s: Scenario) -> list[Boot]:
-    """E2's boots: every mode of one repetition back to back, at its phase."""
+    """E2's boots: every mode of one Linux seed and repetition back to back
+    (the boots a claim pairs), at the repetition's phase."""
     reps = s.integer("reps")
     script = bench_script(s)
     out = []
-    for rep in range(1, reps + 1):
+    for run in runs(s, reps):
         for mode, config, lockstate, policy in e2_modes(s.texts("policies")):
             workload = (
                 periodic_task(s, s.integer("bench_period_us"), s.integer("bench_work_us"), policy)
@@ -222,7 +243,7 @@ def e2_units(s: Scenario) -> list[Boot]:
             )
             out.append(
                 Boot(
-                    f"e2-{mode}-rep{rep}",
+                    f"e2-{mode}-{run_tag(s, run)}",
                     boot_options(
                         s,
                         config=config,
@@ -230,11 +251,12 @@ def e2_units(s: Scenario) -> list[Boot]:
                         smp=s.integer("smp"),
                         extra_bootargs=LOCKSTATE if lockstate else "",
                         workload=workload,
-                        phase_us=rep_phase_us(rep),
+                        phase_us=rep_phase_us(run.rep),
+                        linux_seed=run.seed,
                     ),
                     script,
                     timeout_s=BOOT_TIMEOUT_S,
-                    about=f"E2 {mode}, rep {rep}/{reps}",
+                    about=f"E2 {mode}, {run_words(s, run, reps)}",
                 )
             )
     return out
@@ -243,27 +265,28 @@ def e2_units(s: Scenario) -> list[Boot]:
 def e2(s: Scenario, measured: Measured, progress: Progress) -> list[dict[str, object]]:
     """Benchmark times per mode; the modes of one repetition ran back to back."""
     benches = s.texts("benches")
-    runs: dict[tuple[str, str], list[float]] = {}
-    for rep in range(1, s.integer("reps") + 1):
+    times: dict[tuple[str, str], list[float]] = {}
+    times_seeds: dict[tuple[str, str], list[int]] = {}
+    for run in runs(s, s.integer("reps")):
         for mode, _, _, _ in e2_modes(s.texts("policies")):
-            label = f"e2-{mode}-rep{rep}"
+            label = f"e2-{mode}-{run_tag(s, run)}"
             lines = measured.lines(label)
-            if "hackbench" in benches:
-                runs.setdefault(("hackbench", mode), []).extend(
-                    bench_times(lines, HACKBENCH_TIME, label, 1)
-                )
-            if "sysbench" in benches:
-                runs.setdefault(("sysbench", mode), []).extend(
-                    bench_times(lines, SYSBENCH_TIME, label, 1)
-                )
+            for bench, pattern in (("hackbench", HACKBENCH_TIME), ("sysbench", SYSBENCH_TIME)):
+                if bench in benches:
+                    times.setdefault((bench, mode), []).extend(
+                        bench_times(lines, pattern, label, 1)
+                    )
+                    times_seeds.setdefault((bench, mode), []).append(run.seed)
     rows = []
-    for (bench, mode), values in runs.items():
+    for (bench, mode), values in times.items():
         rows.append(
             {
                 "bench": bench,
                 "policy": mode,
                 "median_s": round(statistics.median(values), 4),
                 "runs_s": values,
+                # Each boot's Linux seed, beside runs_s.
+                "run_seeds": times_seeds[(bench, mode)],
                 "spread_s": round(max(values) - min(values), 4),
             }
         )
@@ -273,38 +296,45 @@ def e2(s: Scenario, measured: Measured, progress: Progress) -> list[dict[str, ob
 
 def patch_units(s: Scenario) -> list[Boot]:
     """The patch cost's boots: without and with `tandem_lockstate=on`,
-    alternating, each running hackbench once to warm up and then
-    `patch_runs` times."""
+    alternating (the pairs back to back), `patch_boots` of each per Linux
+    seed, each running hackbench once to warm up and then `patch_runs`
+    times."""
     timing = s.text("patch_timing")
     boots = s.integer("patch_boots")
     script = patch_script(s)
     return [
         Boot(
-            f"patch-{setting}-boot{boot}",
+            f"patch-{setting}-{run_tag(s, run, 'boot')}",
             boot_options(
                 s,
                 config="linux-only",
                 timing=timing,
                 smp=s.integer("patch_smp"),
                 extra_bootargs=LOCKSTATE if setting == "on" else "",
+                linux_seed=run.seed,
             ),
             script,
             timeout_s=BOOT_TIMEOUT_S,
-            about=f"patch cost: lock state {setting}, boot {boot}/{boots} ({timing} timing)",
+            about=f"patch cost: lock state {setting}, "
+            f"{run_words(s, run, boots).replace('rep', 'boot')} ({timing} timing)",
         )
-        for boot in range(1, boots + 1)
+        for run in runs(s, boots)
         for setting in ("off", "on")
     ]
 
 
 def patch_cost(s: Scenario, measured: Measured, progress: Progress) -> dict[str, object]:
     """The lock-state patch's cost on hackbench with Linux alone."""
-    runs = s.integer("patch_runs")
+    per_boot = s.integer("patch_runs")
     times: dict[str, list[float]] = {"off": [], "on": []}
-    for boot in range(1, s.integer("patch_boots") + 1):
+    # Each run's boot's Linux seed (`patch_runs` per boot), the same for
+    # off and on: their boots alternate.
+    run_seeds: list[int] = []
+    for run in runs(s, s.integer("patch_boots")):
+        run_seeds += [run.seed] * per_boot
         for setting in ("off", "on"):
-            label = f"patch-{setting}-boot{boot}"
-            times[setting] += bench_times(measured.lines(label), HACKBENCH_TIME, label, runs)
+            label = f"patch-{setting}-{run_tag(s, run, 'boot')}"
+            times[setting] += bench_times(measured.lines(label), HACKBENCH_TIME, label, per_boot)
     off, on = statistics.median(times["off"]), statistics.median(times["on"])
     pct = round((on - off) / off * 100, 2)
     low, high = median_change_ci(times["off"], times["on"])
@@ -317,6 +347,7 @@ def patch_cost(s: Scenario, measured: Measured, progress: Progress) -> dict[str,
         "smp": s.integer("patch_smp"),
         "runs_off_s": times["off"],
         "runs_on_s": times["on"],
+        "run_seeds": run_seeds,
         "median_off_s": off,
         "median_on_s": on,
         "spread_off_pct": round((max(times["off"]) - min(times["off"])) / off * 100, 2),
@@ -335,15 +366,22 @@ def _count_paths(timing: str) -> Callable[[], tuple[str, ...]]:
     return lambda: pathcount.qemu_args(Path("{run_dir}") / PATHCOUNT_CSV, timing)
 
 
+def e3_label(s: Scenario, policy: str, seed: int) -> str:
+    """An E3 boot's label: its policy, and its Linux seed where the
+    scenario has other seeds than 0 alone."""
+    return f"e3-{policy}{seed_suffix(s, seed)}"
+
+
 def e3_units(s: Scenario) -> list[Boot]:
-    """E3's boots: one per policy, Linux running hackbench throughout."""
+    """E3's boots: one per Linux seed and policy (the policies of a seed
+    back to back), Linux running hackbench throughout."""
     timing = s.text("sweep_timing")
     # The per-core instruction count, beside the RTOS's own clock
     # readings, needs one QEMU thread for all cores.
     counting = Timing(timing).deterministic
     return [
         Boot(
-            f"e3-{policy}",
+            e3_label(s, policy, seed),
             boot_options(
                 s,
                 config="tandem",
@@ -353,13 +391,16 @@ def e3_units(s: Scenario) -> list[Boot]:
                 workload=periodic_task(
                     s, s.integer("bench_period_us"), s.integer("bench_work_us"), policy
                 ),
+                linux_seed=seed,
             ),
             dispatch_script(s),
             timeout_s=BOOT_TIMEOUT_S,
-            about=f"E3 dispatch overhead, {policy} ({timing} timing)",
+            about=f"E3 dispatch overhead, {policy}{seed_suffix(s, seed).replace('-', ' ')} "
+            f"({timing} timing)",
             instrument=_count_paths(timing) if counting else None,
             keep=(PATHCOUNT_CSV,) if counting else (),
         )
+        for seed in seeds(s)
         for policy in s.texts("policies")
     ]
 
@@ -373,16 +414,29 @@ def e3(
     path_hists: dict[str, collections.Counter[int]] = {}
     counting = Timing(s.text("sweep_timing")).deterministic
     for policy in s.texts("policies"):
-        label = f"e3-{policy}"
-        lines = measured.lines(label)
-        lat = from_rtos(json_after(lines, DISPATCH_RESULT, label), label)
-        handoffs, wait_max, wait_sum, misses = handoff_waits(lines, label)
-        counted: dict[str, object] | None = None
+        # Each seed's boot, its worst cases kept per boot; the rest over all.
+        lats: list[Latency] = []
+        wait_maxes: list[int] = []
+        handoffs = wait_sum = misses = 0
+        paths: list[pathcount.DispatchPath] = []
         unmatched: int | None = None
+        for seed in seeds(s):
+            label = e3_label(s, policy, seed)
+            lines = measured.lines(label)
+            lats.append(from_rtos(json_after(lines, DISPATCH_RESULT, label), label))
+            n, most, total, missed = handoff_waits(lines, label)
+            handoffs, wait_sum, misses = handoffs + n, wait_sum + total, misses + missed
+            wait_maxes.append(most)
+            if counting:
+                found, lost = pathcount.dispatch_paths(
+                    pathcount.read_hits(measured.path(label, PATHCOUNT_CSV))
+                )
+                paths += found
+                unmatched = (unmatched or 0) + lost
+        lat = merged(lats)
+        wait_max = max(wait_maxes)
+        counted: dict[str, object] | None = None
         if counting:
-            paths, unmatched = pathcount.dispatch_paths(
-                pathcount.read_hits(measured.path(label, PATHCOUNT_CSV))
-            )
             counted = pathcount.summarize(paths)
             path_hists[policy] = collections.Counter(p.instructions for p in paths)
             progress.note(
@@ -410,6 +464,13 @@ def e3(
                 "path_max_us": _instructions_us(counted, "max"),
                 "path_min_us": _instructions_us(counted, "min"),
                 "path_unmatched_requests": unmatched,
+                # Per boot (one per Linux seed): the RTOS path's worst and the
+                # longest wait of a hand-off, with the boot's seed.
+                "rep_max_us": [round(x.max_us, 3) for x in lats],
+                "handoff_wait_rep_max_us": [
+                    round(w * x.resolution_us, 3) for w, x in zip(wait_maxes, lats, strict=True)
+                ],
+                "run_seeds": seeds(s),
             }
         )
         progress.note(
@@ -447,7 +508,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     reps = s.integer("reps")
     parts = s.texts("parts")
     progress = Progress(NAME)
-    baseline_max: float | None = None
+    thresholds: dict[int, float] = {}
     baseline_longest: list[dict[str, object] | None] = []
     sweep: list[dict[str, object]] = []
     bench: list[dict[str, object]] = []
@@ -455,7 +516,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     hists: dict[str, dict[float, int]] = {}
     patch: dict[str, object] | None = None
     if "e1" in parts:
-        baseline_max, baseline_longest, sweep = e1(s, measured, progress)
+        thresholds, baseline_longest, sweep = e1(s, measured, progress)
     if "e2" in parts:
         bench = e2(s, measured, progress)
     if "e3" in parts:
@@ -480,14 +541,21 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         "quick": s.quick,
         "reps": reps,
         "sweep_reps": s.integer("sweep_reps"),
+        "seeds": seeds(s),
         "smp": s.integer("smp"),
         "rtos_core": s.integer("rtos_core"),
         "scenario": s.values,
         "parts": parts,
-        "long_spin_threshold_us": baseline_max,
-        # Linux alone, per repetition: the longest wait, which lock, the
-        # waiter's interrupts meanwhile, its stack.
+        # The longest over every seed; each seed's boots count "long"
+        # against their own seed's (`thresholds`).
+        "long_spin_threshold_us": max(thresholds.values()) if thresholds else None,
+        "thresholds": [{"seed": seed, "us": us} for seed, us in thresholds.items()],
+        # Linux alone, per boot: the longest wait, which lock, the
+        # waiter's interrupts meanwhile, its stack; with each boot's seed.
         "baseline_longest": baseline_longest,
+        "baseline_run_seeds": [run.seed for run in runs(s, s.integer("sweep_reps"))]
+        if "e1" in parts
+        else [],
         "period_sweep": sweep,
         "bench": bench,
         "overhead": overhead,
@@ -496,6 +564,14 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         "lock_patch_overhead_pct": None if patch is None else patch["pct"],
         "lock_patch_overhead": patch,
         "lock_patch_overhead_e2_pct": host_pct,
+        # The patch cost's runs by lock state, each with its boot's Linux
+        # seed (tandem/stats.by_seed pairs them by seed and run).
+        "patch": []
+        if patch is None
+        else [
+            {"lockstate": on, "runs_s": patch[key], "run_seeds": patch["run_seeds"]}
+            for on, key in ((False, "runs_off_s"), (True, "runs_on_s"))
+        ],
     }
     write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     with (out / "summary.csv.tmp").open("w") as f:

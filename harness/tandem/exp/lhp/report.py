@@ -13,6 +13,7 @@ from tandem.exp.common import (
     paired_gains,
     paired_words,
     read_summary,
+    seeds_words,
     summary_list,
 )
 from tandem.exp.lhp.script import LOCKSTATE
@@ -277,20 +278,27 @@ def report(run_dir: Path, command: str) -> str:
         f"cores, E2 in **{timing} timing** on {summary['smp']} cores; "
         f"RTOS handler on core {summary['rtos_core']}, "
         f"E1 {summary.get('sweep_reps', summary['reps'])} and E2 {summary['reps']} "
-        f"repetition(s){', quick settings' if summary['quick'] else ''}. "
-        f"Reproduce: `{command}`.",
+        f"repetition(s){seeds_words(summary)}"
+        f"{', quick settings' if summary['quick'] else ''}. Reproduce: `{command}`.",
     ]
     parts = summary.get("parts", list(PARTS))
     assert isinstance(parts, list)
     if set(parts) != set(PARTS):
         skipped = [p for p in PARTS if p not in parts]
         out += ["", f"Parts run: {', '.join(parts)}; not run here: {', '.join(skipped)}."]
+    thresholds = summary_list(summary, "thresholds", required=False)
+    if len(thresholds) > 1:
+        # Each seed's boots count against their own seed's Linux alone.
+        alone = "with Linux alone on the boot's Linux seed in this run (" + ", ".join(
+            f"seed {t['seed']}: {fmt_us(t['us'])} µs" for t in thresholds
+        )
+    else:
+        alone = f"with Linux alone in this run ({fmt_us(summary['long_spin_threshold_us'])} µs"
     out += [
         "",
         "## E1: long spin waits against the RTOS period",
         "",
-        f"Long: longer than the longest spin wait with Linux alone in this run "
-        f"({fmt_us(summary['long_spin_threshold_us'])} µs, 1.024 µs buckets), counted "
+        f"Long: longer than the longest spin wait {alone}, 1.024 µs buckets), counted "
         "over hackbench runs (sum over repetitions; repetition r starts "
         f"(r - 1) times {summary['scenario'].get('sweep_phase_us', 0)} µs later, "  # type: ignore[attr-defined]
         "at another phase of the RTOS period).",

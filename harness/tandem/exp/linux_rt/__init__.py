@@ -29,6 +29,10 @@ from tandem.exp.common import (
     boot_options,
     phase_latencies,
     rep_phase_us,
+    run_tag,
+    run_words,
+    runs,
+    seeds,
     write_histograms,
     write_summary,
 )
@@ -91,24 +95,27 @@ def _counters(value: object, where: str) -> dict[str, object]:
 
 
 def units(s: Scenario) -> list[Boot]:
-    """One boot per core count and repetition, at the repetition's phase."""
+    """One boot per core count, Linux seed and repetition, at the
+    repetition's phase: the core counts of one seed and repetition (the
+    boots a claim pairs) back to back."""
     reps = s.integer("reps")
     timing = s.text("timing")
     return [
         Boot(
-            label=f"cores{cores}-rep{rep}",
+            label=f"cores{cores}-{run_tag(s, run)}",
             options=boot_options(
                 s,
                 config="linux-only",
                 timing=timing,
                 smp=cores,
                 disk_mib=s.integer("disk_mib"),
-                phase_us=rep_phase_us(rep),
+                phase_us=rep_phase_us(run.rep),
+                linux_seed=run.seed,
             ),
             script=guest_script(s, cores),
-            about=f"{cores} core(s), rep {rep}/{reps}, {timing} timing",
+            about=f"{cores} core(s), {run_words(s, run, reps)}, {timing} timing",
         )
-        for rep in range(1, reps + 1)
+        for run in runs(s, reps)
         for cores in s.integers("cores")
     ]
 
@@ -116,9 +123,9 @@ def units(s: Scenario) -> list[Boot]:
 def summarize(s: Scenario, out: Path, boots: MeasuredBoots) -> dict[str, object]:
     progress = Progress(NAME)
     measured: list[Measured] = []
-    for rep in range(1, s.integer("reps") + 1):
+    for run in runs(s, s.integer("reps")):
         for cores in s.integers("cores"):
-            label = f"cores{cores}-rep{rep}"
+            label = f"cores{cores}-{run_tag(s, run)}"
             lines, where = boots.lines(label), boots.where(label)
             results = parse_results(lines, where)
             counters = marked_json(lines, "COUNTERS", where)
@@ -133,7 +140,8 @@ def summarize(s: Scenario, out: Path, boots: MeasuredBoots) -> dict[str, object]
                         raise TandemError(f"{here}: no {name}")
                 m = Measured(
                     cores=cores,
-                    rep=rep,
+                    rep=run.rep,
+                    seed=run.seed,
                     cell=cell,
                     latency=lat,
                     series=_series(series[cell.pid], here),
@@ -158,6 +166,7 @@ def summarize(s: Scenario, out: Path, boots: MeasuredBoots) -> dict[str, object]
         "timing": s.text("timing"),
         "quick": s.quick,
         "reps": s.integer("reps"),
+        "seeds": seeds(s),
         "period_us": PERIOD_US,
         "scenario": s.values,
         "rows": rows,
@@ -173,15 +182,24 @@ def _write_raw(raw: Path, measured: list[Measured]) -> None:
     raw.mkdir(parents=True, exist_ok=True)
     with (raw / "tail.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["cores", "rep", "cell", "loop", "latency_us", "time_s", "freeing"])
+        w.writerow(["cores", "seed", "rep", "cell", "loop", "latency_us", "time_s", "freeing"])
         for m in measured:
             for i, us, t, freeing in m.tail_samples():
-                w.writerow([m.cores, m.rep, m.cell.pid, i, us, round(t, 3), int(freeing)])
+                w.writerow([m.cores, m.seed, m.rep, m.cell.pid, i, us, round(t, 3), int(freeing)])
     with (raw / "memory.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["cores", "rep", "cell", "time_s", "memfree_kib", "shmem_kib", "loops"])
+        w.writerow(["cores", "seed", "rep", "cell", "time_s", "memfree_kib", "shmem_kib", "loops"])
         for m in measured:
             for t, free, shmem, loops in m.memory:
                 w.writerow(
-                    [m.cores, m.rep, m.cell.pid, round(t - m.load_start_s, 3), free, shmem, loops]
+                    [
+                        m.cores,
+                        m.seed,
+                        m.rep,
+                        m.cell.pid,
+                        round(t - m.load_start_s, 3),
+                        free,
+                        shmem,
+                        loops,
+                    ]
                 )

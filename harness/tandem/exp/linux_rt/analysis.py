@@ -57,6 +57,8 @@ class Measured:
     series: list[int]
     memory: list[tuple[float, int, int, int]]
     counters: dict[str, object] = field(default_factory=dict)
+    # The boot's Linux seed (BootOptions.linux_seed).
+    seed: int = 0
 
     @property
     def load_start_s(self) -> float:
@@ -116,10 +118,18 @@ def _spread(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+def _in_run_order(ms: list[Measured]) -> list[Measured]:
+    """A cell's boots seed by seed (in the order the seeds first come),
+    each seed's in repetition order: the order of the runs (exp/common.runs)."""
+    seeds = list(dict.fromkeys(m.seed for m in ms))
+    return sorted(ms, key=lambda m: (seeds.index(m.seed), m.rep))
+
+
 def _rep_columns(ms: list[Measured]) -> dict[str, object]:
-    """Per-repetition worst cases and percentiles, their median and range,
-    the tail's coincidence with freeing, and the counters."""
-    ms = sorted(ms, key=lambda m: m.rep)
+    """Per-boot worst cases and percentiles (with each boot's Linux seed,
+    `run_seeds`), their median and range, the tail's coincidence with
+    freeing, and the counters, in run order (`_in_run_order`)."""
+    ms = _in_run_order(ms)
     maxes = [m.latency.max_us for m in ms]
     p99 = [m.latency.percentile(99) for m in ms]
     p999 = [m.latency.percentile(99.9) for m in ms]
@@ -128,6 +138,7 @@ def _rep_columns(ms: list[Measured]) -> dict[str, object]:
     return {
         "reps": len(ms),
         "rep_max_us": [round(x, 3) for x in maxes],
+        "run_seeds": [m.seed for m in ms],
         "rep_p99_us": [round(x, 3) for x in p99],
         "rep_p999_us": [round(x, 3) for x in p999],
         "max_median_us": mx["median"],
@@ -159,7 +170,7 @@ def grid_rows(
     rows: list[dict[str, object]] = []
     dists = []
     for (cores, aff, io), ms in sorted(cells.items()):
-        cell = merged([m.latency for m in sorted(ms, key=lambda m: m.rep)])
+        cell = merged([m.latency for m in _in_run_order(ms)])
         rows.append(
             {
                 "cores": cores,

@@ -103,16 +103,19 @@ def _timeline(run_dir: Path, plt: object) -> Path | None:
     with open_raw(run_dir, "tail.csv") as tail_csv, open_raw(run_dir, "memory.csv") as memory_csv:
         if tail_csv is None or memory_csv is None:
             return None
-        late: dict[tuple[str, str, str], list[tuple[float, int]]] = {}
+        # A boot cell: cores, Linux seed (0 in runs from before the CSVs
+        # had one), repetition, cell.
+        late: dict[tuple[str, str, str, str], list[tuple[float, int]]] = {}
         for rec in csv.DictReader(TextIOWrapper(tail_csv, encoding="utf-8", newline="")):
-            key = (rec["cores"], rec["rep"], rec["cell"])
+            key = (rec["cores"], rec.get("seed", "0"), rec["rep"], rec["cell"])
             late.setdefault(key, []).append((float(rec["time_s"]), int(rec["latency_us"])))
         if not late:
             return None
         key = max(late, key=lambda k: (len(late[k]), k))
         mem = []
         for rec in csv.DictReader(TextIOWrapper(memory_csv, encoding="utf-8", newline="")):
-            if (rec["cores"], rec["rep"], rec["cell"]) == key and int(rec["loops"]) >= 0:
+            here = (rec["cores"], rec.get("seed", "0"), rec["rep"], rec["cell"])
+            if here == key and int(rec["loops"]) >= 0:
                 mem.append((float(rec["time_s"]), int(rec["memfree_kib"]) / 1024))
     import matplotlib.pyplot as pyplot
 
@@ -131,8 +134,9 @@ def _timeline(run_dir: Path, plt: object) -> Path | None:
         label=f"samples >= {TAIL_US} µs",
     )
     ax2.set_ylabel(f"cyclictest samples >= {TAIL_US} µs (µs)", color="tab:red")
-    cores, rep, cell = key
-    ax.set_title(f"linux-rt: {cores} core(s), {cell}, repetition {rep}")
+    cores, seed, rep, cell = key
+    seeded = "" if seed == "0" else f"Linux seed {seed}, "
+    ax.set_title(f"linux-rt: {cores} core(s), {cell}, {seeded}repetition {rep}")
     fig.tight_layout()
     p = run_dir / "timeline.png"
     fig.savefig(p, dpi=110)

@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from tandem.exp.common import fmt_us, num, read_summary, summary_list
+from tandem.exp.common import fmt_us, num, read_summary, seeds_words, summary_list
 from tandem.exp.linux_rt.analysis import TAIL_US
 from tandem.exp.linux_rt.orderings import (
     Row,
@@ -348,7 +348,8 @@ def report(run_dir: Path, command: str) -> str:
         "# linux-rt: Linux's wake-up latency against cores, affinity and I/O (paper 001)",
         "",
         f"Run `{run_dir.name.removesuffix('.partial')}`, **{mode}** on QEMU (not hardware), "
-        f"{reps} repetition(s){', quick settings' if summary['quick'] else ''}; each "
+        f"{reps} repetition(s){seeds_words(summary)}"
+        f"{', quick settings' if summary['quick'] else ''}; each "
         "repetition boots every core count again with its commands started at another "
         "phase (0, 1.37, 2.74 ... ms), and a cell's worst case is the median (range) of "
         f"its repetitions' worst cases. Reproduce: `{command}`.",

@@ -23,7 +23,7 @@ import dataclasses
 from pathlib import Path
 
 from tandem.claims import Claim
-from tandem.exp.common import Boot, boot_options, summary_head
+from tandem.exp.common import Boot, boot_options, run_tag, run_words, runs, summary_head
 from tandem.exp.linux_rt_trace.plot import plot
 from tandem.exp.linux_rt_trace.report import report
 from tandem.exp.linux_rt_trace.script import script
@@ -49,11 +49,12 @@ def claims(root: Path) -> list[Claim]:
 
 
 def units(s: Scenario) -> list[Boot]:
-    """One boot per core count, each `reps` times."""
+    """One boot per core count, each `reps` times per Linux seed."""
     io = s.flag("io_load")
+    reps = s.integer("reps")
     return [
         Boot(
-            f"{label(n)}-rep{rep}",
+            f"{label(n)}-{run_tag(s, run)}",
             boot_options(
                 s,
                 s.text("timing"),
@@ -61,13 +62,14 @@ def units(s: Scenario) -> list[Boot]:
                 smp=n,
                 kernel=TRACE_KERNEL,
                 disk_mib=DISK_MIB if io else 0,
+                linux_seed=run.seed,
             ),
             script(n, s.integer("samples"), io, s.integer("settle_ms")),
             timeout_s=4 * 3600,
-            about=f"{n} core(s){', disk I/O' if io else ''}",
+            about=f"{n} core(s){', disk I/O' if io else ''}, {run_words(s, run, reps)}",
         )
         for n in s.integers("cores")
-        for rep in range(1, s.integer("reps") + 1)
+        for run in runs(s, reps)
     ]
 
 
@@ -82,6 +84,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
             {
                 "label": unit.label,
                 "cores": unit.options.smp,
+                "seed": unit.options.linux_seed,
                 "cyclictest_us": ct,
                 "windows": [dataclasses.asdict(w) for w in sections],
             }

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot
+from tandem.exp.common import Boot, one_seed, seeds
 from tandem.exp.memory.parse import (
     Handoffs,
     Plateau,
@@ -121,6 +121,7 @@ def units(s: Scenario) -> list[Boot]:
     """A membench boot without a model and one per profile, then ctxsw's
     two modes without a model and with `a53`."""
     profiles = _check(s)
+    seed = one_seed(s, "each of its boots measures one profile or mode once")
     # The boot without a model sweeps every profile's page counts: each
     # profile's TLB stall is its sweep minus that one at the same count.
     every_page = sorted({p for spec in profiles for p in tlb_pages(memmodel.profile(spec))})
@@ -135,6 +136,7 @@ def units(s: Scenario) -> list[Boot]:
                     board=s.board,
                     timing=_timing(s, spec),
                     smp=4,
+                    linux_seed=seed,
                 ),
                 script(
                     memmodel.profile(spec or "a53"),
@@ -160,6 +162,7 @@ def units(s: Scenario) -> list[Boot]:
                         ctxsw=Ctxsw(
                             core=0, mode=mode, pages=CTXSW_PAGES, switches=s.integer("switches")
                         ),
+                        linux_seed=seed,
                     ),
                     ctxsw_script(),
                     about=f"ctxsw {mode}, {CTXSW_PAGES} pages; memory model {spec or 'off'}",
@@ -238,6 +241,8 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         "timing": PERCORE,
         "quick": s.quick,
         "scenario": s.values,
+        # Linux's seed (the scenario's one).
+        "seeds": seeds(s),
         "quantum_ns": s.integer("quantum_ns"),
         "causal": s.text("causal"),
         "loads": s.integer("loads"),

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options, summary_head
+from tandem.exp.common import Boot, boot_options, one_seed, summary_head
 from tandem.exp.restart.parse import clock, monitor_gaps_ms, phase_stats, restarts
 from tandem.exp.restart.plot import plot
 from tandem.exp.restart.report import report
@@ -73,6 +73,7 @@ def units(s: Scenario) -> list[Boot]:
                 config=s.text("config"),
                 smp=s.integer("smp"),
                 linux_idle=s.text("linux_idle"),
+                linux_seed=one_seed(s, "one boot restarts Linux `count` times"),
             ),
             script(count, load_s(s.integer("load_ms"))),
             timeout_s=timeout_s(count),

@@ -24,7 +24,17 @@ import statistics
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options, num, rep_phase_us, write_summary
+from tandem.exp.common import (
+    Boot,
+    boot_options,
+    num,
+    rep_phase_us,
+    run_tag,
+    run_words,
+    runs,
+    seeds,
+    write_summary,
+)
 from tandem.exp.rpc.claims import claims
 from tandem.exp.rpc.parse import Cell, calibrated, calibration_log, parse_output
 from tandem.exp.rpc.plot import plot
@@ -99,29 +109,35 @@ def _cores(s: Scenario) -> tuple[int, int]:
 
 
 def units(s: Scenario) -> list[Boot]:
-    """One boot per repetition, each at its own start phase."""
+    """One boot per Linux seed and repetition, each at its repetition's
+    start phase. Every cell (size and mode) is measured in each boot, so a
+    claim's paired cells share their boot."""
     timing = s.text("timing")
     server, cpu = _cores(s)
+    reps = s.integer("reps")
     return [
         Boot(
-            label=f"rep{rep}",
+            label=run_tag(s, run),
             options=boot_options(
                 s,
                 timing=timing,
                 smp=s.integer("smp"),
                 rpc_cores=(server,),
-                phase_us=rep_phase_us(rep),
+                phase_us=rep_phase_us(run.rep),
+                linux_seed=run.seed,
             ),
             script=guest_script(s),
-            about=f"rep {rep}, {timing} timing, server on core {server}, client on {cpu}",
+            about=f"{run_words(s, run, reps)}, {timing} timing, server on core {server}, "
+            f"client on {cpu}",
         )
-        for rep in range(1, s.integer("reps") + 1)
+        for run in runs(s, reps)
     ]
 
 
 def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     lat: dict[Cell, list[tuple[str, float, float]]] = {}
     pair: dict[Cell, list[float]] = {}
+    pair_seeds: dict[Cell, list[int]] = {}
     models = []
     lines: list[str] = []
     for boot in units(s):
@@ -132,19 +148,23 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
             lat.setdefault(k, []).extend(v)
         for k2, v2 in p1.items():
             pair.setdefault(k2, []).extend(v2)
+            # Each task-pair run's boot's Linux seed (`pair_runs` per boot).
+            pair_seeds.setdefault(k2, []).extend([boot.options.linux_seed] * len(v2))
     rows: list[dict[str, object]] = []
     for size in s.integers("sizes"):
         for mode in s.texts("modes"):
-            calls, runs = lat.get((size, mode), []), pair.get((size, mode), [])
-            if not calls or not runs:
+            calls, times = lat.get((size, mode), []), pair.get((size, mode), [])
+            if not calls or not times:
                 raise TandemError(f"rpc: nothing measured for {size} bytes, {mode}")
             used = sorted({c[0] for c in calls})
             rows.append(
                 {
                     "bytes": size,
                     "mode": mode,
-                    "median_ms": round(statistics.median(runs), 4),
-                    "runs_ms": runs,
+                    "median_ms": round(statistics.median(times), 4),
+                    "runs_ms": times,
+                    # Beside runs_ms: each run's boot's Linux seed.
+                    "run_seeds": pair_seeds[(size, mode)],
                     "auto_used": "/".join(used) if mode == "auto" else mode,
                     "latency_median_us": round(statistics.median(c[1] for c in calls), 3),
                     "latency_us": [c[1] for c in calls],
@@ -165,6 +185,7 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
         "timing": s.text("timing"),
         "quick": s.quick,
         "reps": s.integer("reps"),
+        "seeds": seeds(s),
         "scenario": s.values,
         "rows": rows,
         "x_opt_bytes": model["x_opt"],

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.exp.common import num, read_summary, summary_list
+from tandem.exp.common import num, read_summary, seeds_words, summary_list
 from tandem.exp.rpc.parse import calibrated
 from tandem.exp.rpc.rows import by_size
 from tandem.exp.rpc.spec import MODES, NAME, PAPER_BLOCK_MS, PAPER_BUSY_MS, PAPER_X_OPT_BYTES
@@ -83,7 +83,7 @@ def report(run_dir: Path, command: str) -> str:
         "# rpc: synchronous RPC from Linux into the RTOS, busy / block / auto (paper 002)",
         "",
         f"Run `{run_dir.name.removesuffix('.partial')}`, **{timing} timing** on QEMU "
-        f"(not hardware), {summary['reps']} boot(s)"
+        f"(not hardware), {summary['reps']} boot(s){seeds_words(summary)}"
         f"{', quick settings' if summary['quick'] else ''}. Reproduce: `{command}`.",
         "",
         f"{sc['smp']} cores, RPC server on RTOS core {sc['server_core']}, the client and "

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options, summary_head, write_summary
+from tandem.exp.common import Boot, boot_options, one_seed, summary_head, write_summary
 from tandem.exp.rpmsg.parse import parse, rows
 from tandem.exp.rpmsg.plot import plot
 from tandem.exp.rpmsg.report import report
@@ -46,7 +46,12 @@ def units(s: Scenario) -> list[Boot]:
     return [
         Boot(
             LABEL,
-            boot_options(s, s.text("timing"), smp=s.integer("smp")),
+            boot_options(
+                s,
+                s.text("timing"),
+                smp=s.integer("smp"),
+                linux_seed=one_seed(s, "one boot measures every size"),
+            ),
             script(sizes, calls),
             timeout_s=300 + calls * len(sizes),
             about=f"{calls} echoes per size and kind",

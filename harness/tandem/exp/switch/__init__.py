@@ -27,7 +27,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options, summary_head
+from tandem.exp.common import Boot, boot_options, one_seed, summary_head
 from tandem.exp.scenario import Scenario
 from tandem.exp.switch.parse import count_switches, directions, elves
 from tandem.exp.switch.report import report
@@ -84,6 +84,7 @@ def units(s: Scenario) -> list[Boot]:
                 config=s.text("config"),
                 smp=s.integer("smp"),
                 linux_idle=LINUX_IDLE,
+                linux_seed=one_seed(s, "one boot counts every switch"),
             ),
             script(s.integer("idle_ms")),
             timeout_s=TIMEOUT_S,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tandem.claims import Claim
 from tandem.errors import TandemError
-from tandem.exp.common import Boot, boot_options, summary_head
+from tandem.exp.common import Boot, boot_options, one_seed, summary_head
 from tandem.exp.scenario import Scenario
 from tandem.exp.trace.plot import plot
 from tandem.exp.trace.report import report
@@ -77,6 +77,7 @@ def units(s: Scenario) -> list[Boot]:
                 smp=s.integer("smp"),
                 linux_idle=s.text("linux_idle"),
                 workload=workload(s.integers("workload")),
+                linux_seed=one_seed(s, "it dumps the rings once in one boot"),
             ),
             script(window_us, s.text("load"), s.flag("linux_sched")),
             timeout_s=timeout_s(window_us),
