@@ -225,15 +225,18 @@ trace-kernel: $(BUILD)/.ksrc-stamp
 # (linux/psci-checker.config), which tests CPU_OFF / CPU_ON and CPU_SUSPEND
 # at every boot. Not part of `make build`; `make test` builds it for its
 # QEMU test (harness/tests/test_idle.py). It starts from a copy of Tandem's
-# kernel's objects, so only what the checker's option touches is compiled.
+# kernel's objects and takes Tandem's kernel's fragments (the boards' too),
+# so its .config differs by the checker's option alone and only what that
+# option touches is compiled (without the boards' fragments some thirty
+# options differed and nearly every object was compiled again).
 PSCI_KOUT   := $(BUILD)/linux-psci
 PSCI_IMAGE  := $(PSCI_KOUT)/arch/arm64/boot/Image
 psci-kernel: $(PSCI_IMAGE)
 
-$(PSCI_IMAGE): $(IMAGE) linux/tandem.config linux/psci-checker.config scripts/check-kconfig.sh
+$(PSCI_IMAGE): $(IMAGE) linux/tandem.config $(BOARD_KCONFIGS) linux/psci-checker.config scripts/check-kconfig.sh
 	@mkdir -p $(PSCI_KOUT)
 	@rsync -a --delete --exclude=/tandem-psci.config $(KOUT)/ $(PSCI_KOUT)/
-	@cat linux/tandem.config linux/psci-checker.config > $(PSCI_KOUT)/tandem-psci.config
+	@cat linux/tandem.config $(BOARD_KCONFIGS) linux/psci-checker.config > $(PSCI_KOUT)/tandem-psci.config
 	@KCONFIG_ALLCONFIG=$(PSCI_KOUT)/tandem-psci.config \
 		$(MAKE) -C $(KSRC) O=$(PSCI_KOUT) ARCH=arm64 CROSS_COMPILE=$(CROSS) -s allnoconfig
 	@scripts/check-kconfig.sh $(PSCI_KOUT)/tandem-psci.config $(PSCI_KOUT)/.config
