@@ -72,6 +72,20 @@ impl Snapshots {
     }
 }
 
+/// One step of a streaming core: its `next` line of its own 16 MiB, loaded
+/// or stored (`stream`), one access per line; returns the step's time.
+fn stream_step(m: &mut MemoryModel, core: usize, now: u64, stream: Stream, next: &mut u64) -> u64 {
+    let line = m.profile().l1d.line_bytes;
+    let address = 0x5000_0000 + core as u64 * (16 << 20) + *next * line;
+    let access = match stream {
+        Stream::Loads => load(address),
+        Stream::Stores => store(address),
+    };
+    let stall = m.data_access(core, now, &access);
+    *next = (*next + 1) % ((16 << 20) / line);
+    STREAM_INSTRUCTIONS + stall
+}
+
 /// Core 0 chases pointers over 8 MiB (every load from DRAM, 37 lines
 /// apart: no prefetcher follows) with a pseudo-random pause between loads,
 /// uniform in 0..2×DRAM latency; cores 1..=`streamers` stream `stream`s
@@ -106,19 +120,10 @@ fn probe_run(profile: &str, streamers: usize, stream: Stream, quantum: u64) -> O
     for core in 1..CORES {
         let snapshots = &snapshots;
         if core <= streamers {
-            let base = 0x5000_0000 + core as u64 * (16 << 20);
-            let lines = (16 << 20) / line;
             let mut next = 0;
             steps.push(Box::new(move |m: &mut MemoryModel, core, now| {
                 snapshots.borrow_mut().take(m, core, now);
-                let address = base + next * line;
-                let access = match stream {
-                    Stream::Loads => load(address),
-                    Stream::Stores => store(address),
-                };
-                let stall = m.data_access(core, now, &access);
-                next = (next + 1) % lines;
-                STREAM_INSTRUCTIONS + stall
+                stream_step(m, core, now, stream, &mut next)
             }));
         } else {
             steps.push(Box::new(move |m: &mut MemoryModel, core, now| {
@@ -338,18 +343,9 @@ fn sleeper_run(profile: &str, streamers: usize, stream: Stream, quantum: u64) ->
     }
     for core in 1..CORES {
         if core <= streamers {
-            let base = 0x5000_0000 + core as u64 * (16 << 20);
-            let lines = (16 << 20) / line;
             let mut next = 0;
             steps.push(Box::new(move |m: &mut MemoryModel, core, now| {
-                let address = base + next * line;
-                let access = match stream {
-                    Stream::Loads => load(address),
-                    Stream::Stores => store(address),
-                };
-                let stall = m.data_access(core, now, &access);
-                next = (next + 1) % lines;
-                STREAM_INSTRUCTIONS + stall
+                stream_step(m, core, now, stream, &mut next)
             }));
         } else {
             steps.push(Box::new(|_: &mut MemoryModel, _, _| 50));
