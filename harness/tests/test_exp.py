@@ -98,8 +98,8 @@ def test_shipped_scenarios_load() -> None:
             ('envs = ["smp", ', 'envs = ["bogus", '),
             "'smp', 'affinity', 'dualunix', 'heteroos', 'tandem'",
         ),
-        (("reps = 3", "reps = true"), "reps = True is not allowed"),
-        (("reps = 3\n", ""), "missing key reps"),
+        (("reps = 4", "reps = true"), "reps = True is not allowed"),
+        (("reps = 4\n", ""), "missing key reps"),
         (('experiment = "domains"', 'experiment = "other"'), "must be the file's name"),
         (("samples = 512", "samples = -1"), "quick.samples = -1"),
         (("samples = 4096", "samples = [4096"), "not valid TOML"),
@@ -147,10 +147,11 @@ def test_domains_phases_and_script() -> None:
     ]
     affinity = domains_script.guest_script(domains_spec.ENVS["affinity"], s)
     assert "isolate_core 3" in affinity
-    assert "load_start memory 1 2" in affinity and "load_start memory 1 3" not in affinity
+    # The paper's load: reads alone (tandem-membench read), one per loaded core.
+    assert "load_start reads 1 2" in affinity and "load_start reads 1 3" not in affinity
     assert "measure_cyclictest memory-2 4096 3 yes" in affinity
     smp = domains_script.guest_script(domains_spec.ENVS["smp"], s)
-    assert "load_start memory 2 any" in smp and "\nisolate_core 3" not in smp
+    assert "load_start reads 2 any" in smp and "\nisolate_core 3" not in smp
     assert "measure_rtos scheduling-3 4096 3" in domains_script.guest_script(
         domains_spec.ENVS["heteroos"], s
     )
@@ -166,7 +167,13 @@ def test_domains_phases_and_script() -> None:
     assert b.rstrip().endswith("remote done 0")
     assert "load_stop() { remote stop 0; }" in b
     agent = domains_script.load_agent_script(s)
-    assert 'load_start memory 1 "$core"' in agent
+    assert 'load_start reads 1 "$core"' in agent
+    # stress-ng's memrate (reads and writes), as the runs before 30 Nov.
+    memrate = scenario.load("domains", domains.SCHEMA, overrides={"memory_load": "memrate"})
+    assert "load_start memory 2 any" in domains_script.guest_script(
+        domains_spec.ENVS["smp"], memrate
+    )
+    assert 'load_start memory 1 "$core"' in domains_script.load_agent_script(memrate)
     assert "load_start scheduling 1 0-2" in agent
     mailbox = f"{domains_script.mailbox(s.board):#x}"
     assert mailbox in agent and mailbox in b
@@ -284,9 +291,13 @@ def test_domains_with_a_model_counts_each_rtos_phase_in_a_window(tmp_path: Path)
     model's counters on every core; the summary keeps them per phase and
     the report sets core 3's reads beside the other lanes."""
     s = scenario.load(
-        "domains", domains.SCHEMA, overrides={"memmodel": "arm11-003", "windows": True}
+        "domains",
+        domains.SCHEMA,
+        overrides={"memmodel": "arm11-003", "windows": True, "seeds": [0], "reps": 1},
     )
-    plain = scenario.load("domains", domains.SCHEMA, overrides={"memmodel": "arm11-003"})
+    plain = scenario.load(
+        "domains", domains.SCHEMA, overrides={"memmodel": "arm11-003", "windows": False}
+    )
     envs = domains_spec.ENVS
     hooks = domains_script.WINDOW_HOOKS
     assert hooks in domains_script.guest_script(envs["heteroos"], s)
@@ -294,7 +305,9 @@ def test_domains_with_a_model_counts_each_rtos_phase_in_a_window(tmp_path: Path)
     assert hooks not in domains_script.guest_script(envs["heteroos"], plain)
     assert hooks not in domains_script.guest_script(envs["smp"], s)
     assert hooks not in domains_script.guest_script(envs["dualunix"], s)
-    no_model = scenario.load("domains", domains.SCHEMA, overrides={"windows": True})
+    no_model = scenario.load(
+        "domains", domains.SCHEMA, overrides={"memmodel": "none", "windows": True}
+    )
     with pytest.raises(TandemError, match=r"windows = true .* needs a model"):
         domains.units(no_model)
     kept = {b.label: b.keep for b in domains.units(s)}

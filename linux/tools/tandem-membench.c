@@ -19,6 +19,12 @@
  *       pages are one physical page mapped PAGES times (a file in /tmp),
  *       so every load hits the same cached line and only the TLBs see
  *       PAGES pages: "tlb pages=P loads=N ns=T".
+ *   tandem-membench read [-l LINE] BYTES
+ *       A load, not a measurement: reads its own BYTES (a K or M suffix
+ *       allowed) one word per LINE bytes, in order, round and round, until
+ *       it is killed; no writes once its pages are in (paper 003's
+ *       information domain, which reads at the maximum rate through a
+ *       buffer far larger than the L1). Prints nothing.
  *   tandem-membench window open|close
  *       Opens (closes) a window of the memory model's counters on every
  *       core at once, at this core's time: a script brackets a phase of
@@ -102,6 +108,7 @@ static void show_usage(void)
 		"usage: tandem-membench chase [-c CPU] [-l LINE] [-n LOADS] BYTES...\n"
 		"       tandem-membench contend [-l LINE] [-n LOADS] [-s STREAM] BYTES K\n"
 		"       tandem-membench tlb [-c CPU] [-n LOADS] PAGES...\n"
+		"       tandem-membench read [-l LINE] BYTES\n"
 		"       tandem-membench window open|close\n");
 	exit(2);
 }
@@ -380,6 +387,50 @@ static int run_contend(struct opts *o, int argc, char **argv)
 	return 0;
 }
 
+/* A byte count with an optional K or M suffix (as stress-ng's sizes). */
+static unsigned long parse_size(const char *text)
+{
+	char *end;
+	unsigned long v, unit = 1;
+
+	errno = 0;
+	v = strtoul(text, &end, 0);
+	if (*end == 'K' || *end == 'k')
+		unit = 1ul << 10;
+	else if (*end == 'M' || *end == 'm')
+		unit = 1ul << 20;
+	if (unit != 1)
+		end++;
+	if (errno || end == text || *end || v == 0 || v > (1ul << 40) / unit) {
+		fprintf(stderr, "tandem-membench: bad size '%s'\n", text);
+		exit(2);
+	}
+	return v * unit;
+}
+
+static int run_read(struct opts *o, int argc, char **argv)
+{
+	char *memory;
+	unsigned long bytes, off;
+	uint64_t sum = 0;
+
+	if (argc != 1)
+		show_usage();
+	bytes = parse_size(argv[0]);
+	memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (memory == MAP_FAILED)
+		die("mmap");
+	/* Fault the pages in (each its own), so that the loop only reads. */
+	for (off = 0; off < bytes; off += PAGE)
+		memory[off] = 1;
+	/* Atomic loads: the compiler keeps every one of them. */
+	for (;;)
+		for (off = 0; off < bytes; off += o->line)
+			sum += __atomic_load_n(&memory[off], __ATOMIC_RELAXED);
+	return (int)sum;
+}
+
 /* @pages views of one physical page, side by side; NULL on failure. */
 static char *map_views(unsigned long pages)
 {
@@ -504,6 +555,8 @@ int main(int argc, char **argv)
 		return run_contend(&o, argc, argv);
 	if (!strcmp(what, "tlb"))
 		return run_tlb(&o, argc, argv);
+	if (!strcmp(what, "read"))
+		return run_read(&o, argc, argv);
 	if (!strcmp(what, "window"))
 		return run_window(argc, argv);
 	show_usage();

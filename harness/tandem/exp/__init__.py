@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tandem import pool, provenance
+from tandem import pool, provenance, stats
 from tandem.claims import Claim, ClaimTests
 from tandem.errors import TandemError
 from tandem.exp import (
@@ -103,6 +103,14 @@ REGISTRY = {
 def claim_tests() -> list[ClaimTests]:
     """Every experiment's claim tests, in the registry's order."""
     return [exp.claims for exp in REGISTRY.values()]
+
+
+def declare_stats(exp: Experiment, summary: dict[str, object]) -> None:
+    """A new run of an experiment that tests a paper's claims declares the
+    statistics it is judged by (tandem/stats.py, fixed before issue 49's
+    runs); runs made before keep the tests they were judged by."""
+    if exp.claims is not no_claims:
+        summary["stats"] = stats.STATS_VERSION
 
 
 def finish(exp: Experiment, run_dir: Path, summary: dict[str, object], command: str) -> None:
@@ -247,6 +255,7 @@ def run(
             )
             return partial.dir
         summary = exp.summarize(s, partial.dir, Measured(partial.dir))
+        declare_stats(exp, summary)
         summary["command"] = command
         summary["provenance"] = stamp
         summary["host_seconds"] = round(time.monotonic() - started, 1)
@@ -295,6 +304,7 @@ def merge(
                     raise TandemError(f"merge: {f.name} is in more than one shard")
                 shutil.copy2(f, raw / f.name, follow_symlinks=False)
         summary = exp.summarize(s, partial.dir, Measured(partial.dir))
+        declare_stats(exp, summary)
         summary["command"] = first.command
         summary["provenance"] = first.provenance | {
             "shards": [

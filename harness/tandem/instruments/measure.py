@@ -40,12 +40,22 @@ PRELUDE = rf"""
 set -u
 LOADS=""
 fail() {{ echo "@@FAIL $*@@"; exit 1; }}
-# load_start KIND WORKERS CPUS: KIND memory|scheduling|kernel|io; CPUS a
-# taskset list or "any".
+# load_start KIND WORKERS CPUS: KIND memory|reads|scheduling|kernel|io;
+# CPUS a taskset list or "any". memory: stress-ng's memrate (reads and
+# writes); reads: tandem-membench read, reads alone (paper 003's load).
 load_start() {{
 	pin=""
 	[ "$3" = any ] || pin="--taskset $3"
 	case $1 in
+	reads)
+		n=0
+		while [ "$n" -lt "$2" ]; do
+			if [ "$3" = any ]; then tandem-membench read "$MEMORY_BYTES" &
+			else taskset -c "$3" tandem-membench read "$MEMORY_BYTES" & fi
+			LOADS="$LOADS $!"
+			n=$((n + 1))
+		done
+		return 0 ;;
 	memory) stress-ng --memrate "$2" --memrate-bytes "$MEMORY_BYTES" $pin -q >/dev/null 2>&1 & ;;
 	scheduling) stress-ng --mutex 1 --mutex-procs "$SCHED_THREADS" $pin -q >/dev/null 2>&1 & ;;
 	# --timer-freq: stress-ng's default of 1 MHz per worker would leave no

@@ -76,6 +76,24 @@ def _memory_caveats(timing: str, memmodel: str | None) -> list[str]:
     ]
 
 
+# What a memory-loaded core runs, by the scenario's `memory_load`.
+MEMORY_LOAD_WORDS = {
+    "reads": "reads its own buffer of {bytes} at the maximum rate, one word per cache "
+    "line in order, and writes nothing (`tandem-membench read`), as the paper's load",
+    "memrate": "runs stress-ng's memrate over {bytes}, which reads and writes",
+}
+
+
+def _memory_load_words(summary: dict[str, object]) -> list[str]:
+    """What the memory load was, for runs whose scenario names it (runs
+    before 30 Nov ran memrate and their reports stay as they were)."""
+    scenario = summary.get("scenario")
+    if not isinstance(scenario, dict) or "memory_load" not in scenario:
+        return []
+    words = MEMORY_LOAD_WORDS[str(scenario["memory_load"])]
+    return ["", f"Each memory-loaded core {words.format(bytes=scenario['memory_bytes'])}."]
+
+
 def window_lines(summary: dict[str, object]) -> list[str]:
     """What the memory model counted over each RTOS phase (the summary's
     `windows`; nothing for a run without them)."""
@@ -144,6 +162,7 @@ def report(run_dir: Path, command: str) -> str:
         "resolution). Loads are on cores 0-2 (anywhere in smp); in dualunix cyclictest runs in "
         "Linux B, alone on core 3, and the loads in Linux A on cores 0-2: two kernels under "
         "Tandem's EL2 layer (docs/hyp.md).",
+        *_memory_load_words(summary),
         "",
         "| env | load | loaded cores | samples | min µs | avg µs | p99 µs | max µs |",
         "|---|---|---|---|---|---|---|---|",

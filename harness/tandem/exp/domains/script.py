@@ -4,7 +4,13 @@ guest script that measures them all in one boot of one environment."""
 from __future__ import annotations
 
 from tandem.errors import TandemError
-from tandem.exp.domains.spec import INFO_CORES, MEASURED_CORE, PERIOD_US, Env
+from tandem.exp.domains.spec import (
+    INFO_CORES,
+    MEASURED_CORE,
+    MEMORY_LOAD_KINDS,
+    PERIOD_US,
+    Env,
+)
 from tandem.exp.scenario import Scenario
 from tandem.instruments.measure import script_header
 from tandem.platform.abi import constants
@@ -56,6 +62,11 @@ remote() {{
 """
 
 
+def memory_kind(s: Scenario) -> str:
+    """What load_start runs on a memory-loaded core (`memory_load`)."""
+    return MEMORY_LOAD_KINDS[s.text("memory_load")]
+
+
 def load_agent_script(s: Scenario) -> str:
     """The loading partition's script: start and stop loads as the measuring
     partition asks over the mailbox, until it says it is done."""
@@ -86,14 +97,14 @@ while true; do
 	{LOAD_CODES["memory"]})
 		core=0
 		while [ "$core" -lt "$workers" ]; do
-			load_start memory 1 "$core"
+			load_start {memory_kind(s)} 1 "$core"
 			core=$((core + 1))
 		done ;;
 	{LOAD_CODES["scheduling"]}) load_start scheduling 1 0-{INFO_CORES - 1} ;;
 	{LOAD_CODES["done"]}) load_stop; break ;;
 	esac
-	running=$(pidof stress-ng | wc -w)
-	echo "load agent: command $seq (load $kind x$workers): $running stress-ng processes"
+	running=$(pidof stress-ng tandem-membench | wc -w)
+	echo "load agent: command $seq (load $kind x$workers): $running load processes"
 	devmem {_word(board, "ack")} 32 "$seq"
 done
 echo "load agent: done after $seen commands"
@@ -163,10 +174,11 @@ def guest_script(env: Env, s: Scenario) -> str:
     samples = s.integer("samples")
     for load, k in phases(s):
         if load == "memory":
+            kind = memory_kind(s)
             if env.pin_load:
-                lines += [f"load_start memory 1 {core}" for core in range(k)]
+                lines += [f"load_start {kind} 1 {core}" for core in range(k)]
             else:
-                lines.append(f"load_start memory {k} any")
+                lines.append(f"load_start {kind} {k} any")
         elif load == "scheduling":
             cpus = f"0-{INFO_CORES - 1}" if env.pin_load else "any"
             lines.append(f"load_start scheduling 1 {cpus}")

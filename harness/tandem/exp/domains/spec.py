@@ -12,6 +12,10 @@ MEASURED_CORE = 3
 INFO_CORES = 3  # cores 0-2 carry the information domain's load
 PERIOD_US = 1000  # the RTOS demo's cyclic period; cyclictest uses the same
 LOADS = ("none", "memory", "scheduling")
+# What runs on a memory-loaded core, and its kind in the guest scripts'
+# load_start (tandem/instruments/measure.py).
+MEMORY_LOADS = ("reads", "memrate")
+MEMORY_LOAD_KINDS = {"reads": "reads", "memrate": "memory"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,12 @@ SCHEMA = {
         str,
         "memrate buffer per worker (stress-ng size; far above the 32 KiB L1)",
         choices=("256K", "1M", "4M", "16M"),
+    ),
+    "memory_load": Key(
+        str,
+        "what a memory-loaded core runs: reads (tandem-membench read: reads alone, as "
+        "the paper's load) or memrate (stress-ng's, which also writes; runs before 30 Nov)",
+        choices=MEMORY_LOADS,
     ),
     "scheduling_threads": Key(int, "threads handing the mutex round", minimum=2, maximum=64),
     "rtos_task_set": Key(
