@@ -20,7 +20,7 @@ from tandem.exp.common import median_change_ci
 from tandem.exp.domains import rows as domains_rows
 from tandem.exp.domains import script as domains_script
 from tandem.exp.domains import spec as domains_spec
-from tandem.exp.domains.report import window_lines
+from tandem.exp.domains.report import board_series, board_time_lines, slope, window_lines
 from tandem.exp.lhp import parse as lhp_parse
 from tandem.exp.lhp.report import e3_lines
 from tandem.exp.linux_rt import script as linux_rt_script
@@ -1292,3 +1292,35 @@ def test_cyclictest_measures_through_its_json() -> None:
     got = measure.parse_results(r.lines, "boot")["p1"]
     assert got.samples == 64 and got.overflow == 0, r.output
     assert 0 < got.min_us <= got.avg_us <= got.max_us < 100, r.output
+
+
+def test_domains_report_sets_ours_beside_fig8_in_the_boards_time() -> None:
+    """With a modelled board clock, the worst case against loaded cores in
+    the board's µs (median over boots of each boot's worst, x 1000 / MHz),
+    its slope and 0 -> 3 ratio beside the paper's; nothing without a clock."""
+    rows: list[dict[str, object]] = []
+    for env, base in (("smp", 100.0), ("heteroos", 10.0)):
+        for k in range(4):
+            worst = base * (1 + k) * 210 / 1000
+            rows.append(
+                {
+                    "env": env,
+                    "load": "none" if k == 0 else "memory",
+                    "loaded_cores": k,
+                    # The median of three boots is the middle one.
+                    "rep_max_us": [worst / 2, worst, worst * 3],
+                }
+            )
+    summary: dict[str, object] = {"board_clock_mhz": 210, "rows": rows}
+    assert board_series(summary, "smp") == pytest.approx([100, 200, 300, 400])
+    assert board_series(summary, "affinity") is None
+    assert slope([100.0, 200.0, 300.0, 400.0]) == pytest.approx(100.0)
+    lines = "\n".join(board_time_lines(summary))
+    assert (
+        "| smp | 100.00 | 200.00 | 300.00 | 400.00 | +100.00 | x4.00 | 54 / 120 / 165 / 202 |"
+        in lines
+    )
+    assert (
+        "| heteroos | 10.00 | 20.00 | 30.00 | 40.00 | +10.00 | x4.00 | 6 / 11 / 15 / 19 |" in lines
+    )
+    assert board_time_lines({"rows": rows}) == []

@@ -51,6 +51,7 @@ from tandem.exp.domains.spec import ENVS, MEASURED_CORE, NAME, PERIOD_US, SCHEMA
 from tandem.exp.scenario import Scenario
 from tandem.exp.units import Measured
 from tandem.instruments.measure import Latency, merged, parse_results
+from tandem.platform import memmodel
 
 # The Experiment interface (tandem.exp.REGISTRY).
 __all__ = ["NAME", "SCHEMA", "claims", "plot", "report", "summarize", "units"]
@@ -141,6 +142,18 @@ WINDOW_KEYS = (
 )
 
 
+def board_clock_mhz(s: Scenario) -> int | None:
+    """The modelled board's core clock (its profile's), None without a
+    model or a clock: the model counts one of its cycles as 1 ns, so the
+    board's time is ours x 1000 / MHz (the report and plot set it beside
+    the paper's figures)."""
+    spec = s.text("memmodel")
+    if spec == "none":
+        return None
+    clock = memmodel.profile(spec).get("core_clock_mhz")
+    return clock if isinstance(clock, int) and not isinstance(clock, bool) and clock > 0 else None
+
+
 def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     """The worst cases per environment, load and loaded cores."""
     progress = Progress(NAME)
@@ -180,5 +193,8 @@ def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:
     }
     if windows:
         summary["windows"] = windows
+    clock = board_clock_mhz(s)
+    if clock is not None:
+        summary["board_clock_mhz"] = clock
     write_summary(out, summary, COLUMNS)
     return summary
