@@ -64,7 +64,7 @@ def test_ctxsw_application_and_checks() -> None:
     for bad, message in [
         (Ctxsw(core=2), "must be a core running the RTOS"),
         (Ctxsw(core=0, mode="tagged"), "mode 'tagged'"),
-        (Ctxsw(core=0, pages=65), "pages 65"),
+        (Ctxsw(core=0, pages=257), "pages 257"),
         (Ctxsw(core=0, switches=1), "switches 1"),
     ]:
         with pytest.raises(TandemError, match=message):

@@ -44,12 +44,13 @@ INVOCATION = ("command",)
 # What a kept run's scenario lacks it ran with: keys added, or given a
 # default other than what was measured before, after it was kept (domains'
 # issue 49 defaults of 30 Nov: the arm11-003 model with windows, the
-# paper's reads-only load, five seeds).
+# paper's reads-only load, five seeds; ctxsw's profiles none and a53).
 KEPT_WITHOUT: dict[str, object] = {
     "memmodel": "none",
     "windows": False,
     "memory_load": "memrate",
     "seeds": [0],
+    "profiles": ["none"],
 }
 CHANGED_DEFAULTS = ("causal", *KEPT_WITHOUT)
 
@@ -405,7 +406,7 @@ def test_merge_refuses_shards_of_another_commit_scenario_or_unfinished(
 
 def test_host_timing_refuses_boots_side_by_side(tmp_path: Path) -> None:
     with pytest.raises(TandemError, match="--jobs 2: ctxsw's boots in host timing"):
-        exp.run("ctxsw", True, {}, out_root=tmp_path, jobs=2)
+        exp.run("ctxsw", True, {"timings": ["percore", "host"]}, out_root=tmp_path, jobs=2)
     assert not (tmp_path / "ctxsw").exists(), "refused before anything is written"
 
 

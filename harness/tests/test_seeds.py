@@ -54,7 +54,9 @@ def test_seeds_default_to_zero_and_take_a_list(tmp_path: Path) -> None:
     assert _domains(tmp_path, text).integers("seeds") == [1, 2]
     # Every experiment has it, the ones that are a scenario file alone too.
     for name in [*exp.REGISTRY, *exp.app_scenarios()]:
-        want = [0, 1, 2, 3, 4] if name == "domains" else [0]
+        # Issue 49's runs: five seeds for domains, twenty for ctxsw (one
+        # boot per seed in per-core timing: twenty pairs).
+        want = {"domains": [0, 1, 2, 3, 4], "ctxsw": list(range(20))}.get(name, [0])
         assert scenario.load(name, exp.get(name).schema).integers("seeds") == want, name
 
 
@@ -272,15 +274,21 @@ def test_ctxsw_rows_keep_each_boots_time_and_seed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """ctxsw (no kept raw data to replay): each cell's boots' ns per
-    hand-off in runs_ns, with run_seeds, from a made-up record per boot."""
+    hand-off in runs_ns, with run_seeds, from a made-up record per boot;
+    with a memory profile, each boot's translation stall per hand-off
+    from a made-up memmodel.json, and the median as model_refill_ns."""
     s = scenario.load(
         "ctxsw",
         ctxsw.SCHEMA,
         quick=True,
-        overrides={"seeds": [3, 5], "timings": ["percore"]},
+        overrides={"seeds": [3, 5], "timings": ["percore"], "profiles": ["none", "a53"]},
     )
     boots = [b for b in exp.get("ctxsw").units(s) if not b.label.startswith("path-")]
-    assert len(boots) == 2 * len(s.texts("modes")) * len(s.integers("pages"))
+    assert len(boots) == 2 * 2 * len(s.texts("modes")) * len(s.integers("pages"))
+    modelled = [b for b in boots if b.options.timing.memmodel == "a53"]
+    assert len(modelled) == len(boots) // 2
+    assert all(b.keep == ("memmodel.json",) and "-a53-" in b.label for b in modelled)
+    assert all(b.keep == () and "-a53-" not in b.label for b in boots if b not in modelled)
 
     seen: list[tuple[int, str]] = []
 
@@ -292,6 +300,7 @@ def test_ctxsw_rows_keep_each_boots_time_and_seed(
         return {
             "mode": ["asid", "flush"].index(boot.options.ctxsw.mode),
             "pages": boot.options.ctxsw.pages,
+            "switches": 10,
         }
 
     class FakeMeasured:
@@ -300,6 +309,12 @@ def test_ctxsw_rows_keep_each_boots_time_and_seed(
 
         def where(self, label: str) -> str:
             return f"{label} (console)"
+
+        def text(self, label: str, name: str) -> str:
+            # Seed 3's boot stalled 50 ns per hand-off translating, seed 5's 70.
+            assert name == "memmodel.json" and "-a53-" in label
+            stall = 500 if "-seed3-" in label else 700
+            return json.dumps({"cores": [{"translation_stall_ns": stall}]})
 
     monkeypatch.setattr(ctxsw, "parse_record", fake_record)
     # Seed 3's hand-offs take 100 ns, seed 5's 200 ns.
@@ -313,7 +328,21 @@ def test_ctxsw_rows_keep_each_boots_time_and_seed(
     for row in rows:
         assert row["runs_ns"] == [100.0, 200.0] and row["run_seeds"] == [3, 5]
         assert row["boots"] == 2
+        if row["profile"] == "a53":
+            assert row["model_refill_runs_ns"] == [50.0, 70.0]
+            assert row["model_refill_ns"] == 60.0
+        else:
+            assert row["profile"] == "none" and "model_refill_ns" not in row
+    assert {r["profile"] for r in rows} == {"none", "a53"}
     assert summary["seeds"] == [3, 5]
+    # A model named in memmodel is refused: each boot's is its profile's.
+    with pytest.raises(TandemError, match="name them in `profiles`"):
+        exp.get("ctxsw").units(scenario.load("ctxsw", ctxsw.SCHEMA, overrides={"memmodel": "a53"}))
+    # A stats file without the tasks' core is an error, not a zero.
+    with pytest.raises(TandemError, match="no counters for 1 core"):
+        ctxsw.translation_stall_ns(json.dumps({"cores": []}), 1, "x")
+    with pytest.raises(TandemError, match="translation_stall_ns -1"):
+        ctxsw.translation_stall_ns(json.dumps({"cores": [{"translation_stall_ns": -1}]}), 1, "x")
 
 
 def _fake_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -31,8 +31,9 @@ const PAIR: [u8; 2] = [0, 1];
 const STRAY: u8 = 2;
 /// Its page size (`tandem_rtos_mm::PAGE`).
 const PAGE: u64 = 4096;
-/// The step from one page's word to the next: a page and a cache line.
-const STAGGERED_PAGE: u64 = PAGE + 64;
+/// A cache line, and the lines in a page.
+const LINE: u64 = 64;
+const LINES_PER_PAGE: u64 = PAGE / LINE;
 
 /// The application.
 pub const APP: App = App {
@@ -223,14 +224,17 @@ extern "C" fn handoff_entry(data: u64, pages: u64, peer: u64, first: u64) -> ! {
     loop {
         let mut p = 0;
         while p < pages {
-            // Page p's word sits p cache lines into it (a page has 64
-            // lines: app.toml's `pages` is at most 64). At one offset in
-            // every page the pair's 128 lines would fall into 2 of a 32 KiB
-            // 4-way L1's 128 sets and evict each other on every hand-off: a
-            // cache conflict measured on top of the TLB's cost.
-            // SAFETY: the task's own data pages (mapped EL0 read/write);
-            // the offset stays inside page p.
-            unsafe { ((data + p * STAGGERED_PAGE) as *mut u64).write_volatile(value) };
+            let word = data + p * PAGE + (p % LINES_PER_PAGE) * LINE;
+            // Page p's word sits p cache lines into it, round the page's
+            // 64 lines. At one offset in every page the pair's lines would
+            // fall into 2 of a 32 KiB 4-way L1's 128 sets and evict each
+            // other on every hand-off: a cache conflict measured on top of
+            // the TLB's cost. (Beyond 64 pages the lines repeat: 256 pages
+            // a task are 512 lines, a whole L1, and conflict anyway.)
+            // SAFETY: the task's own data pages (mapped EL0 read/write,
+            // app.toml's `pages` at most their 256); the offset stays
+            // inside page p.
+            unsafe { (word as *mut u64).write_volatile(value) };
             p += 1;
         }
         match syscall::user_chg(peer, value.wrapping_add(1)) {

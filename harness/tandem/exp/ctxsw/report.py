@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tandem.exp.common import num, read_summary, seeds_words, summary_list
-from tandem.exp.ctxsw.spec import NAME, PAPER
+from tandem.exp.ctxsw.spec import NAME, NO_MODEL, PAPER
 from tandem.platform.timing import MODES as TIMING_MODES
 from tandem.platform.timing import Timing
 
@@ -38,6 +38,45 @@ def _host_gap(rows: list[dict[str, object]]) -> str:
     )
 
 
+def _model_lines(rows: list[dict[str, object]]) -> list[str]:
+    """With a memory profile: flush against asid per pages, beside the
+    difference of the model's refill stalls (what the flush costs by the
+    model's own counters)."""
+    modelled = [r for r in rows if r.get("model_refill_ns") is not None]
+    if not modelled:
+        return []
+    out = [
+        "",
+        "## With the memory model",
+        "",
+        "The model (per-core timing) charges each TLB miss its page walk through the caches, "
+        "each cache miss its line from the bus, into the tasks' core's clock. `asid` keeps "
+        "both tasks' entries in the TLB; `flush` refills them after every switch. The model's "
+        "refills: the translation stalls it charged the tasks' core over the boot, per "
+        "hand-off (the boot's other stalls there are the same in both modes, so their "
+        "difference is what the flush costs by the model's counters). Medians over boots.",
+        "",
+        "| profile | pages | asid ns | flush ns | flush - asid ns | model's refills, "
+        "flush - asid ns | measured / model |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    cells: dict[tuple[str, int], dict[str, dict[str, object]]] = {}
+    for r in modelled:
+        cells.setdefault((str(r["profile"]), int(num(r, "pages"))), {})[str(r["mode"])] = r
+    for (profile, pages), by in sorted(cells.items()):
+        if "asid" not in by or "flush" not in by:
+            continue
+        a, f = by["asid"], by["flush"]
+        gap = num(f, "per_switch_ns") - num(a, "per_switch_ns")
+        refills = num(f, "model_refill_ns") - num(a, "model_refill_ns")
+        ratio = f"x{gap / refills:.2f}" if refills > 0 else "-"
+        out.append(
+            f"| {profile} | {pages} | {num(a, 'per_switch_ns'):.1f} | "
+            f"{num(f, 'per_switch_ns'):.1f} | {gap:+.1f} | {refills:+.1f} | {ratio} |"
+        )
+    return out
+
+
 def report(run_dir: Path, command: str) -> str:
     summary = read_summary(run_dir, NAME)
     rows = summary_list(summary)
@@ -59,16 +98,35 @@ def report(run_dir: Path, command: str) -> str:
         "hand-off to the last over the number of hand-offs (median over boots); best: the "
         "fastest batch of 64 hand-offs (none interrupted).",
         "",
-        "| mode | timing | pages | switches | per switch ns | best batch ns | range ns | boots |",
-        "|---|---|---|---|---|---|---|---|",
     ]
+    # Runs with memory profiles (issue 49) name each row's; older runs' rows
+    # have none and their table stays as it was.
+    profiled = any("profile" in r for r in rows)
+    if profiled:
+        out += [
+            "| mode | timing | profile | pages | switches | per switch ns | best batch ns | "
+            "range ns | boots | model's refills ns |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+    else:
+        out += [
+            "| mode | timing | pages | switches | per switch ns | best batch ns | range ns | "
+            "boots |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
     for r in rows:
+        profile = f" {r.get('profile', NO_MODEL)} |" if profiled else ""
+        refills = r.get("model_refill_ns")
+        model = (f" {num(r, 'model_refill_ns'):.1f} |" if refills is not None else " - |") * (
+            profiled
+        )
         out.append(
-            f"| {r['mode']} | {r['timing']} | {r['pages']} | {r['switches']} | "
+            f"| {r['mode']} | {r['timing']} |{profile} {r['pages']} | {r['switches']} | "
             f"{num(r, 'per_switch_ns'):.1f} | {num(r, 'best_per_switch_ns'):.1f} | "
             f"{num(r, 'min_per_switch_ns'):.1f} to {num(r, 'max_per_switch_ns'):.1f} | "
-            f"{r['boots']} |"
+            f"{r['boots']} |{model}"
         )
+    out += _model_lines(rows)
     out += ["", "## The hand-off path in instructions", ""]
     if isinstance(paths, list) and paths:
         out.append(
@@ -117,6 +175,7 @@ def report(run_dir: Path, command: str) -> str:
         )
         for r in rows
         if num(r, "pages") == min(num(x, "pages") for x in rows)
+        and r.get("profile", NO_MODEL) == NO_MODEL
     }
     for (paper_label, seconds), mode in zip(PAPER.items(), ("flush", "asid"), strict=True):
         ours_text = ", ".join(
@@ -150,7 +209,12 @@ def report(run_dir: Path, command: str) -> str:
         "- Not modelled at all: caches (the ARM9 of the paper also had to clean its "
         "virtually tagged caches on a switch without FCSE; the Cortex-A53's caches are "
         "physically tagged, so neither mode touches them), the walk's memory traffic, "
-        "and TLB capacity.",
+        "and TLB capacity"
+        + (
+            " (without a memory model: the rows with a profile have them, above)."
+            if profiled
+            else "."
+        ),
         "",
         *[Timing.of_run(summary, t).caveats() + "\n" for t in TIMING_MODES if t in measured],
         "",
