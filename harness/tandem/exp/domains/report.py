@@ -134,9 +134,8 @@ def board_time_lines(summary: dict[str, object]) -> list[str]:
         "",
         f"Ours in the modelled board's µs: the median over boots of each boot's worst case, "
         f"times 1000 / {clock} (the model counts one {clock} MHz cycle as 1 ns). Slope: "
-        "least squares over 0-3 loaded cores, µs per loaded core. The paired tests over "
-        "Linux's seeds (results/CLAIMS.md) judge the claims; this table sets the numbers "
-        "side by side.",
+        "least squares over 0-3 loaded cores, µs per loaded core. The claims' paired tests "
+        "(results/CLAIMS.md) judge them; this table sets the numbers side by side.",
         "",
         "| env | 0 | 1 | 2 | 3 | slope µs/core | 0 -> 3 | paper 0-3 | paper slope | paper 0 -> 3 |",
         "|---|---|---|---|---|---|---|---|---|---|",
