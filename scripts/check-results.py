@@ -21,6 +21,9 @@ Run by `make lint` on the files git tracks under results/:
   NO_PROVENANCE, each with why it has none: made before their command
   stamped runs, and not remade since; nothing may write one for them
   after the fact;
+- a run's finished shards kept between sittings (results/NAME/pending.tar.xz,
+  `tandem exp keep`) are cited by the prose, which says whose run they are
+  and what is missing; the merge's run replaces them;
 - results/ holds fewer than --max-files tracked files.
 
 Prints each breach and exits 1 if there is one."""
@@ -42,6 +45,8 @@ PROBE = re.compile(r"probe-\d{8}-[A-Za-z0-9-]+")
 CITED_PATH = re.compile(r"(?<![:/\w])results/[A-Za-z0-9_./-]*[A-Za-z0-9_]")
 FORBIDDEN_SUFFIXES = {".sh": "a script", ".py": "code"}
 DEFAULT_MAX_FILES = 300
+# A run's finished shards kept between sittings (harness/tandem/exp/pending.py).
+PENDING = "pending.tar.xz"
 
 # Runs kept without a provenance block, and why: each was measured before
 # its command wrote one (exp run from 2026-11-24, 8e5ecc2; the benches and
@@ -168,6 +173,12 @@ def breaches(repo: Path, max_files: int) -> list[str]:
             out.append(
                 f"{f}: {FORBIDDEN_SUFFIXES[f.suffix]} under results/ "
                 "(scripts go in the run's raw.tar.xz, code in harness/tandem/exp/NAME/probes.py)"
+            )
+    for f in files:
+        if f.name == PENDING and str(f) not in text:
+            out.append(
+                f"{f}: kept shards that no README, CLAIMS.md or docs/ page cites "
+                "(say whose run they are and what is missing)"
             )
     out += provenance_breaches(repo, runs)
     if len(files) >= max_files:

@@ -642,7 +642,24 @@ def parser() -> argparse.ArgumentParser:
         "report as a run on one machine would.",
     )
     em.add_argument("name", help="experiment")
-    em.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="the shards' directories")
+    em.add_argument(
+        "dirs",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="the shards' directories, or archives of kept shards (results/NAME/pending.tar.xz)",
+    )
+    ek = esub.add_parser(
+        "keep",
+        help="add finished shards to results/NAME/pending.tar.xz, to merge in a later sitting",
+        description="For a run longer than one sitting: adds the finished shards' directories "
+        "to results/NAME/pending.tar.xz (created if missing), which is committed until the last "
+        "shard is in; then `tandem exp merge NAME results/NAME/pending.tar.xz`. Refused, and the "
+        "archive left as it was, for a shard that did not finish, is kept already, or is not of "
+        "the run the kept shards are of (scenario, commit, build: as merge checks).",
+    )
+    ek.add_argument("name", help="experiment")
+    ek.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="the shards' directories")
     ecmp = esub.add_parser(
         "compare",
         help="two runs' worst cases side by side (exit 1 if any differs by more than --tolerance)",
@@ -689,6 +706,12 @@ def _exp(args: argparse.Namespace) -> int:
         out = exp.merge(args.name, args.dirs)
         print((out / "report.md").read_text(), end="")
         print(f"results: {out}")
+        return 0
+    if args.exp == "keep":
+        from tandem.exp import pending
+
+        archive, held = pending.keep(args.name, args.dirs)
+        print(f"{archive}: shards {', '.join(held)} of {held[0].split('/')[1]}")
         return 0
     if args.exp == "report":
         run_dir, text = exp.report(args.name, args.run)

@@ -71,7 +71,9 @@ def test_check_results_accepts_a_tree_that_keeps_the_policy(tmp_path: Path) -> N
         tmp_path,
         {
             "README.md": "worst 1.2 µs (run 20260101-000000)\n",
-            "docs/x.md": "see `results/lhp/probe-20260102-why/README.md`\n",
+            "docs/x.md": "see `results/lhp/probe-20260102-why/README.md`; shards 1-2 of 4 "
+            "in results/rpc/pending.tar.xz\n",
+            "results/rpc/pending.tar.xz": "",
             "results/lhp/20260101-000000/summary.json": '{"provenance": {"commit": "c"}}',
             "results/lhp/20260101-000000/raw.tar.xz": "",
             "results/lhp/probe-20260102-why/README.md": "",
@@ -91,15 +93,19 @@ def test_check_results_finds_every_breach(tmp_path: Path) -> None:
             "results/lhp/probe-20260102-why/summarize.py": "",
         },
     )
+    (repo / "results" / "rpc").mkdir()
+    (repo / "results" / "rpc" / "pending.tar.xz").write_text("")
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
     found = "\n".join(_check(repo, "--max-files", "3"))
+    assert "results/rpc/pending.tar.xz: kept shards that no README" in found
     assert "results/lhp/20260101-000000: cited by no" in found
     assert "results/lhp/probe-20260102-why: cited by no" in found
     assert "results/rpc/20260103-000000/report.md: cited, but not" in found
     assert "raw/boot.console.log: raw data as files" in found
     assert "summarize.py: code under results/" in found
     assert "results/lhp/20260101-000000: no provenance block" in found
-    assert "holds 4 tracked files; it must hold fewer than 3" in found
+    assert "holds 5 tracked files; it must hold fewer than 3" in found
     # As many files as the limit is one too many.
-    assert "holds 4 tracked files; it must hold fewer than 4" in "\n".join(
-        _check(repo, "--max-files", "4")
+    assert "holds 5 tracked files; it must hold fewer than 5" in "\n".join(
+        _check(repo, "--max-files", "5")
     )

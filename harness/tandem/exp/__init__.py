@@ -14,6 +14,7 @@ import json
 import shlex
 import shutil
 import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +35,7 @@ from tandem.exp import (
     linux_rt,
     linux_rt_trace,
     memory,
+    pending,
     restart,
     rpc,
     rpmsg,
@@ -273,10 +275,19 @@ def merge(
     name: str, dirs: Sequence[Path], out_root: Path = RESULTS, directory: Path = EXPERIMENTS
 ) -> Path:
     """Makes one run of `name` from its shards' directories (`run` with
-    `shard`): refused unless they are shards of one run (the same
-    experiment, scenario and provenance but for the host) and hold every
-    unit exactly once. The summary, plots and report are made as a run's
-    on one machine, from the shards' raw data; returns the run."""
+    `shard`) and archives of kept shards (`keep`): refused unless they are
+    shards of one run (the same experiment, scenario and provenance but
+    for the host) and hold every unit exactly once. The summary, plots and
+    report are made as a run's on one machine, from the shards' raw data;
+    returns the run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        found: list[Path] = []
+        for k, d in enumerate(dirs):
+            found += pending.unpack(d, Path(tmp) / str(k)) if d.is_file() else [d]
+        return _merge(name, found, out_root, directory)
+
+
+def _merge(name: str, dirs: Sequence[Path], out_root: Path, directory: Path) -> Path:
     exp = get(name, directory)
     plans = shards.read(name, dirs)
     first = plans[0][1]

@@ -150,10 +150,10 @@ def read(name: str, dirs: Sequence[Path]) -> list[tuple[Path, Plan]]:
     return out
 
 
-def check(shards: Sequence[tuple[Path, Plan]], units: Sequence[str]) -> None:
-    """Refuses shards (`read`) that are not of one run whose units are
-    `units` (what the scenario gives here and now), or that do not hold
-    each unit exactly once; the message names what differs."""
+def agree(shards: Sequence[tuple[Path, Plan]]) -> None:
+    """Refuses shards (`read`) that are not of one run: the same quick
+    variant, overrides, scenario, command, units and shard count, and the
+    same provenance but the host's; the message names what differs."""
     first_dir, first = shards[0]
     for d, plan in shards[1:]:
         what = []
@@ -170,6 +170,23 @@ def check(shards: Sequence[tuple[Path, Plan]], units: Sequence[str]) -> None:
                 + "\n  ".join(what[:20])
                 + (f"\n  ... and {len(what) - 20} more" if len(what) > 20 else "")
             )
+
+
+def measured_twice(shards: Sequence[tuple[Path, Plan]]) -> dict[str, list[Path]]:
+    """Each unit's label that more than one shard holds, with the shards."""
+    where: dict[str, list[Path]] = {}
+    for d, _ in shards:
+        for label in recorded(d):
+            where.setdefault(label, []).append(d)
+    return {u: ds for u, ds in where.items() if len(ds) > 1}
+
+
+def check(shards: Sequence[tuple[Path, Plan]], units: Sequence[str]) -> None:
+    """Refuses shards (`read`) that are not of one run whose units are
+    `units` (what the scenario gives here and now), or that do not hold
+    each unit exactly once; the message names what differs."""
+    agree(shards)
+    first = shards[0][1]
     if list(first.units) != list(units):
         raise TandemError(
             f"the scenario here gives other units than the shards measured: "
@@ -180,7 +197,7 @@ def check(shards: Sequence[tuple[Path, Plan]], units: Sequence[str]) -> None:
         for label in recorded(d):
             where.setdefault(label, []).append(d)
     missing = [u for u in units if u not in where]
-    twice = {u: ds for u, ds in where.items() if len(ds) > 1}
+    twice = measured_twice(shards)
     unknown = sorted(set(where) - set(units))
     problems = []
     if missing:
