@@ -10,6 +10,7 @@ side: boots side by side measure what boots one after another do."""
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import shlex
 import shutil
@@ -22,7 +23,7 @@ import pytest
 
 from tandem import exp, pool, provenance
 from tandem.errors import TandemError
-from tandem.exp import scenario, shards, units
+from tandem.exp import pending, scenario, shards, units
 from tandem.exp.common import Boot, finished_runs
 from tandem.exp.shards import Shard
 from tandem.platform.boot import ExecResult, PartitionResult
@@ -53,6 +54,10 @@ KEPT_WITHOUT: dict[str, object] = {
     "profiles": ["none"],
 }
 CHANGED_DEFAULTS = ("causal", *KEPT_WITHOUT)
+# Defaults an experiment's scenario changed after its kept run, per
+# experiment: rpc's issue-49 run (1 Dec) boots 4 repetitions of each seed
+# with one task-pair run per boot.
+CHANGED_SINCE_KEPT: dict[str, tuple[str, ...]] = {"rpc": ("reps", "pair_runs")}
 
 
 def kept_overrides(name: str, summary: dict[str, object]) -> dict[str, object]:
@@ -186,7 +191,8 @@ def test_a_kept_run_is_remade_from_its_raw_data(
         kept_words, remade_words = shlex.split(str(kept_command)), shlex.split(remade_command)
         added = [w for w in remade_words if w not in kept_words]
         dropped = [w for w in kept_words if w not in remade_words]
-        assert all(w == "--set" or w.split("=")[0] in CHANGED_DEFAULTS for w in added), added
+        changed = (*CHANGED_DEFAULTS, *CHANGED_SINCE_KEPT.get(name, ()))
+        assert all(w == "--set" or w.split("=")[0] in changed for w in added), added
         assert all(w == "--set" or w.split("=")[0] not in overrides for w in dropped), dropped
 
 
@@ -402,6 +408,68 @@ def test_merge_refuses_shards_of_another_commit_scenario_or_unfinished(
         exp.merge("rpc", [one], out_root=lhp_replayed)
     with pytest.raises(TandemError, match="not a shard"):
         exp.merge("lhp", [lhp_replayed], out_root=lhp_replayed)
+
+
+def test_shards_kept_over_sittings_merge_as_their_directories_do(lhp_replayed: Path) -> None:
+    """A run longer than a sitting: shards kept one sitting at a time in
+    results/NAME/pending.tar.xz merge into the run their directories make;
+    a shard kept twice, unfinished or of another commit is refused and the
+    archive left as it was."""
+    out = lhp_replayed
+    one, two, three = _shards(out, 3)
+    archive, held = pending.keep("lhp", [two], root=out)
+    assert archive == out / "lhp" / pending.ARCHIVE and held == ["2/3"]
+    archive, held = pending.keep("lhp", [three, one], root=out)
+    assert held == ["1/3", "2/3", "3/3"]
+    before = archive.read_bytes()
+    with pytest.raises(TandemError, match="already kept"):
+        pending.keep("lhp", [one], root=out)
+    again = out / "shard-one-again"
+    shutil.copytree(one, again)
+    with pytest.raises(TandemError, match="shard 1/3 twice"):
+        pending.keep("lhp", [again], root=out)
+    _edit_plan(again, lambda plan: plan.update(host_seconds=None))
+    with pytest.raises(TandemError, match="shard 1/3 did not finish"):
+        pending.keep("lhp", [again], root=out)
+
+    def commit(plan: dict[str, object]) -> None:
+        stamp = plan["provenance"]
+        assert isinstance(stamp, dict)
+        stamp["commit"] = "0123abc"
+        plan["host_seconds"] = 1.0
+
+    _edit_plan(again, commit)
+    with pytest.raises(TandemError, match=r"provenance\.commit: '[0-9a-f]+' / '0123abc'"):
+        pending.keep("lhp", [again], root=out)
+    assert archive.read_bytes() == before, "a refused shard leaves the archive as it was"
+    from_dirs = exp.merge("lhp", [one, two, three], out_root=out)
+    from_archive = exp.merge("lhp", [archive], out_root=out)
+    want = json.loads((from_dirs / "summary.json").read_text())
+    got = json.loads((from_archive / "summary.json").read_text())
+    assert measurements(got) == measurements(want)
+    assert [s["shard"] for s in got["provenance"]["shards"]] == ["1/3", "2/3", "3/3"]
+
+
+def test_an_archive_of_shards_with_a_link_is_refused(tmp_path: Path) -> None:
+    """What merge unpacks may come from anyone: a link (to a private key,
+    say) or a path out of its shard's folder is refused before anything
+    is written."""
+    key = tmp_path / "id_ed25519"
+    key.write_text("secret\n")
+    for name, kind in (
+        ("x-shard1of2.partial/raw/a.out", tarfile.SYMTYPE),
+        ("../a", tarfile.REGTYPE),
+    ):
+        archive = tmp_path / "pending.tar.xz"
+        with tarfile.open(archive, "w:xz") as tar:
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            info.linkname = str(key) if kind == tarfile.SYMTYPE else ""
+            tar.addfile(info, io.BytesIO(b"") if kind == tarfile.REGTYPE else None)
+        into = tmp_path / "into"
+        with pytest.raises(TandemError, match="refused"):
+            pending.unpack(archive, into)
+        assert not into.exists()
 
 
 def test_host_timing_refuses_boots_side_by_side(tmp_path: Path) -> None:
