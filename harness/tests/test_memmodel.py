@@ -28,6 +28,17 @@ def _options(argv: list[str], name: str) -> list[str]:
     return [argv[i + 1] for i, a in enumerate(argv) if a == name]
 
 
+def test_every_profile_the_model_ships_is_taken_by_name() -> None:
+    """Each profile file the model compiles in (harness/memmodel/profiles)
+    is a name --memmodel and the scenario key take, and the model reads it
+    under that name (rpc's arm11-ne1 was refused by a list of two)."""
+    names = sorted(p.stem for p in memmodel.PROFILES.glob("*.toml"))
+    assert {"a53", "arm11-003", "a9-rcar-h1", "arm11-ne1"} <= set(names)
+    for name in names:
+        assert memmodel.check_profile(name) == name
+        assert memmodel.profile(name)["name"] == name
+
+
 def test_a_memory_model_loads_its_plugin_in_per_core_timing_only(tmp_path: Path) -> None:
     timing = Timing("percore", 500, "arm11-003")
     argv = timing.qemu_args(tmp_path)

@@ -17,10 +17,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tandem.errors import TandemError
-from tandem.platform.paths import BUILD
+from tandem.platform.paths import BUILD, ROOT
 
-# The profiles compiled into the model (harness/memmodel/profiles/).
-BUILTIN = ("a53", "arm11-003")
+# The profiles compiled into the model: every file of
+# harness/memmodel/profiles/, which the crate's BUILTIN_PROFILES includes
+# (a list here fell behind it: a9-rcar-h1 and arm11-ne1 were refused).
+PROFILES = ROOT / "harness" / "memmodel" / "profiles"
+BUILTIN = tuple(sorted(p.stem for p in PROFILES.glob("*.toml")))
 PLUGIN = BUILD / "qemu" / "libtandem_memplugin.so"
 PROFILE_TOOL = BUILD / "qemu" / "tandem-memprofile"
 # What the plugin writes into the boot's log directory when QEMU exits.
