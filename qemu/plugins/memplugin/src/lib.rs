@@ -36,11 +36,12 @@
 //!
 //! Arguments (`-plugin libtandem_memplugin.so,profile=NAME,out=PATH`):
 //! `check=on` installs, says so and ends QEMU (`./tandem check-setup`).
-//! `profile` is a built-in profile (`a53`, `arm11-003`, `a9-rcar-h1`, `arm11-ne1`) or a path to a
-//! profile TOML; `out` the JSON file of counters; `quantum_ns` the run's
-//! quantum (sets the model's skew bound; default 1000). `probe=vcpu`
-//! instead runs no model and only counts the blocks whose callback's
-//! `vcpu_index` differs from the core VMPIDR_EL2 names (any QEMU).
+//! `profile` is a built-in profile (`a53`, `arm11-003`, `a9-rcar-h1`,
+//! `arm11-ne1`) or a path to a profile TOML; `out` the JSON file of
+//! counters; `quantum_ns` the run's quantum (sets the model's skew bound;
+//! default 1000). `probe=vcpu` instead runs no model and only counts the
+//! blocks whose callback's `vcpu_index` differs from the core VMPIDR_EL2
+//! names (any QEMU).
 
 use std::path::PathBuf;
 
