@@ -196,6 +196,11 @@ def test_provenance_reads_the_timing_and_configurations_from_the_boots() -> None
     }
     words = modes_words({"provenance": {"timing": provenance.timing_of([host, percore])}})
     assert words == "host, percore (Q = 1000 ns)"
+    # The claims table names the memory profile beside the mode (issue 49).
+    one = {"provenance": {"timing": provenance.timing_of([modelled])}}
+    assert modes_words(one).endswith("), memory model a53")
+    both = {"provenance": {"timing": provenance.timing_of([percore, modelled])}}
+    assert modes_words(both).endswith("), memory models a53, none")
     # Runs stamped before: the scenario's keys named after timing.
     old = {"provenance": {"timing": {"timing": "percore", "quantum_ns": 1000}}}
     assert modes_words(old) == "percore (Q = 1000 ns)"

@@ -305,7 +305,10 @@ assert PERCORE_NO_MEMORY in CAVEATS[PERCORE]
 
 def modes_words(summary: Mapping[str, object]) -> str:
     """Every timing mode a run used, from its provenance ("host, percore
-    (Q = 1000 ns)"): an experiment may run its parts in different modes."""
+    (Q = 1000 ns)"): an experiment may run its parts in different modes;
+    with the memory profile(s) its per-core boots ran on ("percore (Q =
+    1000 ns), memory model arm11-ne1"), which the claims table shows
+    beside the mode (issue 49)."""
     provenance = summary.get("provenance")
     recorded = provenance.get("timing") if isinstance(provenance, Mapping) else None
     if isinstance(recorded, Mapping) and recorded:
@@ -318,5 +321,11 @@ def modes_words(summary: Mapping[str, object]) -> str:
             else sorted({str(v) for k, v in recorded.items() if k.endswith("timing")})
         )
         quantum = recorded.get("quantum_ns")
-        return ", ".join(modes) + (f" (Q = {quantum} ns)" if PERCORE in modes else "")
+        words = ", ".join(modes) + (f" (Q = {quantum} ns)" if PERCORE in modes else "")
+        model = recorded.get("memmodel")
+        if isinstance(model, list):
+            return words + ", memory models " + ", ".join(str(m) for m in model)
+        if isinstance(model, str) and model != "none":
+            return words + f", memory model {model}"
+        return words
     return str(summary.get("timing", "?"))
