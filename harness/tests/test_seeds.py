@@ -11,6 +11,7 @@ import json
 import re
 import shutil
 import subprocess
+import tarfile
 from collections import Counter
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from tandem import exp, pool, stats
 from tandem.errors import TandemError
 from tandem.exp import ctxsw, domains, scenario, units
 from tandem.exp.common import Boot, one_seed
-from tandem.platform import boot_options, dtb, qemu_command
+from tandem.platform import boot_options, dtb, memmodel, qemu_command
 from tandem.platform.board import load_board
 from tandem.platform.boot import ExecResult
 from tandem.platform.boot_options import BootOptions
@@ -54,9 +55,11 @@ def test_seeds_default_to_zero_and_take_a_list(tmp_path: Path) -> None:
     assert _domains(tmp_path, text).integers("seeds") == [1, 2]
     # Every experiment has it, the ones that are a scenario file alone too.
     for name in [*exp.REGISTRY, *exp.app_scenarios()]:
-        # Issue 49's runs: five seeds for domains, twenty for ctxsw (one
+        # Issue 49's runs: five seeds for domains and rpc, twenty for ctxsw (one
         # boot per seed in per-core timing: twenty pairs).
-        want = {"domains": [0, 1, 2, 3, 4], "ctxsw": list(range(20))}.get(name, [0])
+        want = {"domains": [0, 1, 2, 3, 4], "rpc": [0, 1, 2, 3, 4], "ctxsw": list(range(20))}.get(
+            name, [0]
+        )
         assert scenario.load(name, exp.get(name).schema).integers("seeds") == want, name
 
 
@@ -182,9 +185,24 @@ def _reseeded(kept: Path, logs: Path) -> object:
     (so every seed's values are the kept run's, in the kept order)."""
     inner = replay(kept, logs)
 
+    def plain(label: str) -> str:
+        return re.sub(r"-seed\d+$", "", re.sub(r"(^|-)seed\d+-", r"\1", label))
+
+    # A kept run made over seeds (rpc's since 1 Dec) replays its lowest
+    # seed's boots for every seed.
+    with tarfile.open(kept / "raw.tar.xz") as tar:
+        labels = sorted(
+            Path(n).name.removesuffix(".console.log")
+            for n in tar.getnames()
+            if n.endswith(".console.log")
+        )
+    first: dict[str, str] = {}
+    for label in labels:
+        first.setdefault(plain(label), label)
+
     def boot(unit: Boot, ctx: pool.Context) -> ExecResult:
-        plain = re.sub(r"-seed\d+$", "", re.sub(r"(^|-)seed\d+-", r"\1", unit.label))
-        return inner(Boot(plain, unit.options, unit.script, keep=unit.keep), ctx)
+        label = first[plain(unit.label)]
+        return inner(Boot(label, unit.options, unit.script, keep=unit.keep), ctx)
 
     return boot
 
@@ -222,7 +240,9 @@ def test_run_seeds_line_up_with_each_per_boot_list(
     out = exp.run(
         name, summary["quick"], overrides | {"seeds": [3, 5]}, out_root=tmp_path / "r", jobs=2
     )
-    once = exp.run(name, summary["quick"], overrides, out_root=tmp_path / "r", jobs=2)
+    once = exp.run(
+        name, summary["quick"], overrides | {"seeds": [0]}, out_root=tmp_path / "r", jobs=2
+    )
     got = json.loads((out / "summary.json").read_text())
     base = json.loads((once / "summary.json").read_text())
     assert got["seeds"] == [3, 5] and got["scenario"]["seeds"] == [3, 5]
@@ -341,8 +361,12 @@ def test_ctxsw_rows_keep_each_boots_time_and_seed(
     # A stats file without the tasks' core is an error, not a zero.
     with pytest.raises(TandemError, match="no counters for 1 core"):
         ctxsw.translation_stall_ns(json.dumps({"cores": []}), 1, "x")
-    with pytest.raises(TandemError, match="translation_stall_ns -1"):
+    with pytest.raises(TandemError, match="core 0's translation_stall_ns is -1"):
         ctxsw.translation_stall_ns(json.dumps({"cores": [{"translation_stall_ns": -1}]}), 1, "x")
+    # One reader for every counter (bench memory's hand-offs too): a missing
+    # one is an error, not a None.
+    with pytest.raises(TandemError, match="core 0's main_tlb_misses is None"):
+        memmodel.core_counter({"cores": [{"translation_stall_ns": 5}]}, 0, "main_tlb_misses", "x")
 
 
 def _fake_qemu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -97,6 +97,20 @@ def parse_stats(text: str, where: str) -> dict[str, object]:
     return stats
 
 
+def core_counter(stats: Mapping[str, object], core: int, key: str, where: str) -> int:
+    """Counter `key` of core `core` (from 0) in a boot's model counters
+    (`parse_stats`): a count, or an error naming the file and the key, so
+    every reader of one counter reads it alike (ctxsw's refills, bench
+    memory's hand-offs)."""
+    cores = stats.get("cores")
+    if not isinstance(cores, list) or not 0 <= core < len(cores):
+        raise TandemError(f"{where}: {STATS_FILE} has no counters for core {core}")
+    value = cores[core].get(key) if isinstance(cores[core], dict) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TandemError(f"{where}: {STATS_FILE}: core {core}'s {key} is {value!r}")
+    return value
+
+
 def read_probe(path: Path) -> dict[str, list[int]]:
     """The plugin's probe=vcpu counts: blocks and mismatched blocks per vCPU."""
     data = json.loads(path.read_text())

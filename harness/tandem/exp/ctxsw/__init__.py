@@ -236,11 +236,7 @@ def translation_stall_ns(text: str, cores: int, where: str) -> int:
     found = stats.get("cores")
     if not isinstance(found, list) or len(found) != cores:
         raise TandemError(f"{where}: {memmodel.STATS_FILE} has no counters for {cores} core(s)")
-    core = found[cores - 1]
-    stall = core.get("translation_stall_ns") if isinstance(core, dict) else None
-    if isinstance(stall, bool) or not isinstance(stall, int) or stall < 0:
-        raise TandemError(f"{where}: {memmodel.STATS_FILE}: translation_stall_ns {stall!r}")
-    return stall
+    return memmodel.core_counter(stats, cores - 1, "translation_stall_ns", where)
 
 
 def summarize(s: Scenario, out: Path, measured: Measured) -> dict[str, object]:

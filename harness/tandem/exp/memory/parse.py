@@ -20,6 +20,7 @@ from tandem.exp.memory.spec import (
     PLATEAU_TOLERANCE,
 )
 from tandem.instruments.handoffs import parse_record, per_switch
+from tandem.platform import memmodel
 
 # Each measurement's output line, and the field that says which point it is.
 KEYS = {"chase": "bytes", "contend": "streams", "tlb": "pages"}
@@ -224,18 +225,14 @@ def handoffs(
     in ticks of the board's counter, `counter_hz`) and the model's counters."""
     record = parse_record(list(lines), where)
     mean, _ = per_switch(record, counter_hz)
-    core0: Mapping[str, object] = {}
-    if stats is not None:
-        cores = stats["cores"]
-        assert isinstance(cores, list) and isinstance(cores[0], dict)
-        core0 = cores[0]
-    stall, misses = core0.get("translation_stall_ns"), core0.get("main_tlb_misses")
+    if stats is None:
+        return Handoffs(mode, spec, round(mean, 2), None, None)
     return Handoffs(
         mode,
         spec,
         round(mean, 2),
-        stall if isinstance(stall, int) else None,
-        misses if isinstance(misses, int) else None,
+        memmodel.core_counter(stats, 0, "translation_stall_ns", where),
+        memmodel.core_counter(stats, 0, "main_tlb_misses", where),
     )
 
 
