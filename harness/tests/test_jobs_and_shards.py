@@ -56,8 +56,14 @@ KEPT_WITHOUT: dict[str, object] = {
 CHANGED_DEFAULTS = ("causal", *KEPT_WITHOUT)
 # Defaults an experiment's scenario changed after its kept run, per
 # experiment: rpc's issue-49 run (1 Dec) boots 4 repetitions of each seed
-# with one task-pair run per boot.
-CHANGED_SINCE_KEPT: dict[str, tuple[str, ...]] = {"rpc": ("reps", "pair_runs")}
+# with one task-pair run per boot; lhp, capacity and linux-rt boot 4
+# repetitions of each seed for issue 49 (1 Dec, before their runs).
+CHANGED_SINCE_KEPT: dict[str, tuple[str, ...]] = {
+    "rpc": ("reps", "pair_runs"),
+    "lhp": ("reps", "sweep_reps"),
+    "capacity": ("reps",),
+    "linux-rt": ("reps",),
+}
 
 
 def kept_overrides(name: str, summary: dict[str, object]) -> dict[str, object]:

@@ -55,11 +55,11 @@ def test_seeds_default_to_zero_and_take_a_list(tmp_path: Path) -> None:
     assert _domains(tmp_path, text).integers("seeds") == [1, 2]
     # Every experiment has it, the ones that are a scenario file alone too.
     for name in [*exp.REGISTRY, *exp.app_scenarios()]:
-        # Issue 49's runs: five seeds for domains and rpc, twenty for ctxsw (one
-        # boot per seed in per-core timing: twenty pairs).
-        want = {"domains": [0, 1, 2, 3, 4], "rpc": [0, 1, 2, 3, 4], "ctxsw": list(range(20))}.get(
-            name, [0]
-        )
+        # Issue 49's runs: five seeds for domains, rpc, lhp, capacity and
+        # linux-rt, twenty for ctxsw (one boot per seed in per-core timing:
+        # twenty pairs).
+        five = ("domains", "rpc", "lhp", "capacity", "linux-rt")
+        want = [0, 1, 2, 3, 4] if name in five else list(range(20)) if name == "ctxsw" else [0]
         assert scenario.load(name, exp.get(name).schema).integers("seeds") == want, name
 
 

@@ -420,6 +420,7 @@ def e3(
         handoffs = wait_sum = misses = 0
         paths: list[pathcount.DispatchPath] = []
         unmatched: int | None = None
+        without_sgi: int | None = None
         for seed in seeds(s):
             label = e3_label(s, policy, seed)
             lines = measured.lines(label)
@@ -428,11 +429,12 @@ def e3(
             handoffs, wait_sum, misses = handoffs + n, wait_sum + total, misses + missed
             wait_maxes.append(most)
             if counting:
-                found, lost = pathcount.dispatch_paths(
+                got = pathcount.dispatch_paths(
                     pathcount.read_hits(measured.path(label, PATHCOUNT_CSV))
                 )
-                paths += found
-                unmatched = (unmatched or 0) + lost
+                paths += got.paths
+                unmatched = (unmatched or 0) + got.unmatched
+                without_sgi = (without_sgi or 0) + got.without_sgi
         lat = merged(lats)
         wait_max = max(wait_maxes)
         counted: dict[str, object] | None = None
@@ -464,6 +466,9 @@ def e3(
                 "path_max_us": _instructions_us(counted, "max"),
                 "path_min_us": _instructions_us(counted, "min"),
                 "path_unmatched_requests": unmatched,
+                # Remote starts whose core was already entering the RTOS
+                # (no SGI, then entry): counted, not timed (pathcount.py).
+                "path_remote_without_sgi": without_sgi,
                 # Per boot (one per Linux seed): the RTOS path's worst and the
                 # longest wait of a hand-off, with the boot's seed.
                 "rep_max_us": [round(x.max_us, 3) for x in lats],

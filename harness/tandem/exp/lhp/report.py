@@ -492,6 +492,19 @@ def path_lines(overhead: list[dict[str, object]]) -> list[str]:
             f"/ {part('remote', 'max')} | {part('remote_requesting_part', 'max')} | "
             f"{part('remote_task_part', 'max')} | {fmt_us(worst.get(policy))} |"
         )
+    untimed = {
+        str(r["policy"]): r["path_remote_without_sgi"]
+        for r in overhead
+        if isinstance(r.get("path_remote_without_sgi"), int) and r["path_remote_without_sgi"]
+    }
+    if untimed:
+        out.append(
+            "\nRemote starts not timed: the target core was already entering the RTOS "
+            "(no SGI from the requesting core, then an entry, before the start), so the "
+            "task started with no SGI path: "
+            + ", ".join(f"{p} {n}" for p, n in untimed.items())
+            + "."
+        )
     if "static" in worst and "migrate" in worst:
         growth = worst["migrate"] - worst["static"]
         ok = "within" if growth <= OVERHEAD_GROWTH_LIMIT_US else "NOT within"
