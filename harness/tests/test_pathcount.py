@@ -112,10 +112,8 @@ def test_local_path_is_the_requesting_cores_own_count() -> None:
         Hit(1, "started", 1152),
     ]
     got = pathcount.dispatch_paths(hits)
-    paths, unmatched = got.paths, got.unmatched
-    assert got.without_sgi == 0
-    assert paths == [DispatchPath(1, 1, 606, 0)] and unmatched == 0
-    assert not paths[0].remote and paths[0].instructions == 606
+    assert got == Dispatches([DispatchPath(1, 1, 606, 0)], 0, 0)
+    assert not got.paths[0].remote and got.paths[0].instructions == 606
 
 
 def test_remote_path_adds_both_cores_parts() -> None:
@@ -129,10 +127,8 @@ def test_remote_path_adds_both_cores_parts() -> None:
         Hit(2, "started", 2856),
     ]
     got = pathcount.dispatch_paths(hits)
-    paths, unmatched = got.paths, got.unmatched
-    assert got.without_sgi == 0
-    assert paths == [DispatchPath(1, 2, 135, 856)] and unmatched == 0
-    assert paths[0].remote and paths[0].instructions == 991
+    assert got == Dispatches([DispatchPath(1, 2, 135, 856)], 0, 0)
+    assert got.paths[0].remote and got.paths[0].instructions == 991
 
 
 def test_remote_pairing_takes_the_longest_reading() -> None:
@@ -180,9 +176,7 @@ def test_starts_without_a_request_are_not_paths_and_lost_requests_are_counted() 
         Hit(1, "requested", 3000),  # the run ended first
     ]
     got = pathcount.dispatch_paths(hits)
-    paths, unmatched = got.paths, got.unmatched
-    assert got.without_sgi == 0
-    assert paths == [DispatchPath(1, 1, 606, 0)] and unmatched == 2
+    assert got == Dispatches([DispatchPath(1, 1, 606, 0)], 2, 0)
 
 
 def test_summarize() -> None:
