@@ -48,6 +48,31 @@ pub fn now() -> u64 {
     t
 }
 
+/// Runs `passes` passes of a loop of two instructions (a count down and a
+/// branch) that reads neither memory nor the counter: busy work between
+/// two reads of the counter. Under QEMU's `-icount` each counter read is
+/// an I/O access that ends its translation block, so a loop of nothing
+/// but reads costs the host several times what this loop does (numbers in
+/// docs/rtos.md, "Periodic workload"). Always inlined: in a job's body, which the path count
+/// (harness/tandem/instruments/pathcount.py) leaves uncounted by its
+/// function's span.
+#[inline(always)]
+pub fn count_down(passes: u64) {
+    if passes == 0 {
+        return;
+    }
+    // SAFETY: a register count down and a branch back: no memory, no stack,
+    // no state outside the one register, which the asm owns.
+    unsafe {
+        core::arch::asm!(
+            "2: subs {n}, {n}, #1",
+            "b.ne 2b",
+            n = inout(reg) passes => _,
+            options(nomem, nostack)
+        )
+    };
+}
+
 /// Global setup, by the first core in.
 pub(crate) fn init_global() {
     let gicd = NonNull::new(BOARD.gicd as *mut Gicd).unwrap();
