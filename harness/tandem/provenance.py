@@ -18,6 +18,7 @@ from tandem.platform import memmodel, qemu_command
 from tandem.platform.board import Board
 from tandem.platform.boot_options import BootOptions
 from tandem.platform.paths import BUILD, INITRAMFS, KERNEL, QEMU_INSTALL, ROOT, firmware
+from tandem.platform.pinned import Pinned, pin
 
 KERNEL_RELEASE = BUILD / "linux" / "include" / "config" / "kernel.release"
 
@@ -55,13 +56,6 @@ def _qemu() -> dict[str, object]:
         "build": build,
         "cache_key": QEMU_INSTALL.resolve().name if QEMU_INSTALL.exists() else "none",
     }
-
-
-def _digest(path: Path) -> str:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-    except OSError:
-        return "missing"
 
 
 def _one_or_all(values: Sequence[object]) -> object:
@@ -125,7 +119,23 @@ def changes_digest() -> str:
     return hashlib.sha256(diff.encode()).hexdigest()[:16]
 
 
-def collect(boots: Sequence[BootOptions], jobs: int = 1) -> dict[str, object]:
+def kernel_of(boot: BootOptions) -> Path:
+    """The Linux image a boot runs (its own, or Tandem's)."""
+    return boot.kernel or KERNEL
+
+
+def inputs_of(boots: Sequence[BootOptions]) -> Pinned:
+    """The files every boot of a run is made of, each read once and pinned:
+    the board's firmware, each Linux image the boots run, the initramfs.
+    `collect` records these digests, and the run's boots refuse other
+    bytes (BootOptions.pinned, platform/pinned.py)."""
+    board = board_of(boots)
+    return pin([firmware(board.name), INITRAMFS, *(kernel_of(b) for b in boots)])
+
+
+def collect(
+    boots: Sequence[BootOptions], jobs: int = 1, inputs: Pinned | None = None
+) -> dict[str, object]:
     """Provenance of a run of `boots` (every boot of the run, by its options,
     not a shard's only), measured `jobs` boots at a time: their board, whose
     firmware image is the one digested, configurations, timing and memory
@@ -135,8 +145,12 @@ def collect(boots: Sequence[BootOptions], jobs: int = 1) -> dict[str, object]:
     agree on it (tandem exp merge). The kernel's and initramfs's digests
     are of the images booted, which differ between two builds of the same
     commit (Linux stamps its build's time and host into itself), so shards
-    on several machines share one build (docs/harness.md)."""
+    on several machines share one build (docs/harness.md).
+
+    `inputs` (inputs_of) are the digests to record, read beforehand so
+    that the run's boots can be held to the same reading; None: read now."""
     board = board_of(boots)
+    pins = inputs_of(boots) if inputs is None else inputs
     changed = changed_paths()
     return {
         "commit": _git("rev-parse", "HEAD"),
@@ -145,10 +159,11 @@ def collect(boots: Sequence[BootOptions], jobs: int = 1) -> dict[str, object]:
         "changes_sha256": "unknown" if changed is None else changes_digest() if changed else "none",
         "qemu": _qemu(),
         "kernel": KERNEL_RELEASE.read_text().strip() if KERNEL_RELEASE.exists() else "unknown",
-        "kernel_sha256": _digest(KERNEL),
-        "initramfs_sha256": _digest(INITRAMFS),
+        # One digest, or each where the boots run several kernels.
+        "kernel_sha256": _one_or_all([pins.expected(kernel_of(b)) for b in boots]),
+        "initramfs_sha256": pins.expected(INITRAMFS),
         "board": board.name,
-        "firmware_sha256": _digest(firmware(board.name)),
+        "firmware_sha256": pins.expected(firmware(board.name)),
         "configs": sorted({b.config.name for b in boots}),
         "boots": len(boots),
         "timing": timing_of(boots),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -424,3 +425,91 @@ def test_reading_stops_at_a_panic_or_where_qemu_runs_on() -> None:
     expected.feed(commands_output.BEGIN)
     expected.feed("Kernel panic - not syncing: on purpose")
     assert not expected.done and expected.lines == ["Kernel panic - not syncing: on purpose"]
+
+
+PINNED_SCENARIO = """
+experiment = "pinned"
+paper = "004"
+description = "two boots held to the images the run's provenance records"
+runner = "rtos-app"
+timing = "virtual"
+quantum_ns = 1000
+reps = 1
+smp = 1
+rtos = ["ctxsw"]
+linux = "true"
+expect = ["ctxsw"]
+"""
+
+
+@needs_dtc
+def test_a_rebuild_during_a_run_stops_it_at_the_next_boot(
+    built: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's provenance is taken at its start; a firmware rebuilt while it
+    measures (1 Dec: a worktree whose build linked to another checkout's)
+    must stop the run, not boot later boots under the first ones' digest.
+    The boots here are prepared for real (the stand-ins of `built`), QEMU
+    alone is not started."""
+    from tandem import exp, provenance
+    from tandem.exp import rtos_app, units
+    from tandem.exp.common import Boot
+    from tandem.platform.boot import ExecResult
+
+    firmware = built / "firmware.bin"
+    monkeypatch.setattr(provenance, "firmware", lambda _board: firmware)
+    monkeypatch.setattr(provenance, "KERNEL", built / "Image")
+    monkeypatch.setattr(provenance, "INITRAMFS", built / "initramfs.cpio")
+    booted: list[str] = []
+
+    def boot(unit: Boot, ctx: object) -> ExecResult:
+        prepared = boot_inputs.prepare(unit.options, unit.script)
+        prepared.release()
+        booted.append(unit.label)
+        # The rebuild, between this run's first and second boots.
+        firmware.write_bytes(b"REBUILT!" * 64)
+        log = built / f"{unit.label}.console.log"
+        log.write_text(f"{commands_output.BEGIN}\n@@TANDEM-EXEC-END status=0@@\n")
+        return ExecResult(0, "", log, log, 0, 0.0, 0.0, lines=[])
+
+    fake = exp.Experiment(
+        "pinned",
+        rtos_app.SCHEMA,
+        lambda s: [Boot(label, BootOptions(), "true\n") for label in ("a", "b")],
+        lambda s, out, measured: {"experiment": "pinned"},
+        lambda d, s: None,
+        lambda d, c: "report\n",
+    )
+    (built / "pinned.toml").write_text(PINNED_SCENARIO)
+    monkeypatch.setattr(exp, "get", lambda name, directory: fake)
+    monkeypatch.setattr(units, "boot", boot)
+    with pytest.raises(TandemError, match=r"firmware\.bin changed since this run started"):
+        exp.run("pinned", quick=False, overrides={}, out_root=built / "r", directory=built, jobs=1)
+    assert booted == ["a"]
+    (partial,) = (built / "r" / "pinned").glob("*.partial")
+    assert units.recorded(partial) == ["a"]
+
+
+@needs_dtc
+@pytest.mark.parametrize("name", ["firmware.bin", "Image", "initramfs.cpio"])
+def test_a_boot_refuses_each_input_that_is_not_the_one_pinned(built: Path, name: str) -> None:
+    from tandem.platform import pinned
+
+    inputs = pinned.pin([built / "firmware.bin", built / "Image", built / "initramfs.cpio"])
+    options = BootOptions(pinned=inputs)
+    boot_inputs.prepare(options, "true\n").release()
+    (built / name).write_bytes(b"changed")
+    with pytest.raises(TandemError, match=f"{re.escape(name)} changed since this run started"):
+        boot_inputs.prepare(options, "true\n")
+
+
+def test_an_input_the_run_did_not_pin_is_refused(tmp_path: Path) -> None:
+    from tandem.platform import pinned
+
+    (tmp_path / "a").write_bytes(b"a")
+    (tmp_path / "b").write_bytes(b"b")
+    inputs = pinned.pin([tmp_path / "a"])
+    assert pinned.read(tmp_path / "a", inputs) == b"a"
+    assert pinned.read(tmp_path / "b", None) == b"b"
+    with pytest.raises(TandemError, match="not among the inputs"):
+        pinned.read(tmp_path / "b", inputs)

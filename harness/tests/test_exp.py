@@ -1202,7 +1202,7 @@ def test_a_run_is_stamped_before_it_measures(
 
     events: list[str] = []
 
-    def stamp(boots: list[BootOptions], jobs: int) -> dict[str, object]:
+    def stamp(boots: list[BootOptions], jobs: int, inputs: object = None) -> dict[str, object]:
         events.append(f"stamp {' '.join(b.board.name for b in boots)}")
         return {"commit": "at-start"}
 

@@ -407,7 +407,7 @@ def test_a_run_is_summarized_from_raw_data_with_the_hosts_clocks(
     fidelity = importlib.import_module("tandem.exp.fidelity")
     monkeypatch.setattr(fidelity, "memmodel_provenance", lambda spec: {"profile": spec})
     monkeypatch.setattr(
-        provenance, "collect", lambda boots, jobs: {"boots": len(boots), "commit": "c"}
+        provenance, "collect", lambda boots, jobs, inputs=None: {"boots": len(boots), "commit": "c"}
     )
     # The counter free, as the fake boots' labels are: with a causal rule
     # (the default) one more boot has it free (the test above).

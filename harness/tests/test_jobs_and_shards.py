@@ -225,7 +225,9 @@ def test_fidelitys_kept_run_is_remade_from_its_raw_data_with_the_same_scripts(
     # what made the run is not what this test compares.
     fidelity = importlib.import_module("tandem.exp.fidelity")
     monkeypatch.setattr(fidelity, "memmodel_provenance", lambda spec: {"profile": spec})
-    monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"boots": len(boots)})
+    monkeypatch.setattr(
+        provenance, "collect", lambda boots, jobs, inputs=None: {"boots": len(boots)}
+    )
     # The kept run's counter was free, the default then (lamport since).
     overrides: dict[str, object] = {"memmodel": "a53", "quanta": [1000], "causal": "off"}
     out = exp.run("fidelity", False, overrides, out_root=tmp_path / "r", jobs=2)

@@ -51,7 +51,7 @@ def test_a_run_is_summarized_per_core_count_and_redrawn(
     smps: list[int] = []
     console = [(0.0, line) for line in [BEGIN, *WINDOWS, "@@TANDEM-EXEC-END status=0@@"]]
     monkeypatch.setattr(units, "run_exec", fake_run_exec(tmp_path, console, _checked(smps)))
-    monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"commit": "c"})
+    monkeypatch.setattr(provenance, "collect", lambda boots, jobs, inputs=None: {"commit": "c"})
     out = exp.run("linux-rt-trace", False, {"cores": [1, 4]}, out_root=tmp_path / "r", jobs=1)
     assert smps == [1, 4]
     summary = json.loads((out / "summary.json").read_text())

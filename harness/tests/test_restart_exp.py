@@ -134,7 +134,7 @@ def test_a_run_is_summarized_from_the_hosts_times_kept_in_raw_data(
     now = [0.0]
     monkeypatch.setattr(hostmarks, "time", SimpleNamespace(monotonic=lambda: now[0]))
     monkeypatch.setattr(units, "run_exec", fake_run_exec(tmp_path, CONSOLE, _check, SECURE, now))
-    monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"commit": "c"})
+    monkeypatch.setattr(provenance, "collect", lambda boots, jobs, inputs=None: {"commit": "c"})
     out = exp.run("restart", True, {}, out_root=tmp_path / "r")
     summary = json.loads((out / "summary.json").read_text())
     assert [r["method"] for r in summary["restarts"]] == list(METHODS)

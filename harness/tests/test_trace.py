@@ -175,7 +175,7 @@ def test_a_run_is_summarized_from_the_dump_kept_in_raw_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(units, "run_exec", fake_run_exec(tmp_path, _console(GOOD), _check))
-    monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"commit": "c"})
+    monkeypatch.setattr(provenance, "collect", lambda boots, jobs, inputs=None: {"commit": "c"})
     out = exp.run("trace", False, {}, out_root=tmp_path / "r")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["window_ticks"] == [10_000, 20_000] and summary["cores_traced"] == [0, 1]
@@ -211,7 +211,7 @@ def test_a_console_without_the_dump_is_a_clear_error(
     monkeypatch.setattr(
         units, "run_exec", fake_run_exec(tmp_path, _console("hackbench: not found"), _check)
     )
-    monkeypatch.setattr(provenance, "collect", lambda boots, jobs: {"commit": "c"})
+    monkeypatch.setattr(provenance, "collect", lambda boots, jobs, inputs=None: {"commit": "c"})
     with pytest.raises(TandemError, match="tandem-trace printed nothing"):
         exp.run("trace", False, {}, out_root=tmp_path / "r")
 

@@ -51,6 +51,7 @@ from tandem.exp.shards import Shard
 from tandem.exp.units import Measured
 from tandem.platform import boot_inputs, boot_options
 from tandem.platform.paths import EXPERIMENTS, RESULTS
+from tandem.platform.pinned import Pinned
 from tandem.results import PARTIAL, RAW, PartialRun, write_atomic
 
 # The strictest of a run's boots rules the run (pool.choose_jobs).
@@ -188,6 +189,11 @@ def check_boots(name: str, s: scenario.Scenario, boots: Sequence[Boot]) -> None:
             ) from None
 
 
+def pin_boot(boot: Boot, inputs: Pinned) -> Boot:
+    """`boot` held to a run's pinned inputs (BootOptions.pinned)."""
+    return dataclasses.replace(boot, options=dataclasses.replace(boot.options, pinned=inputs))
+
+
 def run(
     name: str,
     quick: bool,
@@ -227,8 +233,12 @@ def run(
     print(f"exp {what}: measuring into {partial.dir}", file=sys.stderr)
     command = command_line(name, quick, s.overrides)
     # Stamped before measuring: a run lasts up to two hours, and a commit or
-    # an edit made meanwhile must not be recorded as what it measured.
-    stamp = provenance.collect([b.options for b in boots], jobs)
+    # an edit made meanwhile must not be recorded as what it measured. Its
+    # boots are held to the images it records: a rebuild meanwhile stops
+    # the run rather than measure other images under these digests.
+    inputs = provenance.inputs_of([b.options for b in boots])
+    stamp = provenance.collect([b.options for b in boots], jobs, inputs)
+    mine = [pin_boot(b, inputs) for b in mine]
     plan = None
     if shard is not None:
         plan = shards.Plan(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from tandem.errors import TandemError
-from tandem.platform import capacity, cpio, dtb, flash, gdb, logdir, qemu_command
+from tandem.platform import capacity, cpio, dtb, flash, gdb, logdir, pinned, qemu_command
 from tandem.platform.apps import workload_blob
 from tandem.platform.board import Board
 from tandem.platform.boot_options import BootOptions, check, check_built
@@ -90,15 +90,21 @@ def layout(options: BootOptions, exec_script: str | None) -> Layout:
     return Layout(config, linux_cores, partitions, primary, scripts)
 
 
-def initramfs(layout: Layout, run_dir: Path, add: tuple[cpio.Added, ...] = ()) -> tuple[bytes, ...]:
-    """Step 2: the initramfs as chunks: Tandem's, then what `add` puts into
-    the guest, then (exec) the commands.
+def initramfs(
+    layout: Layout,
+    run_dir: Path,
+    add: tuple[cpio.Added, ...] = (),
+    pins: pinned.Pinned | None = None,
+) -> tuple[bytes, ...]:
+    """Step 2: the initramfs as chunks: Tandem's (checked against `pins`,
+    a run's pinned inputs), then what `add` puts into the guest, then
+    (exec) the commands.
 
     One initramfs for every partition: each Linux's rcS runs the script
     named after its partition (its command line says which). The scripts
     are also written beside the boot's logs (exec.sh, exec-NAME.sh), and
     what was added is listed in added.txt."""
-    chunks = [INITRAMFS.read_bytes()]
+    chunks = [pinned.read(INITRAMFS, pins)]
     if add:
         chunks.append(cpio.added(add))
         (run_dir / "added.txt").write_text(
@@ -303,13 +309,19 @@ def partition_consoles(board: Board, layout: Layout, run_dir: Path) -> Consoles 
 
 
 def flash_image(
-    board: Board, blobs: RtosBlobs, images: list[LinuxImages], table: bytes, run_dir: Path
+    board: Board,
+    blobs: RtosBlobs,
+    images: list[LinuxImages],
+    table: bytes,
+    run_dir: Path,
+    pins: pinned.Pinned | None = None,
 ) -> Path:
     """Step 7: the secure flash the boot starts from (flash.bin: firmware,
-    boot configuration, workload, Linux's images, partition table)."""
+    checked against `pins`, a run's pinned inputs, boot configuration,
+    workload, Linux's images, partition table)."""
     return flash.write(
         board,
-        firmware(board.name).read_bytes(),
+        pinned.read(firmware(board.name), pins),
         blobs.boot_config,
         blobs.workload,
         images,
@@ -396,14 +408,15 @@ def _prepare_in(
     run_dir: Path,
     in_use: BinaryIO,
 ) -> Prepared:
-    initrd = initramfs(plan, run_dir, options.add)
+    initrd = initramfs(plan, run_dir, options.add, options.pinned)
     args = bootargs(options, exec_script)
     off = linux_off(options, plan)
     blobs = rtos_blobs(options, plan, off, run_dir)
-    images = device_trees(options, board, plan, args, initrd, kernel_path.read_bytes(), run_dir)
+    kernel = pinned.read(kernel_path, options.pinned)
+    images = device_trees(options, board, plan, args, initrd, kernel, run_dir)
     table = partition_table(board, options, plan, off, run_dir)
     consoles = partition_consoles(board, plan, run_dir)
-    firmware = flash_image(board, blobs, images, table, run_dir)
+    firmware = flash_image(board, blobs, images, table, run_dir, options.pinned)
     disk = blank_disk(options, run_dir)
     argv = command_line(options, board, firmware, run_dir, exec_script is None, disk, consoles)
     gdb_script(options, plan, kernel_path, run_dir)

@@ -17,6 +17,7 @@ from tandem.platform.apps import AppRun
 from tandem.platform.board import Board, load_board
 from tandem.platform.configs import Ctxsw, PlatformConfig, Workload, load_config
 from tandem.platform.paths import BUILD, missing_artifacts
+from tandem.platform.pinned import Pinned
 from tandem.platform.timing import Timing
 
 # A boot's timing unless it asks for another (`run` and `exec` pick per
@@ -91,6 +92,10 @@ class BootOptions:
     # QEMU waits for gdb before the first instruction (`--gdb`), its stub
     # on a unix socket in the boot's private log directory (gdb.qemu_args).
     gdb: bool = False
+    # The run's inputs as its provenance recorded them (tandem.exp.run):
+    # the boot refuses a firmware, Linux image or initramfs that differs
+    # (platform/pinned.py); None: a boot on its own (`run`, `exec`).
+    pinned: Pinned | None = None
 
 
 def choose_timing(requested: str, smp: int, host_cores: int) -> tuple[str, str]:
