@@ -143,9 +143,9 @@ def collect(
 
     Everything but `host` is what made the numbers: shards of one run must
     agree on it (tandem exp merge). The kernel's and initramfs's digests
-    are of the images booted, which differ between two builds of the same
-    commit (Linux stamps its build's time and host into itself), so shards
-    on several machines share one build (docs/harness.md).
+    are of the images booted; two builds of one commit give the same ones
+    (the Makefile pins Linux's build stamp; on 1 Dec two machines and two
+    checkouts agreed), and `exp keep` refuses a shard whose build differs.
 
     `inputs` (inputs_of) are the digests to record, read beforehand so
     that the run's boots can be held to the same reading; None: read now."""
