@@ -67,7 +67,7 @@ BOARD_FIRMWARE := $(foreach b,$(OTHER_BOARDS),$(BUILD)/boards/$(b)/tandem-firmwa
 BOARD_DTBS  := $(addprefix $(KOUT)/arch/arm64/boot/dts/,$(shell sed -n 's/^dtb = "\(.*\)"$$/\1/p' boards/*.toml))
 
 .PHONY: help setup build run test lint host-test qemu-test bench fresh-test clean distclean abi FORCE \
-	trace-kernel psci-kernel
+	trace-kernel psci-kernel rootfs-lock
 
 help:
 	@echo "make run     set up, build and boot Tandem on QEMU (Linux console here)"
@@ -77,6 +77,7 @@ help:
 	@echo "make trace-kernel  a Linux with latency tracers (build/linux-trace; ./tandem exp kernel-trace)"
 	@echo "make psci-kernel   a Linux running its PSCI checker at boot (build/linux-psci; make test builds it)"
 	@echo "make setup   install what the build needs (Debian bookworm, root)"
+	@echo "make rootfs-lock  lock the initramfs's Debian packages at the versions served now"
 	@echo "make fresh-test  make test and a boot in a throwaway Debian root (slow; root)"
 	@echo "make clean   remove build outputs (keeps downloaded packages)"
 
@@ -106,6 +107,11 @@ test:
 # change to set-up, the Makefile's install steps or QEMU's command line.
 fresh-test:
 	@scripts/fresh-test.sh
+
+# After changing rootfs/packages.txt, or when the build says Debian no longer
+# serves a locked version: commit the new rootfs/packages.lock.
+rootfs-lock: setup
+	@rootfs/lock.sh
 
 bench: build
 	./tandem bench boot

@@ -19,27 +19,59 @@ stage=$out/stage
 
 readelf=aarch64-linux-gnu-readelf
 
-list_packages() {
-	grep -v '^#' "$here/packages.txt" | sed '/^$/d'
-}
+lock=$here/packages.lock
 
-# 1. Download the packages and their dependencies (once; apt caches by name).
-#    Interpreters the tools never exec (python, perl) are left out.
+# 1. Download exactly the packages rootfs/packages.lock names (once per lock:
+#    debs/.complete holds the digest of the lock they came from).
+[ -f "$lock" ] || { echo "rootfs: $lock is missing; run 'make rootfs-lock'" >&2; exit 1; }
+listed=$(sha256sum "$here/packages.txt" | cut -d' ' -f1)
+if ! grep -qx "# packages.txt $listed" "$lock"; then
+	echo "rootfs: rootfs/packages.txt changed since rootfs/packages.lock was written;" \
+		"run 'make rootfs-lock' and commit the lock" >&2
+	exit 1
+fi
+lock_digest=$(sha256sum "$lock" | cut -d' ' -f1)
 mkdir -p "$debs"
-if [ ! -f "$debs/.complete" ] || [ "$here/packages.txt" -nt "$debs/.complete" ]; then
-	echo "rootfs: resolving arm64 packages"
-	mapfile -t wanted < <(list_packages | sed 's/$/:arm64/')
-	mapfile -t all < <(apt-cache depends --recurse --no-recommends --no-suggests \
-		--no-conflicts --no-breaks --no-replaces --no-enhances "${wanted[@]}" |
-		grep -E '^[a-z0-9].*:arm64$' | grep -vE '^(python3|libpython3|perl|dpkg|install-info)' | sort -u)
-	if [ ${#all[@]} -eq 0 ]; then
-		echo "rootfs: apt knows no arm64 packages; run 'make setup' (it adds the arm64 architecture)" >&2
+if [ "$(cat "$debs/.complete" 2>/dev/null)" != "$lock_digest" ]; then
+	rm -f "$debs"/*.deb "$debs/.complete"
+	mapfile -t locked < <(grep -v '^#' "$lock" | awk '{ print $1 ":arm64=" $2 }')
+	echo "rootfs: downloading the ${#locked[@]} locked arm64 packages"
+	if ! (cd "$debs" && apt-get download -q "${locked[@]}" >"$out/download.log" 2>&1); then
+		echo "rootfs: Debian's mirror did not serve every version rootfs/packages.lock names" \
+			"(an update may have replaced one; see $out/download.log):" >&2
+		grep -E '^E:' "$out/download.log" >&2 || true
+		echo "rootfs: run 'apt-get update'; if a version is gone, 'make rootfs-lock' locks" \
+			"the ones served now (the initramfs changes with it: commit the lock)" >&2
 		exit 1
 	fi
-	echo "rootfs: downloading ${#all[@]} packages"
-	(cd "$debs" && apt-get download -q "${all[@]}" >/dev/null)
-	: >"$debs/.complete"
 fi
+# Every .deb, cached or fresh, must be the one the lock names, byte for byte.
+while read -r name version digest; do
+	found=
+	for deb in "$debs/${name}_"*.deb; do
+		[ -e "$deb" ] || continue
+		[ "$(dpkg-deb -f "$deb" Package)" = "$name" ] || continue
+		[ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || continue
+		found=$deb
+	done
+	if [ -z "$found" ]; then
+		rm -f "$debs/.complete"
+		echo "rootfs: $name $version (rootfs/packages.lock) is not in $debs; run make again" >&2
+		exit 1
+	fi
+	if [ "$(sha256sum "$found" | cut -d' ' -f1)" != "$digest" ]; then
+		rm -f "$debs/.complete"
+		echo "rootfs: $found does not have the SHA-256 rootfs/packages.lock gives" \
+			"($digest); run make again to download it anew" >&2
+		exit 1
+	fi
+done < <(grep -v '^#' "$lock")
+if [ "$(find "$debs" -name '*.deb' | wc -l)" -ne "$(grep -vc '^#' "$lock")" ]; then
+	rm -f "$debs/.complete"
+	echo "rootfs: $debs holds packages rootfs/packages.lock does not name; run make again" >&2
+	exit 1
+fi
+echo "$lock_digest" >"$debs/.complete"
 
 # 2. Unpack them all into one tree to pick files from.
 rm -rf "$pkgroot" "$stage"
