@@ -12,6 +12,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -180,23 +181,25 @@ def test_no_boot_waiting_for_gdb_is_a_clear_error(tmp_path: Path) -> None:
         gdb.waiting_script(tmp_path)
 
 
-def test_a_boot_waits_for_gdb_only_once_its_stub_listens(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_a_boot_waits_for_gdb_only_once_its_stub_listens(monkeypatch: pytest.MonkeyPatch) -> None:
     """The script is written before QEMU starts; until QEMU has made the
     stub's socket, gdb cannot connect and no boot is waiting (a loaded host
     took long enough for `make test` to see the script without it)."""
-    monkeypatch.setattr(logdir, "LOGS", tmp_path / "logs")
-    run_dir, lock = logdir.new_log_dir()
-    try:
-        (run_dir / gdb.SCRIPT).write_text("x")
-        with pytest.raises(TandemError, match="no boot is waiting"):
-            gdb.waiting_script(tmp_path / "logs")
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stub:
-            stub.bind(str(run_dir / gdb.SOCKET))
-            assert gdb.waiting_script(tmp_path / "logs") == run_dir / gdb.SCRIPT
-    finally:
-        lock.close()
+    # Not tmp_path: under pytest-xdist its path plus the log directory's
+    # name outgrows a unix socket's 107 bytes and bind() fails.
+    with tempfile.TemporaryDirectory(prefix="tandem-gdb-") as short:
+        logs = Path(short) / "logs"
+        monkeypatch.setattr(logdir, "LOGS", logs)
+        run_dir, lock = logdir.new_log_dir()
+        try:
+            (run_dir / gdb.SCRIPT).write_text("x")
+            with pytest.raises(TandemError, match="no boot is waiting"):
+                gdb.waiting_script(logs)
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stub:
+                stub.bind(str(run_dir / gdb.SOCKET))
+                assert gdb.waiting_script(logs) == run_dir / gdb.SCRIPT
+        finally:
+            lock.close()
 
 
 def _static_gaps(tmp_path: Path) -> Path:
