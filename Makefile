@@ -345,7 +345,7 @@ QEMU_TEST_WORKERS ?= $(shell nproc)
 
 qemu-test:
 	@echo "== QEMU tests ($(QEMU_TEST_WORKERS) side by side)"
-	.venv/bin/pytest -q --durations=10 -n $(QEMU_TEST_WORKERS) --dist loadfile -m qemu harness/tests
+	.venv/bin/pytest -q --durations=25 -n $(QEMU_TEST_WORKERS) --dist loadfile -m qemu harness/tests
 
 clean:
 	rm -rf $(KOUT) $(BUILD)/linux-trace $(BUILD)/linux-psci $(BUILD)/firmware $(BUILD)/qemu $(BUILD)/driver $(BUILD)/hostile $(BUILD)/rpmsg-sample $(BUILD)/tools $(BUILD)/include \

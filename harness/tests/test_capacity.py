@@ -149,7 +149,7 @@ def _steal_run(mode: str) -> list[dict[str, float]]:
     r = run_exec(
         BootOptions(timing=Timing("virtual"), smp=2, workload=HALF_ON_1, capacity=mode),
         STEAL_SCRIPT,
-        timeout_s=300,
+        timeout_s=600,
     )
     assert r.status == 0, r.output
     parts = re.split(r"@@(?:idle|idle-end|before|after)\n", r.output)[1:]
@@ -172,7 +172,7 @@ def test_static_capacity_in_sysfs() -> None:
     r = run_exec(
         BootOptions(timing=Timing("virtual"), workload=HALF_ON_1, capacity="static"),
         "cat /sys/devices/system/cpu/cpu[0-3]/cpu_capacity",
-        timeout_s=300,
+        timeout_s=600,
     )
     assert r.status == 0, r.output
     assert r.output.split() == ["1024", "512", "1024", "1024"]

@@ -156,7 +156,7 @@ def test_a_stray_access_stops_only_that_task() -> None:
         ctxsw=Ctxsw(core=1, mode="asid", pages=4, switches=20_000, stray=True),
     )
     script = handoffs.guest_script(60) + "sleep 4\nnproc\n"
-    result = run_exec(options, script, timeout_s=300)
+    result = run_exec(options, script, timeout_s=600)
     assert result.qemu_status == 0 and result.status == 0, result.console_log
     assert result.lines[-1] == "2", "Linux runs on after the fault"
     rec = handoffs.parse_record(result.lines, "stray")

@@ -1290,7 +1290,7 @@ def test_cyclictest_measures_through_its_json() -> None:
     r = run_exec(
         BootOptions(config=load_config("linux-only"), timing=Timing("percore"), smp=1),
         script,
-        timeout_s=300,
+        timeout_s=600,
     )
     assert r.status == 0, r.output
     assert "@@RESULT p1 cyclictest-json@@" in r.lines, r.output

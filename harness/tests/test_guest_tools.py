@@ -220,7 +220,7 @@ def test_a_users_static_program_runs_under_the_rtos(tmp_path: Path) -> None:
         workload=Workload(core=1, period_us=1000, work_us=300),
         add=(cpio.Added.parse(str(gaps)), cpio.Added.parse(f"{GAPS}:/opt/src/gaps.c")),
     )
-    r = run_exec(options, "ls /opt/src; ./gaps 1 0.2 50\n", timeout_s=300)
+    r = run_exec(options, "ls /opt/src; ./gaps 1 0.2 50\n", timeout_s=600)
     assert r.status == 0, r.output
     assert r.lines[0] == "gaps.c"
     words = r.lines[1].split()
@@ -299,7 +299,7 @@ def test_gdb_stops_in_the_monitor_the_rtos_and_linux(tmp_path: Path) -> None:
 
     def boot_it() -> None:
         try:
-            result["exec"] = run_exec(options, "echo done\n", timeout_s=300)
+            result["exec"] = run_exec(options, "echo done\n", timeout_s=600)
         except TandemError as e:
             result["error"] = e
 

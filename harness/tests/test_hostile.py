@@ -142,7 +142,7 @@ def floods_and_storms(board: str, s: Settings) -> None:
         config=load_config("heteroos"),
         rpc_cores=(TARGET,),
     )
-    r = run_exec(options, script(s), timeout_s=300 + 60 * s.attack_s + 10 * s.quiet_s)
+    r = run_exec(options, script(s), timeout_s=600 + 60 * s.attack_s + 10 * s.quiet_s)
     assert r.status == 0, r.console_log
     tagged: dict[str, list[str]] = {}
     for line in r.lines:
@@ -505,7 +505,7 @@ def requests_rewritten(board: str, s: Settings) -> None:
         config=load_config("heteroos"),
         rpc_cores=(TARGET,),
     )
-    r = run_exec(options, script, timeout_s=300 + 60 * s.scribble_s)
+    r = run_exec(options, script, timeout_s=600 + 60 * s.scribble_s)
     assert r.status == 0, r.console_log
     tagged = dict(line.split(": ", 1) for line in r.lines if ": " in line)
     for c in (0, 1):
@@ -559,7 +559,7 @@ def cpu_ons_racing_resets(board: str, s: Settings) -> None:
         config=load_config("tandem"),
         apps=(AppRun.of("periodic", core=3, period_us=PERIOD_US, work_us=WORK_US),),
     )
-    r = run_exec(options, race_script(s.races), timeout_s=300 + 20 * s.races)
+    r = run_exec(options, race_script(s.races), timeout_s=600 + 20 * s.races)
     assert r.status == 0, r.console_log
     generations = [line.removeprefix("@@GEN ").removesuffix("@@").split() for line in r.lines]
     generations = [g for g in generations if len(g) == 3 and g[1] == "online"]
@@ -595,7 +595,7 @@ def stub_rewritten(board: str) -> None:
         "fi\n"
     )
     r = run_exec(
-        BootOptions(board=load_board(board), timing=Timing("percore")), script, timeout_s=180
+        BootOptions(board=load_board(board), timing=Timing("percore")), script, timeout_s=600
     )
     assert "stub now 0x14000000" in r.lines, r.lines
     assert r.lines[-1] == "generation 2 cores 4", r.console_log

@@ -109,7 +109,7 @@ def test_linux_cannot_reach_the_secure_worlds_devices() -> None:
         lines.append(f'devmem {address:#x} {width} {value:#x}; echo "write {name}: $?"')
     script = "\n".join(lines) + "\nsleep 1.2\necho alive\n"
     r = run_exec(
-        BootOptions(board=load_board(BOARD), timing=Timing("percore")), script, timeout_s=300
+        BootOptions(board=load_board(BOARD), timing=Timing("percore")), script, timeout_s=600
     )
     assert r.qemu_status == 0, f"QEMU exited {r.qemu_status} ({r.console_log})"
     for name, *_ in SECURE_DEVICE_WRITES:

@@ -32,7 +32,7 @@ def dualunix(script: str, others: dict[str, str] | None = None, **options: objec
             **options,  # type: ignore[arg-type]
         ),
         script,
-        timeout_s=300,
+        timeout_s=600,
     )
     assert result.qemu_status in (0, -9), f"QEMU exited {result.qemu_status} ({result.console_log})"
     return result
@@ -285,7 +285,7 @@ echo "B back"
             partition_scripts=(("B", b),),
         ),
         a,
-        timeout_s=300,
+        timeout_s=600,
         panics=True,
     )
     assert r.status == 0, r.output

@@ -27,7 +27,7 @@ def test_linux_enters_the_standby_state_through_cpu_suspend() -> None:
         'echo "cpu$c $(cat $d/state0/name) $(cat $d/state1/desc) $(cat $d/state1/usage)"; done\n'
         "cat /sys/devices/system/cpu/cpuidle/current_driver\n"
     )
-    r = run_exec(BootOptions(timing=Timing("percore"), smp=2), script, timeout_s=300)
+    r = run_exec(BootOptions(timing=Timing("percore"), smp=2), script, timeout_s=600)
     assert r.status == 0, r.output
     assert r.lines[-1] == "psci_idle", r.output
     for line in r.lines[:2]:
@@ -43,7 +43,7 @@ def test_without_idle_states_linux_keeps_to_wfi() -> None:
     r = run_exec(
         BootOptions(timing=Timing("percore"), smp=1, linux_idle="wfi"),
         "ls " + CPUIDLE.format(0) + " 2>&1 || echo none\n",
-        timeout_s=300,
+        timeout_s=600,
     )
     assert r.status == 0 and r.lines[-1] == "none", r.output
 

@@ -27,7 +27,7 @@ def test_linux_reads_tandems_uid_revision_and_call_count() -> None:
         f"tandem-smc call {abi.SMC_SIP_CALL_UID | 1 << 30:#x}\n"
         f"tandem-smc call {abi.SMC_SIP_REVISION:#x}\n"
     )
-    r = run_exec(BootOptions(timing=Timing("percore"), smp=1), script, timeout_s=300)
+    r = run_exec(BootOptions(timing=Timing("percore"), smp=1), script, timeout_s=600)
     assert r.status == 0, r.output
     major, minor = abi.ABI_VERSION >> 16, abi.ABI_VERSION & 0xFFFF
     assert r.lines[0] == (

@@ -42,7 +42,7 @@ tandem-lat -d report /tmp/a /tmp/b
 sleep 1.1
 cat {SYSFS}/core1/rtos_releases {SYSFS}/core1/deadline_misses {SYSFS}/core0/rtos_releases
 """
-    r = run_exec(options, script, timeout_s=300)
+    r = run_exec(options, script, timeout_s=600)
     assert r.status == 0, r.output
     misses_before = int(r.lines[0])
     releases, misses, core0 = (int(x) for x in r.lines[-3:])
