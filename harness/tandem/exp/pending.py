@@ -11,6 +11,7 @@ differs."""
 from __future__ import annotations
 
 import os
+import shutil
 import tarfile
 import tempfile
 from collections.abc import Sequence
@@ -44,7 +45,20 @@ def unpack(archive: Path, into: Path) -> list[Path]:
                     raise TandemError(f"{archive}: {m.name}: a path outside its shard; refused")
                 if len(parts) == 1 and not m.isdir():
                     raise TandemError(f"{archive}: {m.name}: a file outside any shard's folder")
-            tar.extractall(into, filter="data")
+            # Written one by one, not by extractall: its `filter` argument is
+            # newer than Debian bookworm's Python 3.11.2, and the checks above
+            # already admit only folders and plain files under a shard's.
+            for m in members:
+                target = into.joinpath(*PurePosixPath(m.name).parts)
+                if m.isdir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                source = tar.extractfile(m)
+                if source is None:
+                    raise TandemError(f"{archive}: {m.name}: no data; refused")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with source, target.open("wb") as out:
+                    shutil.copyfileobj(source, out)
     except (OSError, tarfile.TarError) as e:
         raise TandemError(f"{archive}: not an archive of shards ({e})") from None
     return [into / top for top in sorted({PurePosixPath(m.name).parts[0] for m in members})]
