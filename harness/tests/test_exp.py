@@ -4,7 +4,9 @@ setting (QEMU)."""
 
 from __future__ import annotations
 
+import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -150,6 +152,15 @@ def test_domains_phases_and_script() -> None:
     # The paper's load: reads alone (tandem-membench read), one per loaded core.
     assert "load_start reads 1 2" in affinity and "load_start reads 1 3" not in affinity
     assert "measure_cyclictest memory-2 4096 3 yes" in affinity
+    # Linux's environments in ns (issue 49), in both ways of measuring.
+    assert "\nCYCLICTEST_NS=yes\n" in affinity
+    micro = scenario.load("domains", domains.SCHEMA, overrides={"linux_latency_ns": False})
+    assert "\nCYCLICTEST_NS=no\n" in domains_script.guest_script(domains_spec.ENVS["smp"], micro)
+    # In ns cyclictest keeps every sample (-v), 16 384 at most.
+    long = scenario.load("domains", domains.SCHEMA, overrides={"samples": 20000})
+    for env in ("smp", "dualunix"):
+        with pytest.raises(TandemError, match="keeps at most 16384 samples in ns"):
+            domains_script.guest_script(domains_spec.ENVS[env], long)
     smp = domains_script.guest_script(domains_spec.ENVS["smp"], s)
     assert "load_start reads 2 any" in smp and "\nisolate_core 3" not in smp
     assert "measure_rtos scheduling-3 4096 3" in domains_script.guest_script(
@@ -165,6 +176,7 @@ def test_domains_phases_and_script() -> None:
     assert "remote memory 2\nmeasure_cyclictest memory-2 4096 any no" in b
     assert "remote scheduling 1\nmeasure_cyclictest scheduling-3 4096 any no" in b
     assert b.rstrip().endswith("remote done 0")
+    assert "\nCYCLICTEST_NS=yes\n" in b
     assert "load_stop() { remote stop 0; }" in b
     agent = domains_script.load_agent_script(s)
     assert 'load_start reads 1 "$core"' in agent
@@ -417,6 +429,12 @@ def test_experiment_runs_tiny(
         assert (out / f).stat().st_size > 0, f
     assert (out / "raw.tar.xz").is_file(), "the raw data, packed when the run finished"
     assert "timing" in (out / "report.md").read_text()
+    if name == "domains":
+        # Linux's environments measured in ns (linux_latency_ns), the RTOS's
+        # at its counter's 16 ns as before.
+        with (out / "histograms.csv").open() as table:
+            resolutions = {(r["instrument"], r["resolution_us"]) for r in csv.DictReader(table)}
+        assert resolutions == {("cyclictest", "0.001"), ("rtos", "0.016")}, resolutions
 
 
 def test_lhp_long_waits_and_report(tmp_path: Path) -> None:
@@ -1268,6 +1286,46 @@ def test_cyclictest_is_read_from_its_json() -> None:
         measure.from_cyclictest_json(obj, "t")
 
 
+# A file as `--nsecs -v` writes it: numbers in ns, no histogram (in ns it
+# would have a bucket per ns); the samples come from -v beside it.
+CYCLICTEST_NS_JSON = (
+    CYCLICTEST_JSON.replace('"resolution_in_ns": 0', '"resolution_in_ns": 1')
+    .replace('"histogram": {        "3": 9,        "4": 33,        "5": 8      },', "")
+    .replace('"cycles": 52', '"cycles": 5')
+    .replace(
+        '"min": 3,      "max": 140,      "avg": 3.98',
+        '"min": 3360,      "max": 140016,      "avg": 31088.0',
+    )
+)
+
+
+def test_cyclictest_in_ns_is_read_from_its_samples() -> None:
+    """With `--nsecs` (domains' `linux_latency_ns`) cyclictest's numbers are
+    ns and its samples make the histogram: read into µs to 0.001, not as
+    1 000 times the latency; samples that disagree with its JSON are refused."""
+    from tandem.instruments import measure
+
+    series = [4352, 3360, 140016, 4352, 3360]
+    line = json.dumps({"json": json.loads(CYCLICTEST_NS_JSON), "series": series})
+    got = measure.parse_results(["@@RESULT p1 cyclictest-ns@@", line], "t")["p1"]
+    assert got.resolution_us == 0.001 and got.overflow == 0
+    assert (got.samples, got.min_us, got.max_us) == (5, 3.36, 140.016)
+    assert got.histogram == {3.36: 2, 4.352: 2, 140.016: 1}
+    assert got.avg_us == pytest.approx(31.088)
+    assert got.percentile(50) == 4.352
+    for bad, match in (
+        (series[:4], "4 samples in the series of 5 cycles"),
+        ([*series[:4], 720], "the series spans 720-140016 ns, cyclictest 3360.0-140016.0"),
+        ([*series[:4], -1], "not a list of ns"),
+    ):
+        line = json.dumps({"json": json.loads(CYCLICTEST_NS_JSON), "series": bad})
+        with pytest.raises(TandemError, match=re.escape(match)):
+            measure.parse_results(["@@RESULT p1 cyclictest-ns@@", line], "t")
+    line = json.dumps({"json": json.loads(CYCLICTEST_JSON), "series": series})
+    with pytest.raises(TandemError, match=r"µs; ns \(--nsecs\) expected"):
+        measure.parse_results(["@@RESULT p1 cyclictest-ns@@", line], "t")
+
+
 def test_kernel_trace_reads_cyclictest_from_its_json_too() -> None:
     from tandem.exp.linux_rt_trace import sections as trace
 
@@ -1287,6 +1345,8 @@ def test_cyclictest_measures_through_its_json() -> None:
 
     script = measure.script_header(1000, "4M", 1, "16M", settle_ms=10)
     script += "measure_cyclictest p1 64 any no\n"
+    # The same in ns (--nsecs), with its series asked for too.
+    script += "CYCLICTEST_NS=yes\nmeasure_cyclictest p2 64 any no yes\n"
     r = run_exec(
         BootOptions(config=load_config("linux-only"), timing=Timing("percore"), smp=1),
         script,
@@ -1294,9 +1354,21 @@ def test_cyclictest_measures_through_its_json() -> None:
     )
     assert r.status == 0, r.output
     assert "@@RESULT p1 cyclictest-json@@" in r.lines, r.output
-    got = measure.parse_results(r.lines, "boot")["p1"]
-    assert got.samples == 64 and got.overflow == 0, r.output
-    assert 0 < got.min_us <= got.avg_us <= got.max_us < 100, r.output
+    assert "@@RESULT p2 cyclictest-ns@@" in r.lines, r.output
+    results = measure.parse_results(r.lines, "boot")
+    for phase in ("p1", "p2"):
+        got = results[phase]
+        assert got.samples == 64 and got.overflow == 0, r.output
+        assert 0 < got.min_us <= got.avg_us <= got.max_us < 100, r.output
+    assert results["p1"].resolution_us == 1.0 and results["p2"].resolution_us == 0.001
+    # In ns the readings fall between whole µs, on virt's 16 ns ticks; the
+    # series asked for is the same samples in ns.
+    ns = results["p2"]
+    assert any(us != int(us) for us in ns.histogram), ns.histogram
+    assert all(round(us * 1000) % 16 == 0 for us in ns.histogram), ns.histogram
+    series = measure.marked_json(r.lines, "SERIES", "boot")["p2"]
+    assert isinstance(series, list) and len(series) == 64, r.output
+    assert {s / 1000 for s in series} == set(ns.histogram), (series, ns.histogram)
 
 
 def test_domains_report_sets_ours_beside_fig8_in_the_boards_time() -> None:

@@ -12,6 +12,12 @@ followed by one JSON line. Two instruments:
   average to 0.01 µs). Read through its own JSON (`--json`, rt-tests 2.4):
   the histogram (non-empty buckets), cycles, min, max and average; what
   lies beyond the histogram's range is cycles less the histogram's count.
+  With `CYCLICTEST_NS=yes` it measures in ns (`--nsecs`): the same
+  wake-ups read at the counter's resolution (16 ns on virt). Its histogram
+  would then have a bucket per ns, which cyclictest writes out line by
+  line at its end (a million lines for 1 ms), so it keeps every sample
+  instead (`-v`) and the histogram is made from them here
+  (`cyclictest-ns`).
   Runs kept from before (their console logs print `@@RESULT ID
   cyclictest@@` and a summary an awk script scraped from the histogram
   file, whose average cyclictest truncates to whole µs) read as they did.
@@ -27,9 +33,12 @@ from dataclasses import dataclass
 from tandem.errors import TandemError
 
 PHASE = re.compile(r"^@@PHASE (\S+)@@$")
-RESULT = re.compile(r"^@@RESULT (\S+) (rtos|cyclictest|cyclictest-json)@@$")
+RESULT = re.compile(r"^@@RESULT (\S+) (rtos|cyclictest|cyclictest-json|cyclictest-ns)@@$")
 # Histogram range of cyclictest, µs: anything later is counted as overflow.
 CYCLICTEST_HIST_US = 10000
+# The samples cyclictest -v keeps (rt-tests' VALBUF_SIZE): a longer run's
+# series would wrap, so one in ns (every sample kept) is at most this long.
+CYCLICTEST_SERIES_MAX = 16384
 # Default settling time after a load starts, before measuring (virtual ms in
 # virtual timing: short, because with four busy vCPUs in one host thread
 # every virtual second costs tens of host seconds).
@@ -115,7 +124,9 @@ cell_after() {{ :; }}
 # measure_cyclictest ID SAMPLES CORE|any ISOLATED(yes|no) [SERIES(yes|no)];
 # stops the loads before reporting, as measure_rtos. SERIES yes: also every
 # sample's latency in loop order (cyclictest -v, kept in memory by cyclictest
-# and written to tmpfs), as @@SERIES ID@@ and one JSON list.
+# and written to tmpfs), as @@SERIES ID@@ and one JSON list, in cyclictest's
+# unit. CYCLICTEST_NS=yes: in ns (--nsecs), every sample kept (-v) and no
+# histogram; the result is one line {{"json": cyclictest's, "series": [...]}}.
 measure_cyclictest() {{
 	echo "@@PHASE $1@@"
 	sleep "$SETTLE_S"
@@ -123,8 +134,14 @@ measure_cyclictest() {{
 	[ "$3" = any ] || pin="-a $3"
 	verbose=""
 	[ "${{5:-no}}" = yes ] && verbose="-v"
-	cmd="cyclictest -m -p 99 -i $PERIOD_US -l $2 -t 1 $pin -q $verbose"
-	cmd="$cmd -h {CYCLICTEST_HIST_US} --histfile=/tmp/ct.hist --json=/tmp/ct.json"
+	cmd="cyclictest -m -p 99 -i $PERIOD_US -l $2 -t 1 $pin -q"
+	if [ "$CYCLICTEST_NS" = yes ]; then
+		max={CYCLICTEST_SERIES_MAX}
+		[ "$2" -le "$max" ] || fail "cyclictest keeps $max samples"
+		cmd="$cmd -v --nsecs --json=/tmp/ct.json"
+	else
+		cmd="$cmd $verbose -h {CYCLICTEST_HIST_US} --histfile=/tmp/ct.hist --json=/tmp/ct.json"
+	fi
 	cell_before "$1"
 	if [ "$4" = yes ]; then
 		sh -c "echo \$\$ > /sys/fs/cgroup/rt/cgroup.procs && exec $cmd" >/tmp/ct.out 2>&1
@@ -133,17 +150,25 @@ measure_cyclictest() {{
 	fi || fail "cyclictest"
 	cell_after "$1"
 	load_stop
-	echo "@@RESULT $1 cyclictest-json@@"
-	# cyclictest's own JSON, on one line
-	tr -d '\n' < /tmp/ct.json
-	echo
-	if [ -n "$verbose" ]; then
-		echo "@@SERIES $1@@"
-		# -v lines: "thread: loop: latency"
+	# -v lines: "thread: loop: latency"
+	series() {{
 		awk -F: '
 			NF == 3 && $1 + 0 == 0 && $2 ~ /^ *[0-9]+$/ {{ s = s sep ($3 + 0); sep = ", " }}
 			END {{ print "[" s "]" }}
 		' /tmp/ct.out
+	}}
+	if [ "$CYCLICTEST_NS" = yes ]; then
+		echo "@@RESULT $1 cyclictest-ns@@"
+		echo "{{\"json\": $(tr -d '\n' < /tmp/ct.json), \"series\": $(series)}}"
+	else
+		echo "@@RESULT $1 cyclictest-json@@"
+		# cyclictest's own JSON, on one line
+		tr -d '\n' < /tmp/ct.json
+		echo
+	fi
+	if [ -n "$verbose" ]; then
+		echo "@@SERIES $1@@"
+		series
 	fi
 }}
 """
@@ -155,12 +180,15 @@ def script_header(
     sched_threads: int,
     hdd_bytes: str,
     settle_ms: int = SETTLE_MS,
+    cyclictest_ns: bool = False,
 ) -> str:
-    """The variables PRELUDE's functions read, then PRELUDE."""
+    """The variables PRELUDE's functions read, then PRELUDE.
+    `cyclictest_ns`: cyclictest measures in ns (`--nsecs`)."""
     return (
         f"PERIOD_US={period_us}\nMEMORY_BYTES={memory_bytes}\n"
         f"SETTLE_S={settle_ms / 1000:g}\n"
-        f"SCHED_THREADS={sched_threads}\nHDD_BYTES={hdd_bytes}\n" + PRELUDE
+        f"SCHED_THREADS={sched_threads}\nHDD_BYTES={hdd_bytes}\n"
+        f"CYCLICTEST_NS={'yes' if cyclictest_ns else 'no'}\n" + PRELUDE
     )
 
 
@@ -288,17 +316,55 @@ def from_cyclictest(obj: dict[str, object], where: str) -> Latency:
     )
 
 
-def from_cyclictest_json(obj: dict[str, object], where: str) -> Latency:
-    """cyclictest's `--json` file (one thread, µs): its thread's
-    histogram (bucket -> count, empty buckets left out), cycles, min, max
-    and average; the samples beyond the histogram are the cycles it does
-    not count."""
+def _cyclictest_thread(obj: dict[str, object], where: str) -> dict[str, object]:
+    """The one thread's statistics in cyclictest's `--json` file."""
     threads = obj.get("thread")
     if not isinstance(threads, dict) or list(threads) != ["0"]:
         raise TandemError(f"{where}: expected cyclictest's one thread, got {threads!r:.80}")
     thread = threads["0"]
     if not isinstance(thread, dict):
         raise TandemError(f"{where}: thread 0 is not an object")
+    return thread
+
+
+def from_cyclictest_ns(obj: dict[str, object], where: str) -> Latency:
+    """cyclictest in ns (`--nsecs -v`): `json` its `--json` file (cycles,
+    min, max, average in ns; no histogram) and `series` every sample in ns,
+    from which the histogram is made (bucket = the sample, in µs to 0.001).
+    The two must agree: a sample for each cycle, the same extremes."""
+    ct = obj.get("json")
+    series = obj.get("series")
+    if not isinstance(ct, dict):
+        raise TandemError(f"{where}: no cyclictest JSON")
+    if ct.get("resolution_in_ns") != 1:
+        raise TandemError(f"{where}: cyclictest measured in µs; ns (--nsecs) expected")
+    thread = _cyclictest_thread(ct, where)
+    if not isinstance(series, list) or not all(
+        isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in series
+    ):
+        raise TandemError(f"{where}: series is not a list of ns ({series!s:.80})")
+    cycles = int(_number(thread, "cycles", where))
+    if len(series) != cycles or not series:
+        raise TandemError(f"{where}: {len(series)} samples in the series of {cycles} cycles")
+    low, high = _number(thread, "min", where), _number(thread, "max", where)
+    if (min(series), max(series)) != (low, high):
+        raise TandemError(
+            f"{where}: the series spans {min(series)}-{max(series)} ns, cyclictest {low}-{high}"
+        )
+    hist: dict[float, int] = {}
+    for ns in series:
+        hist[ns / 1000] = hist.get(ns / 1000, 0) + 1
+    return Latency(
+        "cyclictest", 0.001, hist, low / 1000, high / 1000, sum(series) / 1000, cycles, 0
+    )
+
+
+def from_cyclictest_json(obj: dict[str, object], where: str) -> Latency:
+    """cyclictest's `--json` file (one thread, µs): its thread's
+    histogram (bucket -> count, empty buckets left out), cycles, min, max
+    and average; the samples beyond the histogram are the cycles it does
+    not count. In ns it is read with its samples (`from_cyclictest_ns`)."""
+    thread = _cyclictest_thread(obj, where)
     if obj.get("resolution_in_ns", 0) != 0:
         raise TandemError(f"{where}: cyclictest measured in ns (--nsecs); µs expected")
     raw = thread.get("histogram")
@@ -374,6 +440,7 @@ def parse_results(lines: Iterable[str], where: str) -> dict[str, Latency]:
                 "rtos": from_rtos,
                 "cyclictest": from_cyclictest,
                 "cyclictest-json": from_cyclictest_json,
+                "cyclictest-ns": from_cyclictest_ns,
             }[instrument]
             out[phase] = parse(obj, f"{where}: phase {phase}")
     if pending is not None:

@@ -95,6 +95,15 @@ def _memory_load_words(summary: dict[str, object]) -> list[str]:
     return ["", f"Each memory-loaded core {words.format(bytes=scenario['memory_bytes'])}."]
 
 
+def _cyclictest_resolution(summary: dict[str, object]) -> str:
+    """cyclictest's resolution in this run: ns where the scenario asked for
+    it (`linux_latency_ns`), whole µs before."""
+    scenario = summary.get("scenario")
+    if isinstance(scenario, dict) and scenario.get("linux_latency_ns"):
+        return "in ns with `--nsecs`, at the generic counter's tick"
+    return "1 µs resolution"
+
+
 def board_series(summary: dict[str, object], env: str) -> list[float] | None:
     """`env`'s worst case against 0-3 memory-loaded cores in the modelled
     board's µs (the median over boots of each boot's worst case, ours x
@@ -222,10 +231,10 @@ def report(run_dir: Path, command: str) -> str:
         f"Measured on core {summary['measured_core']}, timer period {summary['period_us']} µs: "
         "where the RTOS runs (heteroos, tandem), the RTOS's timer-interrupt latency from the "
         "compare value to its handler (16 ns resolution); where only Linux runs (smp, "
-        "affinity, dualunix), cyclictest's wake-up latency of a SCHED_FIFO 99 thread (1 µs "
-        "resolution). Loads are on cores 0-2 (anywhere in smp); in dualunix cyclictest runs in "
-        "Linux B, alone on core 3, and the loads in Linux A on cores 0-2: two kernels under "
-        "Tandem's EL2 layer (docs/hyp.md).",
+        "affinity, dualunix), cyclictest's wake-up latency of a SCHED_FIFO 99 thread "
+        f"({_cyclictest_resolution(summary)}). Loads are on cores 0-2 (anywhere in smp); "
+        "in dualunix cyclictest runs in Linux B, alone on core 3, and the loads in Linux A "
+        "on cores 0-2: two kernels under Tandem's EL2 layer (docs/hyp.md).",
         *_memory_load_words(summary),
         "",
         "| env | load | loaded cores | samples | min µs | avg µs | p99 µs | max µs |",

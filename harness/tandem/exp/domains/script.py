@@ -12,7 +12,7 @@ from tandem.exp.domains.spec import (
     Env,
 )
 from tandem.exp.scenario import Scenario
-from tandem.instruments.measure import script_header
+from tandem.instruments.measure import CYCLICTEST_SERIES_MAX, script_header
 from tandem.platform.abi import constants
 from tandem.platform.board import Board
 
@@ -156,6 +156,7 @@ def guest_script(env: Env, s: Scenario) -> str:
     """The guest script for one environment: every phase in one boot (with
     partitions: the measuring partition's; `load_agent_script` is the
     other's)."""
+    _check_series_fits(s)
     if env.measure_in is not None:
         return _partitioned_script(s)
     lines = [
@@ -165,6 +166,7 @@ def guest_script(env: Env, s: Scenario) -> str:
             s.integer("scheduling_threads"),
             "0",
             s.integer("settle_ms"),
+            cyclictest_ns=s.flag("linux_latency_ns"),
         )
     ]
     if env.isolate:
@@ -192,6 +194,15 @@ def guest_script(env: Env, s: Scenario) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _check_series_fits(s: Scenario) -> None:
+    """In ns cyclictest keeps every sample, and no more than it can."""
+    if s.flag("linux_latency_ns") and s.integer("samples") > CYCLICTEST_SERIES_MAX:
+        raise TandemError(
+            f"{s.path}: samples = {s.integer('samples')} with linux_latency_ns: cyclictest "
+            f"keeps at most {CYCLICTEST_SERIES_MAX} samples in ns (or linux_latency_ns = false)"
+        )
+
+
 def _partitioned_script(s: Scenario) -> str:
     """The measuring partition's script (DualUnix): its one core is core 3;
     each phase asks the other partition for its load, measures, and stops
@@ -203,6 +214,7 @@ def _partitioned_script(s: Scenario) -> str:
             s.integer("scheduling_threads"),
             "0",
             s.integer("settle_ms"),
+            cyclictest_ns=s.flag("linux_latency_ns"),
         ),
         remote_functions(s.board),
         # The loads' stop before the results are worked through is the

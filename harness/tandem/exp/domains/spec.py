@@ -81,6 +81,11 @@ SCHEMA = {
     "rtos_task_set": Key(
         str, "what the RTOS runs: the demo's 1 ms job on each RTOS core", choices=("demo",)
     ),
+    "linux_latency_ns": Key(
+        bool,
+        "where only Linux runs, cyclictest in ns (--nsecs: the counter's resolution, 16 ns "
+        "on virt) rather than whole µs (runs before 2 Dec)",
+    ),
     "windows": Key(
         bool,
         "with a memory model: each RTOS phase a window of the model's counters on every "
